@@ -1,0 +1,37 @@
+"""The project's exceptions: one root, one subclass per kind of failure."""
+
+from __future__ import annotations
+
+
+class AutoscalerError(Exception):
+    """Root of every error this project raises on purpose."""
+
+
+class ConfigError(AutoscalerError):
+    """A parameter or option is out of range, unknown or inconsistent."""
+
+
+class TraceError(AutoscalerError):
+    """A trace or load-curve file cannot be read; names the file and line."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+
+
+class SolverError(AutoscalerError):
+    """A solve did not reach an optimal solution; carries the solver's status."""
+
+    def __init__(self, message: str, status: str) -> None:
+        self.status = status
+        super().__init__(f"{message} (solver status: {status})")
+
+
+class InfeasibleError(SolverError):
+    """No schedule meets every deadline within the server cap M."""
+
+
+class ScheduleError(AutoscalerError):
+    """A computed schedule breaks a constraint (C1, C2, 0 <= x <= m <= M, all work done)."""

@@ -1,0 +1,155 @@
+"""Frozen value types shared by the core, the adapters and the CLI.
+
+Symbols follow the deferral paper: L_t is the workload released in slot t (in
+servers), m_t the capacity (servers on), x_t the work assigned to slot t, D the
+deadline in slots, beta the switching cost, e0/e1 the operating cost C(u) = e0 + e1*u.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autoscaler.errors import ConfigError
+
+MIB = 1024 * 1024
+"""Bytes in the paper's "MB" (HDFS block sizes and the s/MB rates are binary megabytes)."""
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One job of a SWIM trace; byte sizes are S, S', S'' of the paper's §V-A."""
+
+    job_id: str
+    submit_s: float
+    gap_s: float
+    map_input_bytes: float
+    shuffle_bytes: float
+    reduce_output_bytes: float
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A parsed SWIM trace: jobs sorted by submit time, plus what the reader had to fix."""
+
+    path: str
+    jobs: tuple[TraceJob, ...]
+    skipped_lines: int = 0
+    out_of_order_lines: int = 0
+
+
+@dataclass(frozen=True)
+class LengthModel:
+    """Parameters of the MapReduce job-length estimate (paper: deferral, §V-A and §VI-A).
+
+    Rates are in MB/s and s/MB with MB = MiB. ``map_slots`` is the M of the
+    paper's case split (mappers completed per round); ``None`` means X, every
+    mapper in one round, which is what lambda_m = 1 assumes.
+    """
+
+    block_bytes: float = 128 * MIB
+    map_s_per_mb: float = 0.8
+    reduce_s_per_mb: float = 0.9
+    read_mb_s: float = 100.0
+    write_mb_s: float = 100.0
+    network_mb_s: float = 10.0
+    map_rounds: int = 1
+    reduce_rounds: int = 1
+    map_slots: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("block_bytes", "read_mb_s", "write_mb_s", "network_mb_s"):
+            _require_positive(name, getattr(self, name))
+        for name in ("map_s_per_mb", "reduce_s_per_mb"):
+            _require_non_negative(name, getattr(self, name))
+        for name in ("map_rounds", "reduce_rounds"):
+            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be a whole number >= 1, got {getattr(self, name)!r}")
+        if self.map_slots is not None and (int(self.map_slots) != self.map_slots or self.map_slots < 1):
+            raise ConfigError(f"map_slots must be a whole number >= 1 or unset, got {self.map_slots!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """Workload curves over a window of slots (paper: deferral, §VI-A, Fig. 8).
+
+    ``released``: jobs submitted per slot, shape (n_slots,).
+    ``active``: L_t, jobs active per slot (each job counted in every slot it runs), shape (n_slots,).
+    ``clipped_job_slots``: job-slots that fell past the window's end and were dropped.
+    """
+
+    source: str
+    slot_s: float
+    released: np.ndarray
+    active: np.ndarray
+    n_jobs: int = 0
+    clipped_jobs: int = 0
+    clipped_job_slots: int = 0
+    jobs_after_window: int = 0
+    skipped_lines: int = 0
+    out_of_order_lines: int = 0
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.active.shape[0])
+
+
+@dataclass(frozen=True)
+class CostParams:
+    """Cost model of eq. (1)-(3): C(u) = e0 + e1*u per server-slot, beta per server switched.
+
+    ``max_servers`` is the cap M on m_t; ``None`` means uncapped.
+    Defaults are the paper's §VI-A choice (e0=1, e1=0, beta=12 for 5-minute slots).
+    """
+
+    e0: float = 1.0
+    e1: float = 0.0
+    beta: float = 12.0
+    max_servers: float | None = None
+
+    def __post_init__(self) -> None:
+        _require_non_negative("e0", self.e0)
+        _require_non_negative("e1", self.e1)
+        _require_non_negative("beta", self.beta)
+        if self.max_servers is not None:
+            _require_positive("max_servers", self.max_servers)
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    """Total cost split into its operating and switching parts (eq. 2)."""
+
+    operating: float
+    switching: float
+
+    @property
+    def total(self) -> float:
+        return self.operating + self.switching
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """A policy's output over the horizon (window + D slots).
+
+    ``capacity``: m_t, servers on, shape (horizon,).
+    ``assigned``: x_t, work run in slot t (servers' worth), shape (horizon,).
+    ``solve_ms_per_slot``: wall time of the policy divided by the slots it decided.
+    """
+
+    policy: str
+    capacity: np.ndarray
+    assigned: np.ndarray
+    solve_ms_per_slot: float = 0.0
+    notes: dict = field(default_factory=dict)
+
+
+def _require_positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _require_non_negative(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")

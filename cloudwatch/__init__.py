@@ -1,0 +1,1 @@
+"""CloudWatch metric queries and the reader adapter (not yet built)."""

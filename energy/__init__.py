@@ -1,0 +1,1 @@
+"""VM power model and energy accounting (not yet built)."""
