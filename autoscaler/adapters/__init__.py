@@ -1,0 +1,1 @@
+"""Adapters: everything that touches files, clocks or the cloud."""

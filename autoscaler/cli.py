@@ -1,0 +1,202 @@
+"""Command line: ``autoscaler replay`` (more subcommands join as they are built).
+
+Results go to stdout; progress, notes and errors go to stderr, so that
+``--format json`` output can be piped. An input or parameter error prints one
+line naming the input and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from contextlib import ExitStack
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+
+from autoscaler.adapters.files import write_atomic
+from autoscaler.errors import AutoscalerError
+from autoscaler.model import MIB, CostParams, LengthModel, Workload
+from autoscaler.policies import POLICIES
+
+DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
+"""Workload A of the deferral paper, shipped as package data (BSD licence beside it)."""
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoscaler",
+        description="Deadline-aware, energy-saving capacity provisioning for Hadoop/EMR clusters.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    replay = commands.add_parser(
+        "replay",
+        help="replay a recorded trace through provisioning policies and compare their costs",
+        description="Replay a SWIM trace (or a slot,released CSV load curve) through the policies, "
+        "print each one's cost and saving against 'follow the workload', and optionally write "
+        "a PNG, CSV and JSON of the schedules.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    replay.add_argument(
+        "--trace",
+        default=None,
+        help="SWIM trace (.tsv, 6 tab-separated columns) or load curve (.csv with header slot,released); "
+        "default: the embedded Workload A (FB-2009 sample 0)",
+    )
+    replay.add_argument(
+        "--policy",
+        default="all",
+        help=f"policy, comma list or 'all'; one of: {', '.join(POLICIES)} (follow is always run as the baseline)",
+    )
+    replay.add_argument("--deadline", "-D", type=_non_negative_int, default=2, help="uniform deadline D in slots")
+    replay.add_argument("--e0", type=_non_negative_float, default=1.0, help="operating cost per server-slot, idle part")
+    replay.add_argument("--e1", type=_non_negative_float, default=0.0, help="operating cost per server-slot at full load, load part")
+    replay.add_argument("--beta", type=_non_negative_float, default=12.0, help="switching cost per server turned on or off")
+    replay.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
+    replay.add_argument(
+        "--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)"
+    )
+    replay.add_argument("--max-servers", type=_positive_float, default=None, help="cap M on servers on (default: none)")
+    replay.add_argument("--format", choices=["table", "json", "csv"], default="table", help="stdout format")
+    replay.add_argument("--out", type=Path, default=None, help="folder for replay.png, replay.json, slots.csv, summary.csv")
+    replay.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
+    length = replay.add_argument_group("job-length estimate (deferral paper, §V-A)")
+    length.add_argument("--block-mb", type=_positive_float, default=128.0, help="HDFS block size in MB")
+    length.add_argument("--map-s-per-mb", type=_non_negative_float, default=0.8, help="f(x) = this * x")
+    length.add_argument("--reduce-s-per-mb", type=_non_negative_float, default=0.9, help="g(x) = this * x")
+    length.add_argument("--read-mb-s", type=_positive_float, default=100.0, help="V_i, data read rate")
+    length.add_argument("--write-mb-s", type=_positive_float, default=100.0, help="V_o, data output rate")
+    length.add_argument("--network-mb-s", type=_positive_float, default=10.0, help="V_n, network transfer rate")
+    replay.set_defaults(handler=_run_replay)
+    return parser
+
+
+def load_workload(trace: str | None, *, slot_s: float, window_slots: int | None, skip_bad_lines: bool, length_model: LengthModel) -> Workload:
+    """Read the trace (or the embedded default) into workload curves."""
+    from autoscaler import workload
+
+    with ExitStack() as stack:
+        if trace is None:
+            path = stack.enter_context(resources.as_file(resources.files("autoscaler") / "data" / DEFAULT_TRACE))
+            source = f"Workload A ({DEFAULT_TRACE}, embedded)"
+        else:
+            path = Path(trace)
+            source = str(trace)
+        if path.suffix.lower() == ".csv":
+            load = workload.read_load_curve(path)
+            if window_slots is not None:
+                load = load[:window_slots]
+            result = workload.workload_from_curve(load, slot_s=slot_s, source=source)
+        else:
+            parsed = workload.read_swim(path, skip_bad_lines=skip_bad_lines)
+            result = workload.workload_from_trace(parsed, slot_s=slot_s, window_slots=window_slots, length_model=length_model)
+            result = _with_source(result, source)
+    return result
+
+
+def _with_source(w: Workload, source: str) -> Workload:
+    from dataclasses import replace
+
+    return replace(w, source=source)
+
+
+def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler import render
+    from autoscaler.replay import parse_policy_list, replay, to_dict
+
+    names = parse_policy_list(args.policy)
+    params = CostParams(e0=args.e0, e1=args.e1, beta=args.beta, max_servers=args.max_servers)
+    length_model = LengthModel(
+        block_bytes=args.block_mb * MIB,
+        map_s_per_mb=args.map_s_per_mb,
+        reduce_s_per_mb=args.reduce_s_per_mb,
+        read_mb_s=args.read_mb_s,
+        write_mb_s=args.write_mb_s,
+        network_mb_s=args.network_mb_s,
+    )
+    with err.status("reading the trace"):
+        workload = load_workload(
+            args.trace, slot_s=args.slot_s, window_slots=args.window, skip_bad_lines=args.skip_bad_lines, length_model=length_model
+        )
+    with err.status("running policies") as status:
+        result = replay(workload, names, args.deadline, params, progress=lambda n: status.update(f"running {n}"))
+    err.print(f"[dim]{render.workload_summary(result)}[/dim]", highlight=False)
+    document = to_dict(result)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(document) + "\n")
+    elif args.format == "csv":
+        sys.stdout.write(render.summary_csv(result))
+    else:
+        out.print(render.summary_table(result))
+    if args.out is not None:
+        written = [
+            write_atomic(args.out / "replay.png", render.schedule_png(result)),
+            write_atomic(args.out / "replay.json", json.dumps(document, indent=1) + "\n"),
+            write_atomic(args.out / "slots.csv", render.slots_csv(result)),
+            write_atomic(args.out / "summary.csv", render.summary_csv(result)),
+        ]
+        err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = Console()
+    if not out.is_terminal:
+        # Piped or redirected: rich would assume 80 columns and squeeze the table.
+        out = Console(width=120)
+    err = Console(stderr=True)
+    try:
+        return args.handler(args, out, err)
+    except AutoscalerError as exc:
+        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False)
+        return 2
+    except OSError as exc:
+        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The offline optimum: LP (3) of the deferral paper, solved with cvxpy and Clarabel.
+
+The cumulative constraints C1/C2 are written through the backlog
+s_t = sum_{j<=t} (L_j - x_j) (work released but not yet run) so that every
+constraint touches at most three neighbouring slots: the LP has O(T) non-zeros
+and its solve time grows linearly with the horizon, where the textbook
+``cumsum`` form has O(T^2).
+"""
+
+from __future__ import annotations
+
+import time
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from autoscaler.cost import deadline_curve, pad_to_horizon
+from autoscaler.errors import InfeasibleError, SolverError
+from autoscaler.model import CostParams, Schedule
+
+SOLVER = cp.CLARABEL
+
+
+def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
+    """Solve min sum_t (e0*m_t + e1*x_t) + beta*sum_t |m_t - m_{t-1}| subject to C1, C2,
+    all work done and 0 <= x_t <= m_t <= M (paper: deferral, eq. 3), charging the
+    final switch-off beta*m_T as :func:`autoscaler.cost.schedule_cost` does.
+
+    ``load``: L_t, shape (n_slots,); returns a Schedule over n_slots + D slots.
+    Raises InfeasibleError when no schedule meets every deadline under M, and
+    SolverError (with the solver's status) when the solve fails for any other reason.
+    """
+    released = pad_to_horizon(load, deadline_slots)
+    return solve_offline(released, deadline_curve(released, deadline_slots), params)
+
+
+def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, name: str = "offline") -> Schedule:
+    """LP (3)/(6) for a released curve L_t and a deadline curve l_t (or l'_t), shape (horizon,)."""
+    started = time.perf_counter()
+    horizon = released.shape[0]
+    # Largest backlog C1 allows after slot t: released so far minus due so far.
+    max_backlog = np.cumsum(released) - np.cumsum(due)
+    capacity = cp.Variable(horizon)
+    backlog = cp.Variable(horizon)
+    change = cp.Variable(horizon)
+    # (shift @ v)_t = v_{t-1}, with v_0 = 0 before the first slot.
+    shift = sp.eye(horizon, k=-1, format="csr")
+    assigned = shift @ backlog + released - backlog
+    constraints = [
+        backlog >= 0,
+        backlog <= max_backlog,
+        backlog[horizon - 1] == 0,
+        assigned >= 0,
+        assigned <= capacity,
+        change >= capacity - shift @ capacity,
+        change >= shift @ capacity - capacity,
+    ]
+    if params.max_servers is not None:
+        constraints.append(capacity <= params.max_servers)
+    objective = params.e0 * cp.sum(capacity) + params.e1 * cp.sum(assigned) + params.beta * (cp.sum(change) + capacity[horizon - 1])
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    try:
+        problem.solve(solver=SOLVER)
+    except cp.error.SolverError as exc:
+        raise SolverError(f"{name}: {SOLVER} failed on the LP over {horizon} slots: {exc}", "solver_error") from exc
+    if problem.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        raise InfeasibleError(
+            f"{name}: no schedule meets every deadline over {horizon} slots"
+            + (f" with at most M = {params.max_servers:g} servers" if params.max_servers is not None else ""),
+            problem.status,
+        )
+    if problem.status != cp.OPTIMAL:
+        raise SolverError(f"{name}: {SOLVER} did not solve the LP over {horizon} slots", str(problem.status))
+    # Interior-point output sits within ~1e-9 of the bounds; snap it onto them.
+    x = np.clip(np.asarray(assigned.value, dtype=float).reshape(horizon), 0.0, None)
+    m = np.maximum(np.asarray(capacity.value, dtype=float), x)
+    if params.max_servers is not None:
+        m = np.minimum(m, params.max_servers)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return Schedule(policy=name, capacity=m, assigned=x, solve_ms_per_slot=elapsed_ms / max(1, horizon))

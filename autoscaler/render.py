@@ -1,0 +1,148 @@
+"""Render a replay result as a rich table, CSV text or a PNG (returns values; no file I/O)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+from rich.table import Table
+
+from autoscaler.replay import ReplayResult
+
+SUMMARY_COLUMNS = [
+    "policy",
+    "cost",
+    "operating_cost",
+    "switching_cost",
+    "saving_pct",
+    "peak_servers",
+    "mean_servers",
+    "solve_ms_per_slot",
+]
+
+
+def summary_rows(result: ReplayResult) -> list[dict]:
+    """One dict per policy with the columns of :data:`SUMMARY_COLUMNS`."""
+    return [
+        {
+            "policy": name,
+            "cost": r.cost.total,
+            "operating_cost": r.cost.operating,
+            "switching_cost": r.cost.switching,
+            "saving_pct": r.saving_pct,
+            "peak_servers": r.peak_servers,
+            "mean_servers": r.mean_servers,
+            "solve_ms_per_slot": r.schedule.solve_ms_per_slot,
+        }
+        for name, r in result.policies.items()
+    ]
+
+
+def summary_table(result: ReplayResult) -> Table:
+    """The replay summary as a rich Table, titled with the trace, D and cost parameters."""
+    p = result.params
+    w = result.workload
+    title = (
+        f"{w.source}: {w.n_slots} slots of {w.slot_s:g} s, D = {result.deadline_slots}, "
+        f"e0 = {p.e0:g}, e1 = {p.e1:g}, beta = {p.beta:g}"
+        + (f", M = {p.max_servers:g}" if p.max_servers is not None else "")
+    )
+    table = Table(title=title, caption="saving: against follow the workload; m: servers on")
+    for column, justify in [
+        ("policy", "left"),
+        ("cost", "right"),
+        ("operating", "right"),
+        ("switching", "right"),
+        ("saving", "right"),
+        ("peak m", "right"),
+        ("mean m", "right"),
+        ("ms/slot", "right"),
+    ]:
+        table.add_column(column, justify=justify, no_wrap=True)
+    for row in summary_rows(result):
+        table.add_row(
+            row["policy"],
+            f"{row['cost']:.1f}",
+            f"{row['operating_cost']:.1f}",
+            f"{row['switching_cost']:.1f}",
+            f"{row['saving_pct']:.2f} %",
+            f"{row['peak_servers']:.2f}",
+            f"{row['mean_servers']:.2f}",
+            f"{row['solve_ms_per_slot']:.4f}",
+        )
+    return table
+
+
+def workload_summary(result: ReplayResult) -> str:
+    """One paragraph on what the reader and the curves did to the input."""
+    w = result.workload
+    parts = [f"{w.n_jobs} jobs" if w.n_jobs else "load curve"]
+    parts.append(f"sum of L_t {float(w.active.sum()):,.0f} server-slots, peak {float(w.active.max(initial=0)):g}")
+    if w.jobs_after_window:
+        parts.append(f"{w.jobs_after_window} jobs submitted after the window were left out")
+    if w.clipped_jobs:
+        parts.append(f"{w.clipped_jobs} jobs ran past the window: {w.clipped_job_slots} job-slots clipped")
+    if w.skipped_lines:
+        parts.append(f"{w.skipped_lines} bad lines skipped")
+    if w.out_of_order_lines:
+        parts.append(f"{w.out_of_order_lines} lines out of submit-time order (sorted)")
+    return "; ".join(parts)
+
+
+def summary_csv(result: ReplayResult) -> str:
+    """The summary table as CSV text with a header row."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(summary_rows(result))
+    return out.getvalue()
+
+
+def slots_csv(result: ReplayResult) -> str:
+    """Per-slot CSV: slot, released jobs, L_t, then m_t and x_t of each policy."""
+    horizon = max(r.schedule.capacity.shape[0] for r in result.policies.values())
+    w = result.workload
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    header = ["slot", "released_jobs", "load"]
+    for name in result.policies:
+        header += [f"m_{name}", f"x_{name}"]
+    writer.writerow(header)
+    for t in range(horizon):
+        row = [t, _at(w.released, t), _at(w.active, t)]
+        for r in result.policies.values():
+            row += [_at(r.schedule.capacity, t), _at(r.schedule.assigned, t)]
+        writer.writerow(row)
+    return out.getvalue()
+
+
+def schedule_png(result: ReplayResult) -> bytes:
+    """PNG like the deferral paper's Fig. 3: L_t and each policy's m_t over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    w = result.workload
+    fig, ax = plt.subplots(figsize=(11, 4.5), dpi=110)
+    hours = np.arange(w.n_slots) * w.slot_s / 3600
+    ax.fill_between(hours, w.active, step="post", color="0.85", label="L_t (active jobs)")
+    for name, r in result.policies.items():
+        m = r.schedule.capacity
+        t = np.arange(m.shape[0]) * w.slot_s / 3600
+        ax.step(t, m, where="post", linewidth=1.1, label=f"m_t {name} ({r.saving_pct:.1f} % saved)")
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("servers")
+    ax.set_title(f"{w.source}: capacity by policy, D = {result.deadline_slots} slots")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _at(values: np.ndarray, t: int) -> float:
+    return round(float(values[t]), 9) + 0.0 if t < values.shape[0] else 0.0

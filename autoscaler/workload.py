@@ -1,0 +1,330 @@
+"""Workload curves from SWIM MapReduce traces (paper: dynamic deferral, §V-A and §VI-A).
+
+A SWIM trace lists jobs with their submit time and the bytes each phase moves. We estimate each
+job's length from those bytes (§V-A), then count per slot the jobs released (submitted) and the
+jobs active (running); the active curve is the paper's L_t (Fig. 8). A user whose data is already
+a load curve skips all that through ``read_load_curve`` and ``workload_from_curve``.
+
+Pure: numpy only; reading the input file is the only I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from autoscaler.errors import ConfigError, TraceError
+from autoscaler.model import MIB, LengthModel, Trace, TraceJob, Workload
+
+TRACE_DAY_S = 86400.0
+"""Span of the SWIM Facebook samples: one day (paper: deferral, §VI-A)."""
+
+_SWIM_COLUMNS = (
+    "job id",
+    "submit time s",
+    "inter-job gap s",
+    "map input bytes",
+    "shuffle bytes",
+    "reduce output bytes",
+)
+_LOAD_CURVE_HEADER = ("slot", "released")
+
+
+def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace:
+    """Read a SWIM trace: 6 tab-separated columns per line, one job per line.
+
+    Columns: job id, submit time (s), inter-job gap (s), map input bytes S, shuffle bytes S',
+    reduce output bytes S'' (paper: deferral, §V-A). Blank lines are ignored. Jobs come back
+    sorted by submit time (stable); ``out_of_order_lines`` counts lines whose submit time is
+    smaller than the previous kept line's.
+
+    A malformed line (wrong column count, empty or duplicate job id, a field that is not a
+    finite number >= 0) raises ``TraceError(path, line, message)`` with the 1-based line and
+    the column at fault. With ``skip_bad_lines=True`` such lines are dropped and counted in
+    ``skipped_lines`` instead; of duplicate ids the first is kept.
+
+    Raises TraceError naming the file if it is missing, unreadable, not UTF-8 or holds no jobs.
+    """
+    name = os.fspath(path)
+    text = _read_text(name)
+    jobs: list[TraceJob] = []
+    seen_ids: dict[str, int] = {}
+    skipped = 0
+    out_of_order = 0
+    previous_submit_s = -math.inf
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            job = _parse_swim_line(line, line_no, seen_ids)
+        except ValueError as exc:
+            if not skip_bad_lines:
+                raise TraceError(name, line_no, str(exc)) from None
+            skipped += 1
+            continue
+        seen_ids[job.job_id] = line_no
+        if job.submit_s < previous_submit_s:
+            out_of_order += 1
+        previous_submit_s = job.submit_s
+        jobs.append(job)
+    if not jobs:
+        detail = f" ({skipped} bad lines skipped)" if skipped else ""
+        raise TraceError(name, None, f"no jobs in the trace{detail}")
+    if out_of_order:
+        jobs.sort(key=lambda job: job.submit_s)  # list.sort is stable
+    return Trace(path=name, jobs=tuple(jobs), skipped_lines=skipped, out_of_order_lines=out_of_order)
+
+
+def read_load_curve(path: str | os.PathLike) -> np.ndarray:
+    """Read a load curve L_t from a CSV with header ``slot,released``; returns shape (max_slot+1,).
+
+    Slots are whole numbers >= 0, unique, in any order; slots not listed are zero. ``released``
+    is a finite number >= 0 (servers' worth of work; fractions allowed).
+
+    Raises TraceError naming the file and line for a missing/unreadable/non-UTF-8 file, a bad
+    header, a bad number, a duplicate slot, or a file with no rows.
+    """
+    name = os.fspath(path)
+    text = _read_text(name)
+    header_seen = False
+    rows: dict[int, float] = {}
+    row_lines: dict[int, int] = {}
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split(",")]
+        if not header_seen:
+            if tuple(field.lower() for field in fields) != _LOAD_CURVE_HEADER:
+                raise TraceError(name, line_no, f"expected header 'slot,released', got {line.strip()!r}")
+            header_seen = True
+            continue
+        if len(fields) != 2:
+            raise TraceError(name, line_no, f"expected 2 comma-separated columns (slot,released), got {len(fields)}")
+        slot = _parse_whole(fields[0])
+        if slot is None:
+            raise TraceError(name, line_no, f"column 1 (slot): expected a whole number >= 0, got {fields[0]!r}")
+        if slot in rows:
+            raise TraceError(name, line_no, f"column 1 (slot): slot {slot} already given on line {row_lines[slot]}")
+        released = _parse_non_negative(fields[1])
+        if released is None:
+            raise TraceError(name, line_no, f"column 2 (released): expected a finite number >= 0, got {fields[1]!r}")
+        rows[slot] = released
+        row_lines[slot] = line_no
+    if not header_seen:
+        raise TraceError(name, None, "empty file: expected header 'slot,released' and at least one row")
+    if not rows:
+        raise TraceError(name, None, "no rows after the header 'slot,released'")
+    slots = np.fromiter(rows.keys(), dtype=np.int64, count=len(rows))
+    load = np.zeros(int(slots.max()) + 1, dtype=float)
+    load[slots] = np.fromiter(rows.values(), dtype=float, count=len(rows))
+    return load
+
+
+def estimate_length_s(
+    map_input_bytes: np.ndarray | float,
+    shuffle_bytes: np.ndarray | float,
+    reduce_output_bytes: np.ndarray | float,
+    model: LengthModel = LengthModel(),
+) -> np.ndarray:
+    """Estimated run time T_J in seconds of MapReduce jobs (paper: deferral, §V-A, after [18]).
+
+    Takes byte sizes S, S', S'' (any broadcastable shapes, scalars allowed) and returns T_J with
+    the broadcast shape (a 0-d array for scalars). Sizes are converted to MB = MiB to match the
+    MB/s and s/MB rates of ``model``.
+
+    X = ceil(S/block) and Y = ceil(S''/block), each at least 1;
+    T_m = S/(X V_i) + f(S/X) + S'/(X V_o); T_s = S'/(X Y V_n); T_r = g(S'/Y) + S''/(Y V_o);
+    f(x) = map_s_per_mb * x, g(x) = reduce_s_per_mb * x.
+    T_J = T_m + λ_r (X T_s + T_r)                 if T_m < M T_s,
+    T_J = λ_m T_m + M T_s + λ_r (X T_s + T_r)     otherwise.
+
+    Readings where the paper leaves room: g takes the shuffle data per reducer S'/Y, as the
+    paper's equation writes it (its prose only says "input size"); M is ``model.map_slots``,
+    or X when that is None (all mappers in one round, consistent with λ_m = 1); λ_m and λ_r are
+    ``model.map_rounds`` and ``model.reduce_rounds`` as given (the paper's §VI-A uses 1 and 1).
+
+    Raises ConfigError if a size is negative, NaN or infinite.
+    """
+    sizes_mb = []
+    for label, values in (
+        ("map_input_bytes", map_input_bytes),
+        ("shuffle_bytes", shuffle_bytes),
+        ("reduce_output_bytes", reduce_output_bytes),
+    ):
+        array = np.asarray(values, dtype=float)
+        bad = ~(np.isfinite(array) & (array >= 0))
+        if bad.any():
+            first_bad = np.unravel_index(int(np.argmax(bad)), array.shape) if array.ndim else ()
+            raise ConfigError(
+                f"{label} must be finite numbers >= 0 (bytes), got {array[first_bad]!r} at index {first_bad}"
+            )
+        sizes_mb.append(array / MIB)
+    map_mb, shuffle_mb, output_mb = sizes_mb
+    block_mb = model.block_bytes / MIB
+    mappers = np.maximum(1.0, np.ceil(map_mb / block_mb))  # X
+    reducers = np.maximum(1.0, np.ceil(output_mb / block_mb))  # Y
+
+    map_s = map_mb / (mappers * model.read_mb_s) + model.map_s_per_mb * (map_mb / mappers) + shuffle_mb / (
+        mappers * model.write_mb_s
+    )
+    shuffle_s = shuffle_mb / (mappers * reducers * model.network_mb_s)
+    reduce_s = model.reduce_s_per_mb * (shuffle_mb / reducers) + output_mb / (reducers * model.write_mb_s)
+
+    map_slots = mappers if model.map_slots is None else float(model.map_slots)  # M
+    reduce_part_s = model.reduce_rounds * (mappers * shuffle_s + reduce_s)
+    overlapped_s = map_s + reduce_part_s
+    waiting_s = model.map_rounds * map_s + map_slots * shuffle_s + reduce_part_s
+    return np.asarray(np.where(map_s < map_slots * shuffle_s, overlapped_s, waiting_s))
+
+
+def workload_from_trace(
+    trace: Trace,
+    *,
+    slot_s: float = 300.0,
+    window_slots: int | None = None,
+    length_model: LengthModel = LengthModel(),
+) -> Workload:
+    """Released and active curves of a trace over a window of slots (paper: deferral, §VI-A, Fig. 8).
+
+    A job submitted at s seconds is released in slot floor(s/slot_s); with estimated length T
+    (``estimate_length_s``) it is active in slots floor(s/slot_s) .. max(first, ceil((s+T)/slot_s) - 1),
+    so every job is active in at least its release slot. ``released`` and ``active`` have shape
+    (window_slots,), in jobs per slot. The window defaults to the trace's day,
+    round(86400/slot_s) slots (288 at 300 s).
+
+    Jobs released at or after the window's end are not counted (``jobs_after_window``);
+    ``n_jobs`` counts the jobs released inside the window, so ``released.sum() == n_jobs``.
+    Job-slots past the end are dropped: ``clipped_jobs`` jobs ran past it, losing
+    ``clipped_job_slots`` job-slots in all. ``skipped_lines`` and ``out_of_order_lines`` are
+    copied from the trace.
+
+    Raises ConfigError if slot_s is not a finite number > 0 or window_slots is not a whole number >= 1.
+    """
+    slot_s = _require_slot_s(slot_s)
+    if window_slots is None:
+        window_slots = max(1, round(TRACE_DAY_S / slot_s))
+    elif isinstance(window_slots, bool) or not isinstance(window_slots, (int, np.integer)) or window_slots < 1:
+        raise ConfigError(f"window_slots must be a whole number >= 1, got {window_slots!r}")
+    window_slots = int(window_slots)
+
+    n_total = len(trace.jobs)
+    columns = [
+        np.fromiter((getattr(job, attr) for job in trace.jobs), dtype=float, count=n_total)
+        for attr in ("submit_s", "map_input_bytes", "shuffle_bytes", "reduce_output_bytes")
+    ]
+    submit_s, map_bytes, shuffle_bytes, output_bytes = columns
+    if not (np.isfinite(submit_s) & (submit_s >= 0)).all():
+        raise ConfigError(f"trace {trace.path!r}: submit times must be finite numbers >= 0")
+    length_s = estimate_length_s(map_bytes, shuffle_bytes, output_bytes, length_model)
+
+    first_slot = np.floor(submit_s / slot_s).astype(np.int64)
+    in_window = first_slot < window_slots
+    first_slot = first_slot[in_window]
+    end_s = submit_s[in_window] + length_s[in_window]
+    end_slot = np.maximum(first_slot + 1, np.ceil(end_s / slot_s).astype(np.int64))  # one past the last slot
+
+    released = np.bincount(first_slot, minlength=window_slots).astype(float)
+    # Difference array: +1 where a job starts, -1 one past its last slot inside the window.
+    starts = np.bincount(first_slot, minlength=window_slots + 1)
+    stops = np.bincount(np.minimum(end_slot, window_slots), minlength=window_slots + 1)
+    active = np.cumsum(starts - stops)[:window_slots].astype(float)
+
+    overrun = end_slot - window_slots
+    return Workload(
+        source=trace.path,
+        slot_s=slot_s,
+        released=released,
+        active=active,
+        n_jobs=int(in_window.sum()),
+        clipped_jobs=int((overrun > 0).sum()),
+        clipped_job_slots=int(overrun[overrun > 0].sum()),
+        jobs_after_window=int(n_total - in_window.sum()),
+        skipped_lines=trace.skipped_lines,
+        out_of_order_lines=trace.out_of_order_lines,
+    )
+
+
+def workload_from_curve(load: np.ndarray, *, slot_s: float = 300.0, source: str = "curve") -> Workload:
+    """Wrap a load curve L_t, shape (n_slots,), as a Workload with released = active = load, n_jobs = 0.
+
+    Raises ConfigError if load is empty, not 1-D, or has a value that is not finite and >= 0,
+    or if slot_s is not a finite number > 0.
+    """
+    slot_s = _require_slot_s(slot_s)
+    try:
+        curve = np.array(load, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"load curve {source!r} must be numbers: {exc}") from None
+    if curve.ndim != 1 or curve.size == 0:
+        raise ConfigError(f"load curve {source!r} must have shape (n_slots,) with n_slots >= 1, got {curve.shape}")
+    bad = ~(np.isfinite(curve) & (curve >= 0))
+    if bad.any():
+        slot = int(np.argmax(bad))
+        raise ConfigError(f"load curve {source!r}: slot {slot} must be a finite number >= 0, got {curve[slot]!r}")
+    return Workload(source=source, slot_s=slot_s, released=curve, active=curve.copy(), n_jobs=0)
+
+
+def _read_text(name: str) -> str:
+    try:
+        with open(name, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise TraceError(name, None, "no such file") from None
+    except OSError as exc:
+        raise TraceError(name, None, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_no = raw.count(b"\n", 0, exc.start) + 1
+        raise TraceError(name, line_no, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def _parse_swim_line(line: str, line_no: int, seen_ids: dict[str, int]) -> TraceJob:
+    """One SWIM line as a TraceJob; ValueError with the column and what was expected otherwise."""
+    fields = line.split("\t")
+    if len(fields) != len(_SWIM_COLUMNS):
+        expected = f"{len(_SWIM_COLUMNS)} tab-separated columns ({', '.join(_SWIM_COLUMNS)})"
+        raise ValueError(f"expected {expected}, got {len(fields)}")
+    job_id = fields[0].strip()
+    if not job_id:
+        raise ValueError("column 1 (job id): expected a non-empty id")
+    if job_id in seen_ids:
+        raise ValueError(f"column 1 (job id): {job_id!r} already used on line {seen_ids[job_id]}")
+    numbers = []
+    for column, text in enumerate(fields[1:], start=2):
+        value = _parse_non_negative(text)
+        if value is None:
+            raise ValueError(
+                f"column {column} ({_SWIM_COLUMNS[column - 1]}): expected a finite number >= 0, got {text.strip()!r}"
+            )
+        numbers.append(value)
+    return TraceJob(job_id, *numbers)
+
+
+def _parse_non_negative(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _parse_whole(text: str) -> int | None:
+    try:
+        value = int(text)
+    except ValueError:
+        as_float = _parse_non_negative(text)
+        if as_float is None or not as_float.is_integer():
+            return None
+        value = int(as_float)
+    return value if value >= 0 else None
+
+
+def _require_slot_s(slot_s: float) -> float:
+    if isinstance(slot_s, bool) or not isinstance(slot_s, (int, float, np.floating, np.integer)):
+        raise ConfigError(f"slot_s must be a finite number > 0 (seconds), got {slot_s!r}")
+    if not (math.isfinite(slot_s) and slot_s > 0):
+        raise ConfigError(f"slot_s must be a finite number > 0 (seconds), got {slot_s!r}")
+    return float(slot_s)

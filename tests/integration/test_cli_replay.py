@@ -1,0 +1,95 @@
+"""`autoscaler replay` end to end: the embedded trace, output formats, files and bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from autoscaler.cli import main
+
+
+def test_json_on_stdout_is_the_only_output_and_is_complete():
+    proc = subprocess.run(
+        [sys.executable, "-m", "autoscaler", "replay", "--format", "json", "--policy", "all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    document = json.loads(proc.stdout)
+    assert document["slot_s"] == 300.0
+    assert document["params"] == {"e0": 1.0, "e1": 0.0, "beta": 12.0, "deadline": 2, "max_servers": None}
+    assert len(document["workload"]["active"]) == 288
+    assert sum(document["workload"]["released"]) == document["workload"]["n_jobs"]
+    assert set(document["policies"]) == {"follow", "offline", "gcp-u"}
+    follow = document["policies"]["follow"]
+    assert follow["saving_pct"] == 0.0
+    assert follow["m"][:288] == document["workload"]["active"]
+    for name, policy in document["policies"].items():
+        assert len(policy["m"]) == len(policy["x"]) == 288 + 2, name
+        # The cost is recomputable from the reported schedule (eq. 2, final switch-off charged).
+        m = np.array(policy["m"])
+        switching = 12.0 * np.abs(np.diff(m, prepend=0.0, append=0.0)).sum()
+        assert policy["cost"] == pytest.approx(m.sum() + switching, rel=1e-6), name
+    assert document["policies"]["offline"]["cost"] <= document["policies"]["gcp-u"]["cost"]
+
+
+def test_csv_summary_and_output_folder(tmp_path, capsys):
+    assert main(["replay", "--policy", "gcp-u", "--deadline", "3", "--format", "csv", "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["policy"] for r in rows] == ["follow", "gcp-u"]
+    assert {p.name for p in tmp_path.iterdir()} == {"replay.png", "replay.json", "slots.csv", "summary.csv"}
+    assert (tmp_path / "replay.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    slots = list(csv.DictReader((tmp_path / "slots.csv").open()))
+    assert len(slots) == 288 + 3
+    assert sum(float(r["x_gcp-u"]) for r in slots) == pytest.approx(sum(float(r["load"]) for r in slots), rel=1e-9)
+
+
+def test_load_curve_csv_input(tmp_path, capsys):
+    curve = tmp_path / "curve.csv"
+    curve.write_text("slot,released\n0,2\n1,0\n")
+    assert main(["replay", "--trace", str(curve), "--deadline", "1", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    # The hand-worked case of tests/unit/test_policies.py: follow 50, spread over two slots 26.
+    assert document["policies"]["follow"]["cost"] == pytest.approx(50.0)
+    assert document["policies"]["offline"]["cost"] == pytest.approx(26.0, abs=1e-5)
+    assert document["policies"]["gcp-u"]["cost"] == pytest.approx(26.0)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--policy", "fifo"], "unknown policy 'fifo'"),
+        (["--trace", "/nonexistent/trace.tsv"], "/nonexistent/trace.tsv"),
+        (["--max-servers", "5"], "M = 5"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(argv, message, capsys):
+    assert main(["replay", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_malformed_trace_line_is_named_and_skippable(tmp_path, capsys):
+    trace = tmp_path / "bad.tsv"
+    trace.write_text("job0\t10\t10\t100\t0\t100\njob1\t20\t10\tlots\t0\t100\n")
+    assert main(["replay", "--trace", str(trace)]) == 2
+    assert f"{trace}:2" in capsys.readouterr().err
+    assert main(["replay", "--trace", str(trace), "--skip-bad-lines", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["workload"]["skipped_lines"] == 1
+    assert "1 bad lines skipped" in captured.err
+
+
+@pytest.mark.parametrize("flag, value", [("--deadline", "-1"), ("--slot-s", "0"), ("--beta", "nan"), ("--window", "x")])
+def test_out_of_range_flags_are_refused_by_the_parser(flag, value, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["replay", flag, value])
+    assert caught.value.code == 2
+    assert flag in capsys.readouterr().err
