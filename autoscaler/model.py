@@ -28,6 +28,7 @@ class TraceJob:
     map_input_bytes: float
     shuffle_bytes: float
     reduce_output_bytes: float
+    deadline_slots: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ class Workload:
     jobs_after_window: int = 0
     skipped_lines: int = 0
     out_of_order_lines: int = 0
+    active_by_deadline: np.ndarray | None = None
+    """L_{d,t}: jobs active in slot t whose deadline is d slots, shape (nu+1, n_slots); None for a load curve."""
 
     @property
     def n_slots(self) -> int:

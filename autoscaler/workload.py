@@ -35,6 +35,8 @@ _LOAD_CURVE_HEADER = ("slot", "released")
 def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace:
     """Read a SWIM trace: 6 tab-separated columns per line, one job per line.
 
+    An optional 7th column gives each job's deadline in slots (on every line or none).
+
     Columns: job id, submit time (s), inter-job gap (s), map input bytes S, shuffle bytes S',
     reduce output bytes S'' (paper: deferral, §V-A). Blank lines are ignored. Jobs come back
     sorted by submit time (stable); ``out_of_order_lines`` counts lines whose submit time is
@@ -59,6 +61,11 @@ def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace
             continue
         try:
             job = _parse_swim_line(line, line_no, seen_ids)
+            if jobs and (job.deadline_slots is None) != (jobs[0].deadline_slots is None):
+                raise ValueError(
+                    f"expected {'7' if jobs[0].deadline_slots is not None else '6'} columns like the first job's "
+                    "line: the 7th column (deadline slots) goes on every line or on none"
+                )
         except ValueError as exc:
             if not skip_bad_lines:
                 raise TraceError(name, line_no, str(exc)) from None
@@ -185,6 +192,7 @@ def workload_from_trace(
     slot_s: float = 300.0,
     window_slots: int | None = None,
     length_model: LengthModel = LengthModel(),
+    deadline_slots: np.ndarray | None = None,
 ) -> Workload:
     """Released and active curves of a trace over a window of slots (paper: deferral, §VI-A, Fig. 8).
 
@@ -200,9 +208,16 @@ def workload_from_trace(
     ``clipped_job_slots`` job-slots in all. ``skipped_lines`` and ``out_of_order_lines`` are
     copied from the trace.
 
+    ``deadline_slots`` (one per trace job, shape (n_jobs,), whole slots >= 0) adds
+    ``active_by_deadline``, L_{d,t} (paper: deferral, §IV): row d counts the active jobs
+    whose deadline is d. Without it, jobs' own deadlines (the 7th column) are used if
+    the trace has them.
+
     Raises ConfigError if slot_s is not a finite number > 0 or window_slots is not a whole number >= 1.
     """
     slot_s = _require_slot_s(slot_s)
+    if deadline_slots is None and trace.jobs and trace.jobs[0].deadline_slots is not None:
+        deadline_slots = np.array([job.deadline_slots for job in trace.jobs], dtype=np.int64)
     if window_slots is None:
         window_slots = max(1, round(TRACE_DAY_S / slot_s))
     elif isinstance(window_slots, bool) or not isinstance(window_slots, (int, np.integer)) or window_slots < 1:
@@ -231,6 +246,20 @@ def workload_from_trace(
     stops = np.bincount(np.minimum(end_slot, window_slots), minlength=window_slots + 1)
     active = np.cumsum(starts - stops)[:window_slots].astype(float)
 
+    by_deadline = None
+    if deadline_slots is not None:
+        deadline_slots = np.asarray(deadline_slots, dtype=np.int64)
+        if deadline_slots.shape != (n_total,) or (deadline_slots < 0).any():
+            raise ConfigError(f"deadline_slots must be {n_total} whole numbers >= 0, one per job")
+        job_deadline = deadline_slots[in_window]
+        rows = int(job_deadline.max(initial=0)) + 1
+        flat_starts = np.bincount(job_deadline * (window_slots + 1) + first_slot, minlength=rows * (window_slots + 1))
+        flat_stops = np.bincount(
+            job_deadline * (window_slots + 1) + np.minimum(end_slot, window_slots), minlength=rows * (window_slots + 1)
+        )
+        diff = (flat_starts - flat_stops).reshape(rows, window_slots + 1)
+        by_deadline = np.cumsum(diff, axis=1)[:, :window_slots].astype(float)
+
     overrun = end_slot - window_slots
     return Workload(
         source=trace.path,
@@ -243,6 +272,7 @@ def workload_from_trace(
         jobs_after_window=int(n_total - in_window.sum()),
         skipped_lines=trace.skipped_lines,
         out_of_order_lines=trace.out_of_order_lines,
+        active_by_deadline=by_deadline,
     )
 
 
@@ -284,8 +314,13 @@ def _read_text(name: str) -> str:
 def _parse_swim_line(line: str, line_no: int, seen_ids: dict[str, int]) -> TraceJob:
     """One SWIM line as a TraceJob; ValueError with the column and what was expected otherwise."""
     fields = line.split("\t")
+    deadline_slots = None
+    if len(fields) == len(_SWIM_COLUMNS) + 1:
+        deadline_slots = _parse_whole(fields.pop())
+        if deadline_slots is None:
+            raise ValueError(f"column 7 (deadline slots): expected a whole number >= 0, got {line.split(chr(9))[-1].strip()!r}")
     if len(fields) != len(_SWIM_COLUMNS):
-        expected = f"{len(_SWIM_COLUMNS)} tab-separated columns ({', '.join(_SWIM_COLUMNS)})"
+        expected = f"{len(_SWIM_COLUMNS)} tab-separated columns ({', '.join(_SWIM_COLUMNS)}), and optionally a 7th: deadline slots"
         raise ValueError(f"expected {expected}, got {len(fields)}")
     job_id = fields[0].strip()
     if not job_id:
@@ -300,7 +335,7 @@ def _parse_swim_line(line: str, line_no: int, seen_ids: dict[str, int]) -> Trace
                 f"column {column} ({_SWIM_COLUMNS[column - 1]}): expected a finite number >= 0, got {text.strip()!r}"
             )
         numbers.append(value)
-    return TraceJob(job_id, *numbers)
+    return TraceJob(job_id, *numbers, deadline_slots=deadline_slots)
 
 
 def _parse_non_negative(text: str) -> float | None:

@@ -49,7 +49,7 @@ def test_read_swim_parses_columns_and_ignores_blank_lines(tmp_path):
     ("bad_line", "expected"),
     [
         ("job1\t60\t11\t1\t2", "expected 6 tab-separated columns"),
-        ("job1\t60\t11\t1\t2\t3\t4", "got 7"),
+        ("job1\t60\t11\t1\t2\t3\t4", "expected 6 columns like the first job"),
         ("\t60\t11\t1\t2\t3", "column 1 (job id)"),
         ("job0\t60\t11\t1\t2\t3", "column 1 (job id): 'job0' already used on line 1"),
         ("job1\tsoon\t11\t1\t2\t3", "column 2 (submit time s): expected a finite number >= 0, got 'soon'"),

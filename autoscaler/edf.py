@@ -1,0 +1,252 @@
+"""Long-job decomposition, deadline assignment and earliest-deadline-first order (paper: deferral, §V-B).
+
+Deadline convention (paper: deferral, §II): a job released in slot t with deadline D (a whole number of
+slots, D >= 0) must be executed within slot t + D, i.e. it may run in any of the slots t, t+1, ..., t+D.
+A deadline of 0 means "run in the release slot". Slots are integers; lengths are in seconds; a piece's
+``work`` is in servers' worth of one slot (1.0 = one server busy for the whole slot of ``slot_s`` seconds).
+
+A job of length T_J seconds spans ell = ceil(T_J / tau) slots (tau = ``slot_s``). Jobs with ell = 1 are
+the paper's small jobs and are not split. Longer jobs become ell pieces of at most one slot each:
+
+* preemptive (``split_preemptive``): the pieces are known up front, each with deadline floor(D/ell) - 1;
+* non-preemptive (``NonPreemptiveJob``): only the first piece is known up front (deadline D - ell); each
+  later piece is released in the slot right after the scheduler ran the previous one, with deadline 0.
+
+``edf_order`` is the order in which released pieces are handed to the scheduler.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from autoscaler.errors import ConfigError, ScheduleError
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One slot's worth (or less) of a job, with its own release slot and relative deadline.
+
+    ``index``: 1-based piece number within the job (J_1 ... J_ell).
+    ``release_slot``: first slot the piece may run in.
+    ``deadline_slots``: relative deadline d >= 0; the piece must run in a slot of
+    [release_slot, release_slot + d].
+    ``work``: servers' worth of work in the slot it runs in, 0 <= work <= 1 (the last piece of a
+    2.5-slot job has 0.5).
+
+    Raises ConfigError if index < 1, a slot field is not a whole number, deadline_slots < 0, or
+    work is not a finite number in [0, 1].
+    """
+
+    job_id: str
+    index: int
+    release_slot: int
+    deadline_slots: int
+    work: float
+
+    def __post_init__(self) -> None:
+        where = f"piece {self.index!r} of job {self.job_id!r}"
+        object.__setattr__(self, "index", _whole("index", self.index, minimum=1, where=where))
+        object.__setattr__(self, "release_slot", _whole("release_slot", self.release_slot, where=where))
+        deadline_slots = _whole("deadline_slots", self.deadline_slots, minimum=0, where=where)
+        object.__setattr__(self, "deadline_slots", deadline_slots)
+        if not (_is_number(self.work) and math.isfinite(self.work) and 0.0 <= self.work <= 1.0):
+            raise ConfigError(
+                f"{where}: work must be a finite number in [0, 1] (servers' worth of one slot), got {self.work!r}"
+            )
+        object.__setattr__(self, "work", float(self.work))
+
+    @property
+    def due_slot(self) -> int:
+        """Last slot the piece may run in: release_slot + deadline_slots."""
+        return self.release_slot + self.deadline_slots
+
+
+def job_length_slots(length_s: float, slot_s: float) -> int:
+    """Length ell = ceil(T_J / tau) of a job in slots, at least 1 (paper: deferral, §V-B).
+
+    ``length_s``: T_J in seconds, finite and >= 0 (0 gives 1 slot). ``slot_s``: tau in seconds.
+    Raises ConfigError if slot_s is not a finite number > 0 or length_s is not a finite number >= 0.
+    """
+    ratio = _length_ratio(length_s, slot_s)
+    return max(1, math.ceil(ratio))
+
+
+def split_preemptive(
+    job_id: str, release_slot: int, length_s: float, deadline_slots: int, slot_s: float
+) -> list[Piece]:
+    """Pieces J_1..J_ell of a preemptive job with their releases and deadlines (paper: deferral, §V-B, Fig. 7a).
+
+    Returns a list of ell = ceil(T_J / tau) pieces. With k = floor(D / ell), piece i (1-based) is
+    released at t_J + (i - 1) k with deadline k - 1, as the paper writes it; pieces 1..ell-1 carry
+    work 1.0 and the last carries T_J/tau - (ell - 1), in (0, 1], so the works sum to T_J/tau.
+    A job with ell = 1 is not split: one piece with the job's own deadline D and work T_J/tau.
+
+    Every piece meets the job's deadline: piece ell is released at t_J + (ell - 1) k and is due at
+    t_J + (ell - 1) k + k - 1 = t_J + ell k - 1 <= t_J + D - 1 < t_J + D, since ell k <= D. Piece i is
+    due at t_J + i k - 1, one slot before piece i+1 is released, so the pieces' windows are disjoint
+    and in order, which keeps any precedence between them.
+
+    Raises ConfigError (naming the job) if ell >= 2 and D < ell, where the paper's piece deadline
+    floor(D/ell) - 1 would be negative; if D is not a whole number >= 0 or release_slot not a whole
+    number; or if length_s / slot_s are invalid (see ``job_length_slots``).
+    """
+    release_slot = _whole("release_slot", release_slot, where=f"job {job_id!r}")
+    deadline_slots = _whole("deadline_slots", deadline_slots, minimum=0, where=f"job {job_id!r}")
+    ratio = _length_ratio(length_s, slot_s)
+    ell = max(1, math.ceil(ratio))
+    if ell == 1:
+        return [Piece(job_id, 1, release_slot, deadline_slots, ratio)]
+    if deadline_slots < ell:
+        raise ConfigError(
+            f"job {job_id!r}: deadline D = {deadline_slots} slots is shorter than the job's length "
+            f"ell = {ell} slots (T_J = {float(length_s):g} s at {float(slot_s):g} s/slot); a preemptive "
+            f"split needs D >= ell so that the piece deadline floor(D/ell) - 1 is >= 0"
+        )
+    stride = deadline_slots // ell  # k = floor(D / ell), >= 1 here
+    last_work = ratio - (ell - 1)
+    return [
+        Piece(
+            job_id=job_id,
+            index=i,
+            release_slot=release_slot + (i - 1) * stride,
+            deadline_slots=stride - 1,
+            work=1.0 if i < ell else last_work,
+        )
+        for i in range(1, ell + 1)
+    ]
+
+
+@dataclass(frozen=True)
+class NonPreemptiveJob:
+    """A non-preemptive job released piece by piece as the scheduler runs it (paper: deferral, §V-B, Fig. 7b).
+
+    ``release_slot``: t_J. ``length_slots``: ell >= 1. ``deadline_slots``: D (whole, >= 0, and >= ell when
+    ell >= 2). ``last_piece_work``: work of J_ell in servers' worth of one slot, in (0, 1] (in [0, 1]
+    when ell = 1); earlier pieces carry 1.0.
+
+    The paper gives J_1 the deadline D - ell; when the scheduler runs J_{i-1} in slot t'_{i-1}, piece J_i
+    is released at t'_{i-1} + 1 with deadline 0, so it runs in exactly that slot. Hence, for ell >= 2,
+    J_1 runs at some t'_1 in [t_J, t_J + D - ell], piece i runs at t'_1 + i - 1, the job occupies the
+    ell consecutive slots t'_1 .. t'_1 + ell - 1 without preemption, and its last piece runs by
+    t_J + D - ell + ell - 1 = t_J + D - 1 < t_J + D: the job's deadline is met with one slot to spare
+    (the paper's D - ell is one slot more conservative than needed; it is kept as written).
+    A job with ell = 1 is not split (paper: deferral, §VI-A): J_1 keeps the job's deadline D and runs
+    by t_J + D.
+
+    Raises ConfigError if a field is out of range, in particular (naming the job) if ell >= 2 and
+    D < ell, where the first piece's deadline D - ell would be negative.
+    """
+
+    job_id: str
+    release_slot: int
+    length_slots: int
+    deadline_slots: int
+    last_piece_work: float
+
+    def __post_init__(self) -> None:
+        where = f"job {self.job_id!r}"
+        object.__setattr__(self, "release_slot", _whole("release_slot", self.release_slot, where=where))
+        length_slots = _whole("length_slots", self.length_slots, minimum=1, where=where)
+        object.__setattr__(self, "length_slots", length_slots)
+        deadline_slots = _whole("deadline_slots", self.deadline_slots, minimum=0, where=where)
+        object.__setattr__(self, "deadline_slots", deadline_slots)
+        low = 0.0 if self.length_slots == 1 else math.nextafter(0.0, 1.0)
+        work = self.last_piece_work
+        if not (_is_number(work) and math.isfinite(work) and low <= work <= 1.0):
+            bounds = "[0, 1]" if self.length_slots == 1 else "(0, 1]"
+            raise ConfigError(f"{where}: last_piece_work must be a finite number in {bounds}, got {work!r}")
+        object.__setattr__(self, "last_piece_work", float(work))
+        if self.length_slots >= 2 and self.deadline_slots < self.length_slots:
+            raise ConfigError(
+                f"{where}: deadline D = {self.deadline_slots} slots is shorter than the job's length "
+                f"ell = {self.length_slots} slots; a non-preemptive job needs D >= ell so that its first "
+                f"piece's deadline D - ell is >= 0"
+            )
+
+    @classmethod
+    def from_length(
+        cls, job_id: str, release_slot: int, length_s: float, deadline_slots: int, slot_s: float
+    ) -> NonPreemptiveJob:
+        """The job of T_J = ``length_s`` seconds: ell = ceil(T_J/tau), last piece work T_J/tau - (ell - 1).
+
+        Raises ConfigError as ``job_length_slots`` and the class do.
+        """
+        ratio = _length_ratio(length_s, slot_s)
+        ell = max(1, math.ceil(ratio))
+        return cls(job_id, release_slot, ell, deadline_slots, ratio - (ell - 1))
+
+    def first_piece(self) -> Piece:
+        """J_1: released at t_J with deadline D - ell (D itself when ell = 1).
+
+        Never raises: the class already refused D < ell for ell >= 2.
+        """
+        if self.length_slots == 1:
+            return Piece(self.job_id, 1, self.release_slot, self.deadline_slots, self.last_piece_work)
+        return Piece(self.job_id, 1, self.release_slot, self.deadline_slots - self.length_slots, 1.0)
+
+    def next_piece(self, ran_slot: int, index: int) -> Piece | None:
+        """Piece index+1, released at ``ran_slot`` + 1 with deadline 0, after piece ``index`` ran in ``ran_slot``.
+
+        Returns None once piece ell has run. The caller passes the slot the scheduler actually ran
+        piece ``index`` in; this method keeps no state, so it can only check that slot against the
+        widest window piece ``index`` can have: [t_J + index - 1, t_J + D - ell + index - 1]
+        ([t_J, t_J + D] when ell = 1).
+
+        Raises ConfigError if index is not a whole number in [1, ell] or ran_slot is not a whole
+        number; ScheduleError if ran_slot lies outside that window (the scheduler missed a deadline
+        or ran a piece before it was released).
+        """
+        where = f"job {self.job_id!r}"
+        index = _whole("index", index, minimum=1, where=where)
+        if index > self.length_slots:
+            raise ConfigError(f"{where}: piece index must be in [1, {self.length_slots}], got {index}")
+        ran_slot = _whole("ran_slot", ran_slot, where=where)
+        earliest = self.release_slot + index - 1
+        slack = self.deadline_slots if self.length_slots == 1 else self.deadline_slots - self.length_slots
+        latest = self.release_slot + slack + index - 1
+        if not earliest <= ran_slot <= latest:
+            raise ScheduleError(
+                f"{where}: piece {index} ran in slot {ran_slot}, outside its possible window "
+                f"[{earliest}, {latest}] (t_J = {self.release_slot}, D = {self.deadline_slots}, "
+                f"ell = {self.length_slots})"
+            )
+        if index == self.length_slots:
+            return None
+        following = index + 1
+        work = 1.0 if following < self.length_slots else self.last_piece_work
+        return Piece(self.job_id, following, ran_slot + 1, 0, work)
+
+
+def edf_order(pieces: Iterable[Piece]) -> list[Piece]:
+    """Pieces in earliest-deadline-first order (paper: deferral, §II, Lemma 1 and §V-B).
+
+    Sorted by due slot, then release slot, then job_id, then index, so the order is total and does
+    not depend on the input order. Returns a new list; the input is not changed.
+    """
+    return sorted(pieces, key=lambda piece: (piece.due_slot, piece.release_slot, piece.job_id, piece.index))
+
+
+def _length_ratio(length_s: float, slot_s: float) -> float:
+    """T_J / tau after checking both (seconds)."""
+    if not (_is_number(slot_s) and math.isfinite(slot_s) and slot_s > 0):
+        raise ConfigError(f"slot_s must be a finite number > 0 (seconds), got {slot_s!r}")
+    if not (_is_number(length_s) and math.isfinite(length_s) and length_s >= 0):
+        raise ConfigError(f"length_s must be a finite number >= 0 (seconds), got {length_s!r}")
+    return float(length_s) / float(slot_s)
+
+
+def _is_number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def _whole(name: str, value: object, *, minimum: int | None = None, where: str) -> int:
+    """``value`` as an int if it is a whole number (not a bool, not a float) at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"{where}: {name} must be a whole number (slots), got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{where}: {name} must be >= {minimum}, got {value!r}")
+    return int(value)
