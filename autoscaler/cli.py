@@ -18,7 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from autoscaler.adapters.files import write_atomic
-from autoscaler.errors import AutoscalerError
+from autoscaler.errors import AutoscalerError, ConfigError
 from autoscaler.model import MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
 
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)"
     )
     replay.add_argument("--max-servers", type=_positive_float, default=None, help="cap M on servers on (default: none)")
+    replay.add_argument("--delta", type=_positive_int, default=None, help="VFW look-ahead delta in slots, 0 < delta < D (default: floor(D/2))")
     replay.add_argument("--format", choices=["table", "json", "csv"], default="table", help="stdout format")
     replay.add_argument("--out", type=Path, default=None, help="folder for replay.png, replay.json, slots.csv, summary.csv")
     replay.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
@@ -112,10 +113,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_workload(trace: str | None, *, slot_s: float, window_slots: int | None, skip_bad_lines: bool, length_model: LengthModel) -> Workload:
-    """Read the trace (or the embedded default) into workload curves."""
-    from autoscaler import workload
+def load_workload(
+    trace: str | None,
+    *,
+    slot_s: float,
+    window_slots: int | None,
+    skip_bad_lines: bool,
+    length_model: LengthModel,
+    deadline_classes: bool = False,
+    classes_optional: bool = False,
+):
+    """Read the trace (or the embedded default) into workload curves.
 
+    With ``deadline_classes`` (and a SWIM trace without a deadline column) each job
+    gets a k-means class deadline (§VI-A) and the workload carries L_{d,t}; with
+    ``classes_optional`` a trace too small for k-means gets no classes instead of an error.
+    Returns (Workload, DeadlineAssignment or None).
+    """
+    from autoscaler import workload
+    from autoscaler.classes import assign_deadlines, job_length_slots
+
+    assignment = None
     with ExitStack() as stack:
         if trace is None:
             path = stack.enter_context(resources.as_file(resources.files("autoscaler") / "data" / DEFAULT_TRACE))
@@ -130,9 +148,20 @@ def load_workload(trace: str | None, *, slot_s: float, window_slots: int | None,
             result = workload.workload_from_curve(load, slot_s=slot_s, source=source)
         else:
             parsed = workload.read_swim(path, skip_bad_lines=skip_bad_lines)
-            result = workload.workload_from_trace(parsed, slot_s=slot_s, window_slots=window_slots, length_model=length_model)
+            deadlines = None
+            if deadline_classes and parsed.jobs[0].deadline_slots is None:
+                window = window_slots or max(1, round(workload.TRACE_DAY_S / slot_s))
+                try:
+                    assignment = assign_deadlines(parsed, job_length_slots(parsed, slot_s, window, length_model))
+                    deadlines = assignment.deadline_slots
+                except ConfigError:
+                    if not classes_optional:
+                        raise
+            result = workload.workload_from_trace(
+                parsed, slot_s=slot_s, window_slots=window_slots, length_model=length_model, deadline_slots=deadlines
+            )
             result = _with_source(result, source)
-    return result
+    return result, assignment
 
 
 def _with_source(w: Workload, source: str) -> Workload:
@@ -146,6 +175,10 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.replay import parse_policy_list, replay, to_dict
 
     names = parse_policy_list(args.policy)
+    every = args.policy.strip() == "all"
+    if every and args.deadline < 2:
+        names.remove("vfw")
+        err.print("note: vfw left out of 'all': it needs D >= 2", highlight=False)
     params = CostParams(e0=args.e0, e1=args.e1, beta=args.beta, max_servers=args.max_servers)
     length_model = LengthModel(
         block_bytes=args.block_mb * MIB,
@@ -156,19 +189,34 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         network_mb_s=args.network_mb_s,
     )
     with err.status("reading the trace"):
-        workload = load_workload(
-            args.trace, slot_s=args.slot_s, window_slots=args.window, skip_bad_lines=args.skip_bad_lines, length_model=length_model
+        workload, assignment = load_workload(
+            args.trace,
+            slot_s=args.slot_s,
+            window_slots=args.window,
+            skip_bad_lines=args.skip_bad_lines,
+            length_model=length_model,
+            deadline_classes="gcp" in names,
+            classes_optional=every,
         )
+    if every and workload.active_by_deadline is None:
+        names.remove("gcp")
+        err.print("note: gcp left out of 'all': it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
     with err.status("running policies") as status:
-        result = replay(workload, names, args.deadline, params, progress=lambda n: status.update(f"running {n}"))
+        result = replay(
+            workload, names, args.deadline, params, progress=lambda n: status.update(f"running {n}"), delta=args.delta
+        )
     err.print(f"[dim]{render.workload_summary(result)}[/dim]", highlight=False)
     document = to_dict(result)
+    if assignment is not None:
+        document["classes"] = [vars(c) for c in assignment.classes]
     if args.format == "json":
         sys.stdout.write(json.dumps(document) + "\n")
     elif args.format == "csv":
         sys.stdout.write(render.summary_csv(result))
     else:
         out.print(render.summary_table(result))
+        if assignment is not None:
+            out.print(render.class_table(assignment))
     if args.out is not None:
         written = [
             write_atomic(args.out / "replay.png", render.schedule_png(result)),

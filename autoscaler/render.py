@@ -74,6 +74,25 @@ def summary_table(result: ReplayResult) -> Table:
     return table
 
 
+def class_table(assignment) -> Table:
+    """The k-means deadline classes, shaped like the deferral paper's Table II."""
+    table = Table(title="deadline classes (k-means on S, S', S''; most jobs get the shortest deadline)")
+    for column in ["class", "jobs", "% jobs", "S (MB)", "S' (MB)", "S'' (MB)", "deadline (slots)"]:
+        table.add_column(column, justify="right", no_wrap=True)
+    for i, c in enumerate(assignment.classes, start=1):
+        table.add_row(
+            str(i),
+            str(c.jobs),
+            f"{c.share_pct:.2f}",
+            f"{c.mean_map_input_mb:.2f}",
+            f"{c.mean_shuffle_mb:.2f}",
+            f"{c.mean_reduce_output_mb:.2f}",
+            str(c.deadline_slots),
+        )
+    table.caption = f"{assignment.raised_to_length} jobs had their deadline raised to their length"
+    return table
+
+
 def workload_summary(result: ReplayResult) -> str:
     """One paragraph on what the reader and the curves did to the input."""
     w = result.workload

@@ -55,13 +55,20 @@ def parse_policy_list(text: str) -> list[str]:
     unknown = [n for n in names if n not in POLICIES]
     if unknown:
         raise ConfigError(f"--policy: unknown policy {', '.join(map(repr, unknown))}; expected one of: {', '.join(POLICIES)} or all")
-    ordered = [BASELINE] + [n for n in dict.fromkeys(names) if n != BASELINE]
-    return ordered
+    return [BASELINE] + [n for n in dict.fromkeys(names) if n != BASELINE]
 
 
-def replay(workload: Workload, policy_names: list[str], deadline_slots: int, params: CostParams, progress=None) -> ReplayResult:
+def replay(
+    workload: Workload,
+    policy_names: list[str],
+    deadline_slots: int,
+    params: CostParams,
+    progress=None,
+    delta: int | None = None,
+) -> ReplayResult:
     """Run each policy on the workload's L_t (``workload.active``) and cost it (eq. 2).
 
+    ``gcp`` uses ``workload.active_by_deadline``; ``delta`` is VFW's look-ahead.
     ``progress``: optional callable(name) told before each policy runs.
     Raises what :func:`autoscaler.policies.plan` raises.
     """
@@ -70,7 +77,9 @@ def replay(workload: Workload, policy_names: list[str], deadline_slots: int, par
     for name in parse_policy_list(",".join(policy_names)):
         if progress is not None:
             progress(name)
-        schedule = plan(name, workload.active, deadline_slots, params)
+        schedule = plan(
+            name, workload.active, deadline_slots, params, delta=delta, load_by_deadline=workload.active_by_deadline
+        )
         cost = schedule_cost(schedule.capacity, schedule.assigned, params)
         if baseline_total is None:
             baseline_total = cost.total

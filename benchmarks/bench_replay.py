@@ -204,7 +204,7 @@ def load_workload_a() -> np.ndarray:
     from autoscaler.cli import load_workload
     from autoscaler.model import LengthModel
 
-    workload = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())
+    workload, _ = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())
     return workload.active
 
 

@@ -1,4 +1,8 @@
-"""Provisioning policies. Each maps L_t (n_slots,) and D to a Schedule over n_slots + D slots."""
+"""Provisioning policies. Each maps L_t (n_slots,) and D to a Schedule over n_slots + D slots.
+
+``gcp`` instead takes the load split by deadline, L_{d,t} (nu+1, n_slots), and
+schedules over n_slots + nu slots.
+"""
 
 from __future__ import annotations
 
@@ -9,28 +13,53 @@ import numpy as np
 from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon
 from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams, Schedule
-from autoscaler.policies import follow, gcp, offline
+from autoscaler.policies import follow, gcp, offline, vfw
 
-Policy = Callable[[np.ndarray, int, CostParams], Schedule]
-
-POLICIES: dict[str, Policy] = {
+UNIFORM: dict[str, Callable[[np.ndarray, int, CostParams], Schedule]] = {
     "follow": follow.plan,
     "offline": offline.plan,
     "gcp-u": gcp.plan_uniform,
+    "vfw": vfw.plan,
 }
+"""Policies for a uniform deadline D."""
+
+POLICIES: tuple[str, ...] = (*UNIFORM, "gcp")
 
 
-def plan(name: str, load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
-    """Run policy ``name`` on L_t and check the schedule before returning it.
+def plan(
+    name: str,
+    load: np.ndarray,
+    deadline_slots: int,
+    params: CostParams,
+    *,
+    delta: int | None = None,
+    load_by_deadline: np.ndarray | None = None,
+) -> Schedule:
+    """Run policy ``name`` and check the schedule before returning it.
 
-    Raises ConfigError for an unknown policy or a negative deadline, the policy's
-    InfeasibleError/SolverError, and ScheduleError if the schedule breaks C1/C2.
+    ``load``: L_t, shape (n_slots,). ``delta``: VFW's look-ahead (default floor(D/2)).
+    ``load_by_deadline``: L_{d,t}, shape (nu+1, n_slots), required by ``gcp``.
+    Raises ConfigError for an unknown policy, a negative deadline or a missing
+    input, the policy's InfeasibleError/SolverError, and ScheduleError if the
+    schedule breaks C1/C2.
     """
     if name not in POLICIES:
         raise ConfigError(f"unknown policy {name!r}; expected one of: {', '.join(POLICIES)}")
     if int(deadline_slots) != deadline_slots or deadline_slots < 0:
         raise ConfigError(f"deadline D must be a whole number of slots >= 0, got {deadline_slots!r}")
-    schedule = POLICIES[name](np.asarray(load, dtype=float), int(deadline_slots), params)
-    released = pad_to_horizon(load, deadline_slots)
-    check_schedule(schedule, released, deadline_curve(released, deadline_slots), params.max_servers)
+    deadline_slots = int(deadline_slots)
+    if name == "gcp":
+        if load_by_deadline is None:
+            raise ConfigError("gcp needs each job's deadline class: give a SWIM trace (not a load curve)")
+        schedule = gcp.plan_classes(load_by_deadline, params)
+        released, due = gcp.class_deadline_curve(load_by_deadline)
+    else:
+        load = np.asarray(load, dtype=float)
+        if name == "vfw":
+            schedule = vfw.plan(load, deadline_slots, params, delta=delta)
+        else:
+            schedule = UNIFORM[name](load, deadline_slots, params)
+        released = pad_to_horizon(load, deadline_slots)
+        due = deadline_curve(released, deadline_slots)
+    check_schedule(schedule, released, due, params.max_servers)
     return schedule

@@ -208,3 +208,44 @@ def plan_uniform(load: np.ndarray, deadline_slots: int, params: CostParams, solv
         assigned=capacity.copy(),
         solve_ms_per_slot=elapsed_ms / max(1, horizon),
     )
+
+
+def plan_classes(load_by_deadline: np.ndarray, params: CostParams, solver: str = "exact") -> Schedule:
+    """GCP with per-job deadlines (paper: deferral, §IV, Algorithm 2 with nu = the largest deadline).
+
+    ``load_by_deadline``: L_{d,t}, shape (nu+1, n_slots); returns a Schedule over n_slots + nu slots.
+    """
+    load_by_deadline = np.asarray(load_by_deadline, dtype=float)
+    max_deadline = load_by_deadline.shape[0] - 1
+    n_slots = load_by_deadline.shape[1]
+    horizon = n_slots + max_deadline
+    solve = None
+    if solver != "exact":
+        solve = GcpOptProblem(max_deadline + 1, params, solver=solver).solve
+    state = GcpState.empty(max_deadline)
+    capacity = np.zeros(horizon)
+    no_arrivals = np.zeros(max_deadline + 1)
+    started = time.perf_counter()
+    for t in range(horizon):
+        arrivals = load_by_deadline[:, t] if t < n_slots else no_arrivals
+        capacity[t], state = gcp_step(state, arrivals, params, solve)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return Schedule(
+        policy="gcp",
+        capacity=capacity,
+        assigned=capacity.copy(),
+        solve_ms_per_slot=elapsed_ms / max(1, horizon),
+    )
+
+
+def class_deadline_curve(load_by_deadline: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(L_t, l'_t) over the horizon n_slots + nu: l'_t = sum_d L_{d,t-d} (paper: deferral, §IV)."""
+    load_by_deadline = np.asarray(load_by_deadline, dtype=float)
+    max_deadline, n_slots = load_by_deadline.shape[0] - 1, load_by_deadline.shape[1]
+    horizon = n_slots + max_deadline
+    released = np.zeros(horizon)
+    due = np.zeros(horizon)
+    released[:n_slots] = load_by_deadline.sum(axis=0)
+    for d in range(max_deadline + 1):
+        due[d : d + n_slots] += load_by_deadline[d]
+    return released, due
