@@ -90,27 +90,77 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"policy, comma list or 'all'; one of: {', '.join(POLICIES)} (follow is always run as the baseline)",
     )
     replay.add_argument("--deadline", "-D", type=_non_negative_int, default=2, help="uniform deadline D in slots")
-    replay.add_argument("--e0", type=_non_negative_float, default=1.0, help="operating cost per server-slot, idle part")
-    replay.add_argument("--e1", type=_non_negative_float, default=0.0, help="operating cost per server-slot at full load, load part")
-    replay.add_argument("--beta", type=_non_negative_float, default=12.0, help="switching cost per server turned on or off")
-    replay.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
-    replay.add_argument(
-        "--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)"
-    )
-    replay.add_argument("--max-servers", type=_positive_float, default=None, help="cap M on servers on (default: none)")
+    _add_model_arguments(replay)
     replay.add_argument("--delta", type=_positive_int, default=None, help="VFW look-ahead delta in slots, 0 < delta < D (default: floor(D/2))")
     replay.add_argument("--format", choices=["table", "json", "csv"], default="table", help="stdout format")
     replay.add_argument("--out", type=Path, default=None, help="folder for replay.png, replay.json, slots.csv, summary.csv")
-    replay.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
-    length = replay.add_argument_group("job-length estimate (deferral paper, §V-A)")
+    replay.set_defaults(handler=_run_replay)
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="savings of every policy over a range of deadlines, on one or more traces (Fig. 9 and 11)",
+        description="Run the policies at every deadline D on each trace and print the savings against "
+        "'follow the workload'; with --out, write fig9.png (saving against D) and fig11.png (VFW saving "
+        "against delta at one D), plus sweep.json.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    sweep.add_argument(
+        "--trace", action="append", default=None, help="trace or load curve, repeatable (default: the embedded Workload A)"
+    )
+    sweep.add_argument("--deadlines", default="1-12", help="deadlines D in slots: a range 'A-B' or a comma list")
+    sweep.add_argument("--policy", default="offline,gcp-u,vfw", help="comma list of uniform-deadline policies")
+    sweep.add_argument("--delta-deadline", type=_positive_int, default=12, help="the D at which VFW's delta is swept")
+    _add_model_arguments(sweep)
+    sweep.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
+    sweep.add_argument("--out", type=Path, default=None, help="folder for fig9.png, fig11.png and sweep.json")
+    sweep.set_defaults(handler=_run_sweep)
+    return parser
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Cost, slot and job-length options shared by replay and sweep."""
+    parser.add_argument("--e0", type=_non_negative_float, default=1.0, help="operating cost per server-slot, idle part")
+    parser.add_argument("--e1", type=_non_negative_float, default=0.0, help="operating cost per server-slot at full load, load part")
+    parser.add_argument("--beta", type=_non_negative_float, default=12.0, help="switching cost per server turned on or off")
+    parser.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
+    parser.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
+    parser.add_argument("--max-servers", type=_positive_float, default=None, help="cap M on servers on (default: none)")
+    parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
+    length = parser.add_argument_group("job-length estimate (deferral paper, §V-A)")
     length.add_argument("--block-mb", type=_positive_float, default=128.0, help="HDFS block size in MB")
     length.add_argument("--map-s-per-mb", type=_non_negative_float, default=0.8, help="f(x) = this * x")
     length.add_argument("--reduce-s-per-mb", type=_non_negative_float, default=0.9, help="g(x) = this * x")
     length.add_argument("--read-mb-s", type=_positive_float, default=100.0, help="V_i, data read rate")
     length.add_argument("--write-mb-s", type=_positive_float, default=100.0, help="V_o, data output rate")
     length.add_argument("--network-mb-s", type=_positive_float, default=10.0, help="V_n, network transfer rate")
-    replay.set_defaults(handler=_run_replay)
-    return parser
+
+
+def _model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
+    params = CostParams(e0=args.e0, e1=args.e1, beta=args.beta, max_servers=args.max_servers)
+    length_model = LengthModel(
+        block_bytes=args.block_mb * MIB,
+        map_s_per_mb=args.map_s_per_mb,
+        reduce_s_per_mb=args.reduce_s_per_mb,
+        read_mb_s=args.read_mb_s,
+        write_mb_s=args.write_mb_s,
+        network_mb_s=args.network_mb_s,
+    )
+    return params, length_model
+
+
+def parse_deadlines(text: str) -> list[int]:
+    """'1-12' or '2,4,8' -> whole numbers >= 0; ConfigError naming --deadlines otherwise."""
+    try:
+        if "-" in text:
+            low, high = (int(part) for part in text.split("-", 1))
+            values = list(range(low, high + 1))
+        else:
+            values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(f"--deadlines: expected a range like 1-12 or a list like 2,4,8, got {text!r}") from None
+    if not values or min(values) < 0:
+        raise ConfigError(f"--deadlines: expected whole numbers >= 0, got {text!r}")
+    return values
 
 
 def load_workload(
@@ -175,19 +225,11 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.replay import parse_policy_list, replay, to_dict
 
     names = parse_policy_list(args.policy)
+    params, length_model = _model(args)
     every = args.policy.strip() == "all"
     if every and args.deadline < 2:
         names.remove("vfw")
         err.print("note: vfw left out of 'all': it needs D >= 2", highlight=False)
-    params = CostParams(e0=args.e0, e1=args.e1, beta=args.beta, max_servers=args.max_servers)
-    length_model = LengthModel(
-        block_bytes=args.block_mb * MIB,
-        map_s_per_mb=args.map_s_per_mb,
-        reduce_s_per_mb=args.reduce_s_per_mb,
-        read_mb_s=args.read_mb_s,
-        write_mb_s=args.write_mb_s,
-        network_mb_s=args.network_mb_s,
-    )
     with err.status("reading the trace"):
         workload, assignment = load_workload(
             args.trace,
@@ -223,6 +265,55 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             write_atomic(args.out / "replay.json", json.dumps(document, indent=1) + "\n"),
             write_atomic(args.out / "slots.csv", render.slots_csv(result)),
             write_atomic(args.out / "summary.csv", render.summary_csv(result)),
+        ]
+        err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from dataclasses import asdict
+
+    from rich.progress import Progress
+
+    from autoscaler import render
+    from autoscaler.policies import UNIFORM
+    from autoscaler.sweep import solves_needed, sweep
+
+    deadlines = parse_deadlines(args.deadlines)
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in UNIFORM or p == "follow"]
+    if unknown or not policies:
+        raise ConfigError(f"--policy: expected a comma list of {', '.join(n for n in UNIFORM if n != 'follow')}, got {args.policy!r}")
+    if args.delta_deadline < 2:
+        raise ConfigError(f"--delta-deadline: VFW needs D >= 2, got {args.delta_deadline}")
+    params, length_model = _model(args)
+    workloads = {}
+    for trace in args.trace or [None]:
+        workload, _ = load_workload(
+            trace,
+            slot_s=args.slot_s,
+            window_slots=args.window,
+            skip_bad_lines=args.skip_bad_lines,
+            length_model=length_model,
+            deadline_classes=True,
+            classes_optional=True,
+        )
+        workloads[Path(trace).name if trace else "Workload A (embedded)"] = workload
+    total = solves_needed(len(workloads), deadlines, policies, args.delta_deadline)
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("sweeping", total=total)
+        result = sweep(workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task))
+    document = asdict(result)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(document) + "\n")
+    else:
+        out.print(render.sweep_table(result))
+    if args.out is not None:
+        fig9, fig11 = render.sweep_pngs(result)
+        written = [
+            write_atomic(args.out / "fig9.png", fig9),
+            write_atomic(args.out / "fig11.png", fig11),
+            write_atomic(args.out / "sweep.json", json.dumps(document, indent=1) + "\n"),
         ]
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
     return 0

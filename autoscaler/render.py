@@ -165,3 +165,63 @@ def schedule_png(result: ReplayResult) -> bytes:
 
 def _at(values: np.ndarray, t: int) -> float:
     return round(float(values[t]), 9) + 0.0 if t < values.shape[0] else 0.0
+
+
+def sweep_table(result) -> Table:
+    """Savings against follow by trace and D, one column per policy (paper: deferral, Fig. 9)."""
+    table = Table(title="saving against follow the workload (%)", caption="gcp: k-means class deadlines, one figure per trace")
+    table.add_column("trace", no_wrap=True)
+    table.add_column("D", justify="right")
+    for name in result.policies:
+        table.add_column(name, justify="right")
+    for trace, by_policy in result.by_deadline.items():
+        for deadline in result.deadlines:
+            cells = [f"{by_policy[n][deadline]:.2f}" if deadline in by_policy.get(n, {}) else "-" for n in result.policies]
+            table.add_row(trace, str(deadline), *cells)
+        if trace in result.gcp_classes:
+            table.add_row(trace, "classes", *(["-"] * (len(result.policies) - 1)), f"gcp {result.gcp_classes[trace]:.2f}")
+    return table
+
+
+def sweep_pngs(result) -> tuple[bytes, bytes]:
+    """(Fig. 9 analogue: saving against D, a line per policy, a panel per trace;
+    Fig. 11 analogue: VFW saving against delta at D = result.delta_deadline)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    traces = list(result.by_deadline)
+    figures = []
+    fig, axes = plt.subplots(1, len(traces), figsize=(5.5 * len(traces), 4), dpi=110, squeeze=False)
+    for ax, trace in zip(axes[0], traces):
+        for name, by_d in result.by_deadline[trace].items():
+            ds = sorted(by_d)
+            ax.plot(ds, [by_d[d] for d in ds], marker="o", markersize=3, label=name)
+        if trace in result.gcp_classes:
+            ax.axhline(result.gcp_classes[trace], linestyle="--", color="0.4", label="gcp (class deadlines)")
+        ax.set_title(trace, fontsize=9)
+        ax.set_xlabel("deadline D (slots)")
+        ax.set_ylabel("saving vs follow (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    figures.append(_png(fig, plt))
+    fig, axes = plt.subplots(1, len(traces), figsize=(5.5 * len(traces), 4), dpi=110, squeeze=False)
+    for ax, trace in zip(axes[0], traces):
+        by_delta = result.vfw_by_delta[trace]
+        ax.plot(list(by_delta), list(by_delta.values()), marker="o", markersize=3)
+        ax.set_title(f"{trace}: VFW, D = {result.delta_deadline}", fontsize=9)
+        ax.set_xlabel("delta (slots)")
+        ax.set_ylabel("saving vs follow (%)")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    figures.append(_png(fig, plt))
+    return figures[0], figures[1]
+
+
+def _png(fig, plt) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
