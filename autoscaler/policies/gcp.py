@@ -15,12 +15,11 @@ cvxpy, built once with Parameters and re-solved, used as the reference.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cvxpy as cp
 import numpy as np
 
-from autoscaler.cost import pad_to_horizon
 from autoscaler.errors import InfeasibleError, ScheduleError, SolverError
 from autoscaler.model import CostParams, Schedule
 
@@ -184,30 +183,17 @@ def gcp_step(
 
 
 def plan_uniform(load: np.ndarray, deadline_slots: int, params: CostParams, solver: str = "exact") -> Schedule:
-    """GCP-U: GCP with every job's deadline D (paper: deferral, §VI-B).
+    """GCP-U: GCP with every job's deadline D (paper: deferral, §VI-B), run as GCP with one class,
+    so GCP with all classes at one deadline equals GCP-U by construction.
 
     ``load``: L_t, shape (n_slots,); returns a Schedule over n_slots + D slots.
     ``solver``: "exact" (the O(nu) majorant) or a cvxpy solver name such as "CLARABEL".
     """
-    released = pad_to_horizon(load, deadline_slots)
-    horizon = released.shape[0]
-    solve = None
-    if solver != "exact":
-        solve = GcpOptProblem(deadline_slots + 1, params, solver=solver).solve
-    state = GcpState.empty(deadline_slots)
-    capacity = np.zeros(horizon)
-    arrivals = np.zeros(deadline_slots + 1)
-    started = time.perf_counter()
-    for t in range(horizon):
-        arrivals[deadline_slots] = released[t]
-        capacity[t], state = gcp_step(state, arrivals, params, solve)
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    return Schedule(
-        policy="gcp-u",
-        capacity=capacity,
-        assigned=capacity.copy(),
-        solve_ms_per_slot=elapsed_ms / max(1, horizon),
-    )
+    # Every job's deadline is D: the whole load sits in row D of L_{d,t}.
+    load = np.asarray(load, dtype=float)
+    load_by_deadline = np.zeros((deadline_slots + 1, load.shape[0]))
+    load_by_deadline[deadline_slots] = load
+    return replace(plan_classes(load_by_deadline, params, solver), policy="gcp-u")
 
 
 def plan_classes(load_by_deadline: np.ndarray, params: CostParams, solver: str = "exact") -> Schedule:

@@ -78,16 +78,6 @@ def test_gcp_with_classes_meets_every_deadline(by_deadline):
     assert schedule.assigned.sum() == pytest.approx(matrix.sum(), abs=1e-7 * max(1.0, matrix.sum()))
 
 
-@settings(max_examples=60, deadline=None)
-@given(load=loads, deadline_slots=st.integers(min_value=0, max_value=8))
-def test_gcp_with_one_shared_deadline_equals_gcp_u(load, deadline_slots):
-    matrix = np.zeros((deadline_slots + 1, load.shape[0]))
-    matrix[deadline_slots] = load
-    classes = plan("gcp", load, 0, PAPER, load_by_deadline=matrix)
-    uniform = plan("gcp-u", load, deadline_slots, PAPER)
-    np.testing.assert_allclose(classes.capacity, uniform.capacity, atol=1e-9)
-
-
 def _trace(sizes):
     jobs = tuple(TraceJob(f"j{i}", float(i), 1.0, *s) for i, s in enumerate(sizes))
     return Trace(path="t.tsv", jobs=jobs)
