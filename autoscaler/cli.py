@@ -330,10 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args, out, err)
     except AutoscalerError as exc:
-        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False)
+        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2
     except OSError as exc:
-        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False)
+        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2
 
 
