@@ -8,7 +8,7 @@ import io
 import numpy as np
 from rich.table import Table
 
-from autoscaler.replay import ReplayResult
+from autoscaler.replay import ReplayResult, to_dict
 
 SUMMARY_COLUMNS = [
     "policy",
@@ -23,20 +23,9 @@ SUMMARY_COLUMNS = [
 
 
 def summary_rows(result: ReplayResult) -> list[dict]:
-    """One dict per policy with the columns of :data:`SUMMARY_COLUMNS`."""
-    return [
-        {
-            "policy": name,
-            "cost": r.cost.total,
-            "operating_cost": r.cost.operating,
-            "switching_cost": r.cost.switching,
-            "saving_pct": r.saving_pct,
-            "peak_servers": r.peak_servers,
-            "mean_servers": r.mean_servers,
-            "solve_ms_per_slot": r.schedule.solve_ms_per_slot,
-        }
-        for name, r in result.policies.items()
-    ]
+    """One dict per policy with the columns of :data:`SUMMARY_COLUMNS`, taken from the JSON document."""
+    policies = to_dict(result)["policies"]
+    return [{"policy": name, **{k: p[k] for k in SUMMARY_COLUMNS[1:]}} for name, p in policies.items()]
 
 
 def summary_table(result: ReplayResult) -> Table:
