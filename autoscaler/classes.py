@@ -97,6 +97,7 @@ def job_length_slots(trace: Trace, slot_s: float, window_slots: int, length_mode
         np.array([j.reduce_output_bytes for j in trace.jobs], dtype=float),
         length_model,
     )
-    first = np.floor(submit_s / slot_s).astype(np.int64)
-    slots = np.maximum(1, np.ceil((submit_s + length_s) / slot_s).astype(np.int64) - first)
-    return np.clip(slots, 1, np.maximum(1, window_slots - first))
+    # Floats until clipped to the window, so huge sizes or times cannot overflow an int.
+    first = np.floor(submit_s / slot_s)
+    slots = np.ceil((submit_s + length_s) / slot_s) - first
+    return np.clip(np.nan_to_num(slots, nan=1.0, posinf=window_slots), 1, np.maximum(1, window_slots - first)).astype(np.int64)

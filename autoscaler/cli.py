@@ -15,9 +15,10 @@ from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 
-from autoscaler.adapters.files import write_atomic
+from autoscaler.adapters.files import write_all_atomic
 from autoscaler.errors import AutoscalerError, ConfigError
 from autoscaler.model import MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
@@ -57,10 +58,22 @@ def _non_negative_int(text: str) -> int:
 
 
 def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value == 0:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None ones: their help line already says what happens."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False:
+            return action.help or ""
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay a SWIM trace (or a slot,released CSV load curve) through the policies, "
         "print each one's cost and saving against 'follow the workload', and optionally write "
         "a PNG, CSV and JSON of the schedules.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     replay.add_argument(
         "--trace",
@@ -102,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the policies at every deadline D on each trace and print the savings against "
         "'follow the workload'; with --out, write fig9.png (saving against D) and fig11.png (VFW saving "
         "against delta at one D), plus sweep.json.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     sweep.add_argument(
         "--trace", action="append", default=None, help="trace or load curve, repeatable (default: the embedded Workload A)"
@@ -153,6 +166,8 @@ def parse_deadlines(text: str) -> list[int]:
     try:
         if "-" in text:
             low, high = (int(part) for part in text.split("-", 1))
+            if high - low > 10_000:
+                raise ConfigError(f"--deadlines: {text!r} is more than 10,000 deadlines to sweep")
             values = list(range(low, high + 1))
         else:
             values = [int(part) for part in text.split(",") if part.strip()]
@@ -189,12 +204,15 @@ def load_workload(
             path = stack.enter_context(resources.as_file(resources.files("autoscaler") / "data" / DEFAULT_TRACE))
             source = f"Workload A ({DEFAULT_TRACE}, embedded)"
         else:
+            if not str(trace).strip():
+                raise ConfigError("--trace: expected a file path, got an empty string")
             path = Path(trace)
             source = str(trace)
         if path.suffix.lower() == ".csv":
             load = workload.read_load_curve(path)
             if window_slots is not None:
-                load = load[:window_slots]
+                # The window cuts a longer curve and pads a shorter one with empty slots.
+                load = np.pad(load[:window_slots], (0, max(0, window_slots - load.shape[0])))
             result = workload.workload_from_curve(load, slot_s=slot_s, source=source)
         else:
             parsed = workload.read_swim(path, skip_bad_lines=skip_bad_lines)
@@ -248,6 +266,11 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             workload, names, args.deadline, params, progress=lambda n: status.update(f"running {n}"), delta=args.delta
         )
     err.print(f"[dim]{render.workload_summary(result)}[/dim]", highlight=False)
+    for name, policy in result.policies.items():
+        if policy.note:
+            err.print(f"note: {policy.note}", markup=False, highlight=False)
+    if args.delta is not None and "vfw" not in names:
+        err.print("note: --delta is only used by vfw, which was not run", highlight=False)
     document = to_dict(result)
     if assignment is not None:
         document["classes"] = [vars(c) for c in assignment.classes]
@@ -260,12 +283,14 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         if assignment is not None:
             out.print(render.class_table(assignment))
     if args.out is not None:
-        written = [
-            write_atomic(args.out / "replay.png", render.schedule_png(result)),
-            write_atomic(args.out / "replay.json", json.dumps(document, indent=1) + "\n"),
-            write_atomic(args.out / "slots.csv", render.slots_csv(result)),
-            write_atomic(args.out / "summary.csv", render.summary_csv(result)),
-        ]
+        written = write_all_atomic(
+            {
+                args.out / "replay.png": render.schedule_png(result),
+                args.out / "replay.json": json.dumps(document, indent=1) + "\n",
+                args.out / "slots.csv": render.slots_csv(result),
+                args.out / "summary.csv": render.summary_csv(result),
+            }
+        )
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
     return 0
 
@@ -299,6 +324,9 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             classes_optional=True,
         )
         workloads[Path(trace).name if trace else "Workload A (embedded)"] = workload
+    shortest = min(w.n_slots for w in workloads.values())
+    if max(deadlines) > shortest:
+        raise ConfigError(f"--deadlines: D = {max(deadlines)} is longer than the window ({shortest} slots)")
     total = solves_needed(len(workloads), deadlines, policies, args.delta_deadline)
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task("sweeping", total=total)
@@ -310,13 +338,21 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(render.sweep_table(result))
     if args.out is not None:
         fig9, fig11 = render.sweep_pngs(result)
-        written = [
-            write_atomic(args.out / "fig9.png", fig9),
-            write_atomic(args.out / "fig11.png", fig11),
-            write_atomic(args.out / "sweep.json", json.dumps(document, indent=1) + "\n"),
-        ]
+        written = write_all_atomic(
+            {
+                args.out / "fig9.png": fig9,
+                args.out / "fig11.png": fig11,
+                args.out / "sweep.json": json.dumps(document, indent=1) + "\n",
+            }
+        )
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
     return 0
+
+
+def _check_out_folder(folder: Path | None) -> None:
+    """Refuse an --out that cannot be a folder before any work is done."""
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--out: {folder} exists and is not a folder")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,8 +363,14 @@ def main(argv: list[str] | None = None) -> int:
         # Piped or redirected: rich would assume 80 columns and squeeze the table.
         out = Console(width=120)
     err = Console(stderr=True)
+    if not err.is_terminal:
+        err = Console(stderr=True, width=200)
     try:
+        _check_out_folder(getattr(args, "out", None))
         return args.handler(args, out, err)
+    except KeyboardInterrupt:
+        err.print("autoscaler: interrupted; no output files were changed", highlight=False)
+        return 130
     except AutoscalerError as exc:
         err.print(f"autoscaler: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2

@@ -17,6 +17,10 @@ from autoscaler.errors import ConfigError
 MIB = 1024 * 1024
 """Bytes in the paper's "MB" (HDFS block sizes and the s/MB rates are binary megabytes)."""
 
+MAX_SLOTS = 1_000_000
+"""Most slots a window or load curve may have: about 35 days of 3-second slots, or a century of
+hourly ones. Beyond it the arrays alone take gigabytes, so it is refused rather than attempted."""
+
 
 @dataclass(frozen=True)
 class TraceJob:

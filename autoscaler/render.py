@@ -85,16 +85,16 @@ def class_table(assignment) -> Table:
 def workload_summary(result: ReplayResult) -> str:
     """One paragraph on what the reader and the curves did to the input."""
     w = result.workload
-    parts = [f"{w.n_jobs} jobs" if w.n_jobs else "load curve"]
-    parts.append(f"sum of L_t {float(w.active.sum()):,.0f} server-slots, peak {float(w.active.max(initial=0)):g}")
+    parts = [_count(w.n_jobs, "job") if w.n_jobs else "load curve"]
+    parts.append(f"sum of L_t {float(w.active.sum()):,.6g} server-slots, peak {float(w.active.max(initial=0)):g}")
     if w.jobs_after_window:
-        parts.append(f"{w.jobs_after_window} jobs submitted after the window were left out")
+        parts.append(f"{_count(w.jobs_after_window, 'job')} submitted after the window left out")
     if w.clipped_jobs:
-        parts.append(f"{w.clipped_jobs} jobs ran past the window: {w.clipped_job_slots} job-slots clipped")
+        parts.append(f"{_count(w.clipped_jobs, 'job')} ran past the window: {_count(w.clipped_job_slots, 'job-slot')} clipped")
     if w.skipped_lines:
-        parts.append(f"{w.skipped_lines} bad lines skipped")
+        parts.append(f"{_count(w.skipped_lines, 'bad line')} skipped")
     if w.out_of_order_lines:
-        parts.append(f"{w.out_of_order_lines} lines out of submit-time order (sorted)")
+        parts.append(f"{_count(w.out_of_order_lines, 'line')} out of submit-time order (sorted)")
     return "; ".join(parts)
 
 
@@ -126,30 +126,40 @@ def slots_csv(result: ReplayResult) -> str:
 
 
 def schedule_png(result: ReplayResult) -> bytes:
-    """PNG like the deferral paper's Fig. 3: L_t and each policy's m_t over time."""
+    """PNG like the deferral paper's Fig. 3: one panel per policy, L_t shaded and that policy's m_t over it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     w = result.workload
-    fig, ax = plt.subplots(figsize=(11, 4.5), dpi=110)
-    hours = np.arange(w.n_slots) * w.slot_s / 3600
-    ax.fill_between(hours, w.active, step="post", color="0.85", label="L_t (active jobs)")
-    for name, r in result.policies.items():
+    n = len(result.policies)
+    fig, axes = plt.subplots(n, 1, figsize=(12, 1.9 * n + 0.8), dpi=110, sharex=True, sharey=True, squeeze=False)
+    # Each slot is drawn from its start to its end: n values need n + 1 edges.
+    hours = np.arange(w.n_slots + 1) * w.slot_s / 3600
+    load = np.append(w.active, w.active[-1:])
+    for ax, (name, r), colour in zip(axes[:, 0], result.policies.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
         m = r.schedule.capacity
-        t = np.arange(m.shape[0]) * w.slot_s / 3600
-        ax.step(t, m, where="post", linewidth=1.1, label=f"m_t {name} ({r.saving_pct:.1f} % saved)")
-    ax.set_xlabel("time (h)")
-    ax.set_ylabel("servers")
-    ax.set_title(f"{w.source}: capacity by policy, D = {result.deadline_slots} slots")
-    ax.legend(loc="upper left", fontsize=8)
-    ax.grid(alpha=0.3)
+        t = np.arange(m.shape[0] + 1) * w.slot_s / 3600
+        ax.fill_between(hours, load, step="post", color="0.85", label="L_t (active jobs)")
+        ax.step(t, np.append(m, m[-1:]), where="post", linewidth=1.0, color=colour, label=f"m_t {name}")
+        ax.set_title(f"{name}: cost {r.cost.total:,.0f}, {r.saving_pct:.1f} % saved", fontsize=9, loc="left")
+        ax.set_ylabel("servers")
+        ax.grid(alpha=0.3)
+        ax.axvline(w.n_slots * w.slot_s / 3600, color="0.5", linewidth=0.6, linestyle=":")
+    axes[0, 0].legend(loc="upper right", fontsize=8, frameon=False)
+    axes[-1, 0].set_xlabel("time (h); dotted: end of the window")
+    deadline = f"D = {result.deadline_slots} slots" + (" (gcp: class deadlines)" if "gcp" in result.policies else "")
+    fig.suptitle(f"{w.source}: capacity by policy, {deadline}", fontsize=10)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     plt.close(fig)
     return buffer.getvalue()
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _at(values: np.ndarray, t: int) -> float:

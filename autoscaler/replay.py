@@ -5,7 +5,7 @@ The result feeds every renderer (table, CSV, JSON, PNG); nothing here does I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,6 +24,8 @@ class PolicyResult:
     schedule: Schedule
     cost: CostBreakdown
     saving_pct: float
+    window_slots: int
+    note: str = ""
 
     @property
     def peak_servers(self) -> float:
@@ -31,7 +33,9 @@ class PolicyResult:
 
     @property
     def mean_servers(self) -> float:
-        return float(self.schedule.capacity.mean()) if self.schedule.capacity.size else 0.0
+        """Server-slots over the whole horizon per slot of the window, so policies with
+        longer horizons (gcp's class deadlines, large D) stay comparable."""
+        return float(self.schedule.capacity.sum()) / max(1, self.window_slots)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ def parse_policy_list(text: str) -> list[str]:
     Raises ConfigError naming any unknown policy.
     """
     names = list(POLICIES) if text.strip() == "all" else [p.strip() for p in text.split(",") if p.strip()]
+    if "all" in names:
+        raise ConfigError(f"--policy: 'all' stands alone, not in a list; got {text!r}")
     if not names:
         raise ConfigError("--policy: expected a policy name, a comma list or 'all'")
     unknown = [n for n in names if n not in POLICIES]
@@ -72,19 +78,36 @@ def replay(
     ``progress``: optional callable(name) told before each policy runs.
     Raises what :func:`autoscaler.policies.plan` raises.
     """
+    if not workload.active.any():
+        raise ConfigError(f"{workload.source}: the load is zero in every slot of the window: nothing to provision for")
+    if deadline_slots > workload.n_slots:
+        raise ConfigError(
+            f"deadline D = {deadline_slots} slots is longer than the window ({workload.n_slots} slots); "
+            f"give a D of at most {workload.n_slots}"
+        )
     results: dict[str, PolicyResult] = {}
     baseline_total: float | None = None
     for name in parse_policy_list(",".join(policy_names)):
         if progress is not None:
             progress(name)
+        note = ""
+        run_params = params
+        if name == BASELINE and params.max_servers is not None and workload.active.max() > params.max_servers:
+            # Follow cannot defer, so under a cap below the peak it has no schedule; the
+            # baseline is then follow without the cap, and the result says so.
+            run_params = replace(params, max_servers=None)
+            note = (
+                f"follow exceeds M = {params.max_servers:g} (peak L_t = {workload.active.max():g}); "
+                "the baseline is follow without the cap"
+            )
         schedule = plan(
-            name, workload.active, deadline_slots, params, delta=delta, load_by_deadline=workload.active_by_deadline
+            name, workload.active, deadline_slots, run_params, delta=delta, load_by_deadline=workload.active_by_deadline
         )
         cost = schedule_cost(schedule.capacity, schedule.assigned, params)
         if baseline_total is None:
             baseline_total = cost.total
-        saving = 100.0 * (1.0 - cost.total / baseline_total) if baseline_total > 0 else 0.0
-        results[name] = PolicyResult(schedule=schedule, cost=cost, saving_pct=saving)
+        saving = 100.0 * (1.0 - cost.total / baseline_total) + 0.0 if baseline_total > 0 else 0.0
+        results[name] = PolicyResult(schedule, cost, round(saving, 9) + 0.0, workload.n_slots, note)
     return ReplayResult(workload=workload, deadline_slots=deadline_slots, params=params, policies=results)
 
 
@@ -121,6 +144,7 @@ def to_dict(result: ReplayResult) -> dict:
                 "peak_servers": r.peak_servers,
                 "mean_servers": r.mean_servers,
                 "solve_ms_per_slot": r.schedule.solve_ms_per_slot,
+                "note": r.note,
                 "m": _numbers(r.schedule.capacity),
                 "x": _numbers(r.schedule.assigned),
             }

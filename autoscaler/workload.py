@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from autoscaler.errors import ConfigError, TraceError
-from autoscaler.model import MIB, LengthModel, Trace, TraceJob, Workload
+from autoscaler.model import MAX_SLOTS, MIB, LengthModel, Trace, TraceJob, Workload
 
 TRACE_DAY_S = 86400.0
 """Span of the SWIM Facebook samples: one day (paper: deferral, §VI-A)."""
@@ -112,6 +112,8 @@ def read_load_curve(path: str | os.PathLike) -> np.ndarray:
         slot = _parse_whole(fields[0])
         if slot is None:
             raise TraceError(name, line_no, f"column 1 (slot): expected a whole number >= 0, got {fields[0]!r}")
+        if slot >= MAX_SLOTS:
+            raise TraceError(name, line_no, f"column 1 (slot): expected a slot below {MAX_SLOTS:,}, got {fields[0]!r}")
         if slot in rows:
             raise TraceError(name, line_no, f"column 1 (slot): slot {slot} already given on line {row_lines[slot]}")
         released = _parse_non_negative(fields[1])
@@ -169,6 +171,12 @@ def estimate_length_s(
             )
         sizes_mb.append(array / MIB)
     map_mb, shuffle_mb, output_mb = sizes_mb
+    # Absurd rates may overflow to infinity; callers refuse an infinite length with a clear error.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _length_s(map_mb, shuffle_mb, output_mb, model)
+
+
+def _length_s(map_mb: np.ndarray, shuffle_mb: np.ndarray, output_mb: np.ndarray, model: LengthModel) -> np.ndarray:
     block_mb = model.block_bytes / MIB
     mappers = np.maximum(1.0, np.ceil(map_mb / block_mb))  # X
     reducers = np.maximum(1.0, np.ceil(output_mb / block_mb))  # Y
@@ -217,12 +225,18 @@ def workload_from_trace(
     """
     slot_s = _require_slot_s(slot_s)
     if deadline_slots is None and trace.jobs and trace.jobs[0].deadline_slots is not None:
-        deadline_slots = np.array([job.deadline_slots for job in trace.jobs], dtype=np.int64)
+        # Cut at 2**40 before numpy sees it; the window cut below is the one that matters.
+        deadline_slots = np.array([min(job.deadline_slots, 2**40) for job in trace.jobs], dtype=np.int64)
     if window_slots is None:
         window_slots = max(1, round(TRACE_DAY_S / slot_s))
     elif isinstance(window_slots, bool) or not isinstance(window_slots, (int, np.integer)) or window_slots < 1:
         raise ConfigError(f"window_slots must be a whole number >= 1, got {window_slots!r}")
     window_slots = int(window_slots)
+    if window_slots > MAX_SLOTS:
+        raise ConfigError(
+            f"a window of {window_slots:,} slots of {slot_s:g} s is more than the {MAX_SLOTS:,} slots planned at once: "
+            "use longer slots or a shorter window"
+        )
 
     n_total = len(trace.jobs)
     columns = [
@@ -234,11 +248,24 @@ def workload_from_trace(
         raise ConfigError(f"trace {trace.path!r}: submit times must be finite numbers >= 0")
     length_s = estimate_length_s(map_bytes, shuffle_bytes, output_bytes, length_model)
 
-    first_slot = np.floor(submit_s / slot_s).astype(np.int64)
-    in_window = first_slot < window_slots
-    first_slot = first_slot[in_window]
-    end_s = submit_s[in_window] + length_s[in_window]
-    end_slot = np.maximum(first_slot + 1, np.ceil(end_s / slot_s).astype(np.int64))  # one past the last slot
+    if not np.isfinite(length_s).all():
+        job = trace.jobs[int(np.argmax(~np.isfinite(length_s)))]
+        raise ConfigError(
+            f"{trace.path}: job {job.job_id!r} gets an infinite estimated length: check the length model's rates"
+        )
+    # Slot positions stay floats until clipped to the window, so no size or time overflows an int.
+    position = submit_s / slot_s
+    in_window = position < window_slots
+    if not in_window.any():  # also an empty trace
+        raise TraceError(
+            trace.path,
+            None,
+            f"no job is submitted inside the window of {window_slots} slots ({window_slots * slot_s:g} s); "
+            f"the first is at {submit_s.min(initial=math.inf):g} s: give a longer --window or times relative to the trace's start",
+        )
+    first_slot = np.floor(position[in_window]).astype(np.int64)
+    end_position = np.maximum(first_slot + 1.0, np.ceil((submit_s[in_window] + length_s[in_window]) / slot_s))
+    end_slot = np.minimum(end_position, window_slots).astype(np.int64)  # one past the last slot in the window
 
     released = np.bincount(first_slot, minlength=window_slots).astype(float)
     # Difference array: +1 where a job starts, -1 one past its last slot inside the window.
@@ -251,16 +278,17 @@ def workload_from_trace(
         deadline_slots = np.asarray(deadline_slots, dtype=np.int64)
         if deadline_slots.shape != (n_total,) or (deadline_slots < 0).any():
             raise ConfigError(f"deadline_slots must be {n_total} whole numbers >= 0, one per job")
-        job_deadline = deadline_slots[in_window]
+        # A deadline past the window is cut to the window: stricter, so still met, and it bounds nu.
+        job_deadline = np.minimum(deadline_slots[in_window], window_slots)
         rows = int(job_deadline.max(initial=0)) + 1
         flat_starts = np.bincount(job_deadline * (window_slots + 1) + first_slot, minlength=rows * (window_slots + 1))
         flat_stops = np.bincount(
-            job_deadline * (window_slots + 1) + np.minimum(end_slot, window_slots), minlength=rows * (window_slots + 1)
+            job_deadline * (window_slots + 1) + end_slot, minlength=rows * (window_slots + 1)
         )
         diff = (flat_starts - flat_stops).reshape(rows, window_slots + 1)
         by_deadline = np.cumsum(diff, axis=1)[:, :window_slots].astype(float)
 
-    overrun = end_slot - window_slots
+    overrun = end_position - window_slots
     return Workload(
         source=trace.path,
         slot_s=slot_s,
@@ -268,7 +296,7 @@ def workload_from_trace(
         active=active,
         n_jobs=int(in_window.sum()),
         clipped_jobs=int((overrun > 0).sum()),
-        clipped_job_slots=int(overrun[overrun > 0].sum()),
+        clipped_job_slots=int(round(float(overrun[overrun > 0].sum()))),
         jobs_after_window=int(n_total - in_window.sum()),
         skipped_lines=trace.skipped_lines,
         out_of_order_lines=trace.out_of_order_lines,

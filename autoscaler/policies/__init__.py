@@ -12,7 +12,7 @@ import numpy as np
 
 from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon
 from autoscaler.errors import ConfigError
-from autoscaler.model import CostParams, Schedule
+from autoscaler.model import MAX_SLOTS, CostParams, Schedule
 from autoscaler.policies import follow, gcp, offline, vfw
 
 UNIFORM: dict[str, Callable[[np.ndarray, int, CostParams], Schedule]] = {
@@ -48,6 +48,9 @@ def plan(
     if int(deadline_slots) != deadline_slots or deadline_slots < 0:
         raise ConfigError(f"deadline D must be a whole number of slots >= 0, got {deadline_slots!r}")
     deadline_slots = int(deadline_slots)
+    horizon = np.shape(load)[-1] + (deadline_slots if name != "gcp" else np.shape(load_by_deadline)[0] - 1)
+    if horizon > MAX_SLOTS:
+        raise ConfigError(f"{name}: a horizon of {horizon:,} slots is more than the {MAX_SLOTS:,} planned at once")
     if name == "gcp":
         if load_by_deadline is None:
             raise ConfigError("gcp needs each job's deadline class: give a SWIM trace (not a load curve)")

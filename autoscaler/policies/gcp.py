@@ -69,7 +69,7 @@ def solve_gcp_opt(prefix_work: np.ndarray, previous_capacity: float, max_servers
     del previous_capacity
     prefix_work = np.maximum.accumulate(np.asarray(prefix_work, dtype=float))
     n = prefix_work.shape[0]
-    if prefix_work[-1] <= _TOL:
+    if prefix_work[-1] <= 0.0:
         return np.zeros(n)
     per_slot = prefix_work / np.arange(1, n + 1, dtype=float)
     s_max = float(per_slot.max())

@@ -40,6 +40,14 @@ def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, nam
     """LP (3)/(6) for a released curve L_t and a deadline curve l_t (or l'_t), shape (horizon,)."""
     started = time.perf_counter()
     horizon = released.shape[0]
+    # The LP is homogeneous in the load and in the cost coefficients: solving it with the
+    # peak load and the largest coefficient scaled to 1 keeps Clarabel's tolerances
+    # meaningful for loads of 1e-300 or 1e15 servers alike.
+    load_scale = float(released.max(initial=0.0)) or 1.0
+    cost_scale = max(params.e0, params.e1, params.beta) or 1.0
+    released = released / load_scale
+    due = due / load_scale
+    e0, e1, beta = params.e0 / cost_scale, params.e1 / cost_scale, params.beta / cost_scale
     # Largest backlog C1 allows after slot t: released so far minus due so far.
     max_backlog = np.cumsum(released) - np.cumsum(due)
     capacity = cp.Variable(horizon)
@@ -58,8 +66,8 @@ def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, nam
         change >= shift @ capacity - capacity,
     ]
     if params.max_servers is not None:
-        constraints.append(capacity <= params.max_servers)
-    objective = params.e0 * cp.sum(capacity) + params.e1 * cp.sum(assigned) + params.beta * (cp.sum(change) + capacity[horizon - 1])
+        constraints.append(capacity <= params.max_servers / load_scale)
+    objective = e0 * cp.sum(capacity) + e1 * cp.sum(assigned) + beta * (cp.sum(change) + capacity[horizon - 1])
     problem = cp.Problem(cp.Minimize(objective), constraints)
     try:
         problem.solve(solver=SOLVER)
@@ -74,8 +82,8 @@ def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, nam
     if problem.status != cp.OPTIMAL:
         raise SolverError(f"{name}: {SOLVER} did not solve the LP over {horizon} slots", str(problem.status))
     # Interior-point output sits within ~1e-9 of the bounds; snap it onto them.
-    x = np.clip(np.asarray(assigned.value, dtype=float).reshape(horizon), 0.0, None)
-    m = np.maximum(np.asarray(capacity.value, dtype=float), x)
+    x = np.clip(np.asarray(assigned.value, dtype=float).reshape(horizon), 0.0, None) * load_scale
+    m = np.maximum(np.asarray(capacity.value, dtype=float) * load_scale, x)
     if params.max_servers is not None:
         m = np.minimum(m, params.max_servers)
     elapsed_ms = (time.perf_counter() - started) * 1000

@@ -88,7 +88,7 @@ def test_malformed_trace_line_is_named_and_skippable(tmp_path, capsys):
     assert main(["replay", "--trace", str(trace), "--skip-bad-lines", "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["workload"]["skipped_lines"] == 1
-    assert "1 bad lines skipped" in captured.err
+    assert "1 bad line skipped" in captured.err
 
 
 @pytest.mark.parametrize("flag, value", [("--deadline", "-1"), ("--slot-s", "0"), ("--beta", "nan"), ("--window", "x")])
@@ -117,3 +117,90 @@ def test_sweep_writes_figures_and_agrees_with_replay(tmp_path, capsys):
 def test_sweep_bad_input(argv, message, capsys):
     assert main(["sweep", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cap_below_follow_peak_keeps_follow_uncapped_as_baseline(capsys):
+    # Workload A peaks at 104 active jobs; the offline LP needs at most ~71 servers at D = 2.
+    assert main(["replay", "--policy", "offline", "--max-servers", "80", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert "baseline is follow without the cap" in captured.err
+    assert "exceeds M = 80" in document["policies"]["follow"]["note"]
+    assert max(document["policies"]["offline"]["m"]) <= 80 + 1e-9
+    assert max(document["policies"]["follow"]["m"]) == 104
+
+
+@pytest.mark.parametrize(
+    "lines, argv, message",
+    [
+        ("job0\t1e300\t23\t5\t0\t1\n", [], "no job is submitted inside the window"),
+        ("job0\t86400\t23\t5\t0\t1\n", [], "no job is submitted inside the window"),
+        ("job0\t10\t1\t5\t1000\t1\n", ["--network-mb-s", "1e-320"], "infinite estimated length"),
+        ("job0\t10\t1\t5\t0\t1\n", ["--slot-s", "0.001"], "more than the 1,000,000 slots"),
+        ("job0\t10\t1\t5\t0\t1\n", ["--deadline", "1000"], "longer than the window"),
+        ("job0\t10\t1\t5\t0\t1\n", ["--policy", "all,follow"], "'all' stands alone"),
+    ],
+)
+def test_inputs_that_used_to_crash_or_mislead_are_refused(tmp_path, capsys, lines, argv, message):
+    trace = tmp_path / "t.tsv"
+    trace.write_text(lines)
+    assert main(["replay", "--trace", str(trace), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [("0,0\n1,0\n", "zero in every slot"), ("1e300,1\n", "column 1 (slot)"), ("10000000000000,1\n", "below 1,000,000")],
+)
+def test_bad_load_curves_are_refused(tmp_path, capsys, rows, message):
+    curve = tmp_path / "c.csv"
+    curve.write_text("slot,released\n" + rows)
+    assert main(["replay", "--trace", str(curve)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_huge_sizes_are_counted_by_float_arithmetic(tmp_path, capsys):
+    # 1e26 shuffle bytes on one reducer: g(S'/Y) alone is about 8.6e19 s, far past the window,
+    # so the job is active in every slot from its release and its overrun is clipped (not negative).
+    trace = tmp_path / "t.tsv"
+    trace.write_text("job0\t0\t0\t5\t1e26\t1\n")
+    assert main(["replay", "--trace", str(trace), "--policy", "follow", "--format", "json"]) == 0
+    workload = json.loads(capsys.readouterr().out)["workload"]
+    assert workload["active"] == [1.0] * 288
+    assert workload["clipped_jobs"] == 1 and workload["clipped_job_slots"] > 10**15
+
+
+def test_out_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
+    target = tmp_path / "afile"
+    target.write_text("keep me")
+    assert main(["replay", "--out", str(target)]) == 2
+    captured = capsys.readouterr()
+    assert "exists and is not a folder" in captured.err
+    assert captured.out == ""
+    assert target.read_text() == "keep me"
+
+
+def test_a_failed_write_changes_none_of_the_output_files(tmp_path, capsys):
+    (tmp_path / "replay.json").write_text("old")
+    (tmp_path / "slots.csv").mkdir()  # this target cannot be written
+    assert main(["replay", "--policy", "follow", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {tmp_path / 'slots.csv'}" in err
+    assert (tmp_path / "replay.json").read_text() == "old"
+    assert not (tmp_path / "replay.png").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["replay.json", "slots.csv"]  # no temporary files left
+
+
+def test_tiny_and_huge_loads_give_the_same_savings_as_unit_loads(tmp_path, capsys):
+    savings = []
+    for scale in ("1e-300", "1", "1e15"):
+        curve = tmp_path / f"c{scale}.csv"
+        curve.write_text(f"slot,released\n0,{scale}\n1,0\n2,{scale}\n")
+        assert main(["replay", "--trace", str(curve), "--deadline", "1", "--policy", "offline,gcp-u", "--format", "json"]) == 0
+        policies = json.loads(capsys.readouterr().out)["policies"]
+        savings.append((policies["offline"]["saving_pct"], policies["gcp-u"]["saving_pct"]))
+    for offline, gcp_u in savings:
+        assert offline == pytest.approx(savings[1][0], abs=1e-4)
+        assert gcp_u == pytest.approx(savings[1][1], abs=1e-9)

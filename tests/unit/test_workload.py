@@ -316,11 +316,15 @@ sizes = st.one_of(st.just(0.0), st.floats(min_value=0, max_value=2e10, allow_nan
 )
 def test_active_counts_every_job_slot_in_the_window(jobs, slot_s, window_slots):
     trace = Trace("random", tuple(job(f"j{i}", *fields) for i, fields in enumerate(sorted(jobs))))
-    workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots)
-
     submit_s = [fields[0] for fields in sorted(jobs)]
     length_s = [float(estimate_length_s(*fields[1:])) for fields in sorted(jobs)]
     total, clipped, in_window, active = _slow_job_slots(submit_s, length_s, slot_s, window_slots)
+    if in_window == 0:
+        # Nothing to provision for: refused rather than reported as a zero-cost success.
+        with pytest.raises(TraceError, match="no job is submitted inside the window"):
+            workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots)
+        return
+    workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots)
 
     assert workload.active.sum() == total - workload.clipped_job_slots
     assert workload.clipped_job_slots == clipped
