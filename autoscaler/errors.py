@@ -35,3 +35,15 @@ class InfeasibleError(SolverError):
 
 class ScheduleError(AutoscalerError):
     """A computed schedule breaks a constraint (C1, C2, 0 <= x <= m <= M, all work done)."""
+
+
+class SubmitError(AutoscalerError):
+    """A job submission is refused (bad deadline, step, tenant, or a conflicting id); nothing is stored."""
+
+
+class StoreError(AutoscalerError):
+    """The job store cannot be opened or is not ours (corrupt or foreign file); it is never overwritten."""
+
+
+class ActuationError(AutoscalerError):
+    """A call to the cluster (EMR) failed after retries."""

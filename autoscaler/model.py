@@ -160,3 +160,39 @@ def _require_positive(name: str, value: float) -> None:
 def _require_non_negative(name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
         raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+JOB_STATES = ("queued", "released", "running", "done", "failed")
+"""A job's life: queued (in our store) -> released (an EMR step was added) -> running -> done | failed.
+"Late" is not a state: a job is late when it is released after its start-by slot or still
+running past its deadline; ``autoscaler jobs`` shows it."""
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """The EMR step a job runs: a jar with arguments, or a command-runner command (``jar`` empty)."""
+
+    jar: str = "command-runner.jar"
+    args: tuple[str, ...] = ()
+    main_class: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job submitted to the daemon.
+
+    Times are Unix seconds. ``length_s`` is the estimated run time (given, or from the
+    §V-A model). ``deadline_s`` is when it must be finished. The job is released as an
+    EMR step whose name carries ``job_id``.
+    """
+
+    job_id: str
+    name: str
+    tenant: str
+    submit_s: float
+    deadline_s: float
+    length_s: float
+    step: StepSpec
+    state: str = "queued"
+    released_s: float | None = None
+    step_id: str | None = None

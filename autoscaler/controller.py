@@ -1,0 +1,209 @@
+"""The slot controller: one pure function called once per slot.
+
+    decision, new_state = tick(now_s, jobs, state, config)
+
+It decides the capacity m_t with the configured policy and which queued jobs to
+release, in earliest-deadline-first order. It reads no clock, store or cloud:
+the live daemon, the dry run and the trace replay all call it with their own
+adapters (paper: deferral, §IV Algorithm 2; §V-B for long jobs).
+
+Work model. As in the paper's simulation (§VI-A), a job of estimated length
+T_J submitted in slot s counts one unit of work in each slot it would run,
+s .. ceil((s + T_J)/tau) - 1, each unit with the job's deadline (D slots for
+``gcp-u``, the job's own slack for ``gcp``). The policy turns these units into
+m_t exactly as ``autoscaler replay`` does, so a replay through the controller
+gives the same m_t. Dispatch is then physical: a job is released as a whole
+(non-preemptive) and holds a node until it finishes; queued jobs are released
+by earliest start-by slot (deadline minus length), and a job whose start-by
+slot has come is released even when the policy's nodes are used up, the nodes
+being raised to fit (deadline-safe rounding), up to the configured maximum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from autoscaler.errors import ConfigError
+from autoscaler.model import CostParams, Job
+from autoscaler.policies.gcp import GcpState, gcp_step
+
+CONTROLLER_POLICIES = ("gcp-u", "gcp", "follow")
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """What the controller needs to know; times in seconds, deadlines in slots."""
+
+    policy: str = "gcp-u"
+    deadline_slots: int = 2
+    slot_s: float = 300.0
+    epoch_s: float = 0.0
+    min_nodes: int = 0
+    max_nodes: int = 100
+    max_deadline_slots: int = 288
+    cost: CostParams = field(default_factory=CostParams)
+
+    def __post_init__(self) -> None:
+        if self.policy not in CONTROLLER_POLICIES:
+            raise ConfigError(f"policy: expected one of {', '.join(CONTROLLER_POLICIES)}, got {self.policy!r}")
+        if not (0 <= self.min_nodes <= self.max_nodes):
+            raise ConfigError(f"nodes: expected 0 <= min_nodes <= max_nodes, got {self.min_nodes} and {self.max_nodes}")
+        if self.deadline_slots < 0 or self.max_deadline_slots < 1:
+            raise ConfigError("deadline_slots must be >= 0 and max_deadline_slots >= 1")
+        if not (math.isfinite(self.slot_s) and self.slot_s > 0):
+            raise ConfigError(f"slot_s must be a finite number > 0, got {self.slot_s!r}")
+
+    @property
+    def nu(self) -> int:
+        """Largest deadline the policy's work vector holds."""
+        return self.deadline_slots if self.policy == "gcp-u" else self.max_deadline_slots
+
+    def slot_of(self, time_s: float) -> int:
+        return math.floor((time_s - self.epoch_s) / self.slot_s)
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """What the controller carries between slots, persisted with the queue in one transaction.
+
+    ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
+    work y and m_{t-1}. ``future``: units of already-submitted jobs still to arrive,
+    {slot: [units by deadline, shape (nu+1,)]}.
+    """
+
+    last_slot: int = -1
+    gcp: GcpState | None = None
+    future: dict[int, tuple[float, ...]] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "last_slot": self.last_slot,
+            "unassigned": list(self.gcp.unassigned) if self.gcp else None,
+            "previous_capacity": self.gcp.previous_capacity if self.gcp else 0.0,
+            "future": {str(k): list(v) for k, v in sorted(self.future.items())},
+        }
+
+    @classmethod
+    def from_json(cls, document: dict) -> "PolicyState":
+        unassigned = document.get("unassigned")
+        return cls(
+            last_slot=int(document["last_slot"]),
+            gcp=GcpState(tuple(unassigned), float(document["previous_capacity"])) if unassigned is not None else None,
+            future={int(k): tuple(float(u) for u in v) for k, v in document.get("future", {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one slot decided.
+
+    ``capacity``: the policy's m_t (servers, fractional). ``nodes``: task nodes to run,
+    ceil(m_t) clamped to [min, max] and raised for due jobs. ``release``: job ids to
+    release now, EDF order. ``late``: ids released after their start-by slot.
+    ``at_risk``: queued jobs whose start-by slot is within one slot and were not released.
+    """
+
+    slot: int
+    capacity: float
+    work: float
+    nodes: int
+    release: tuple[str, ...]
+    late: tuple[str, ...]
+    at_risk: int
+    queue_depth: int
+    running: int
+    rounding_node_slots: float
+
+
+def occupies_node(job: Job, now_s: float) -> bool:
+    """A released job holds a node until it is done or failed."""
+    return job.state in ("released", "running")
+
+
+def start_by_slot(job: Job, config: ControllerConfig) -> int:
+    """Latest slot a job may start in and still finish by its deadline."""
+    return config.slot_of(job.deadline_s - job.length_s)
+
+
+def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
+    """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model)."""
+    submit_slot = config.slot_of(job.submit_s)
+    start = max(first_slot, submit_slot)
+    end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
+    end = max(start + 1, min(end_position, start + 10 * config.max_deadline_slots + 1))
+    if config.policy == "gcp-u":
+        deadline = config.deadline_slots
+    else:
+        deadline = max(0, min(config.slot_of(job.deadline_s) - submit_slot, config.max_deadline_slots))
+    return start, end, deadline
+
+
+def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerConfig) -> tuple[Decision, PolicyState]:
+    """Decide slot floor((now_s - epoch_s)/slot_s).
+
+    ``jobs``: every job not yet done or failed, in any order. Jobs submitted after
+    the last decided slot join the policy's work now. Raises ConfigError if the
+    slot is not after ``state.last_slot``.
+    """
+    slot = config.slot_of(now_s)
+    if slot <= state.last_slot:
+        raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
+    nu = config.nu
+    future = dict(state.future)
+    for job in jobs:
+        if state.last_slot < config.slot_of(job.submit_s) <= slot:
+            start, end, deadline = job_units(job, config, slot)
+            for s in range(start, end):
+                units = list(future.get(s, (0.0,) * (nu + 1)))
+                units[deadline] += 1.0
+                future[s] = tuple(units)
+    arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
+    # Slots skipped while the daemon was down: their units arrive now, due at once at the latest.
+    for s in [s for s in future if s < slot]:
+        late_units = np.array(future.pop(s))
+        arrivals[0] += late_units.sum()
+    gcp_state = state.gcp or GcpState.empty(nu)
+    if config.policy == "follow":
+        capacity = float(arrivals.sum())
+    else:
+        capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
+    decision = dispatch(slot, capacity, jobs, config)
+    return decision, PolicyState(last_slot=slot, gcp=gcp_state, future=future)
+
+
+def dispatch(slot: int, capacity: float, jobs: list[Job], config: ControllerConfig) -> Decision:
+    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive)."""
+    running = [j for j in jobs if j.state in ("released", "running")]
+    queued = sorted(
+        (j for j in jobs if j.state == "queued" and config.slot_of(j.submit_s) <= slot),
+        key=lambda j: (start_by_slot(j, config), j.deadline_s, j.submit_s, j.job_id),
+    )
+    nodes = min(config.max_nodes, max(config.min_nodes, math.ceil(capacity - 1e-9)))
+    release: list[str] = []
+    late: list[str] = []
+    for job in queued:
+        due = start_by_slot(job, config) <= slot
+        if len(running) + len(release) < nodes or (due and len(running) + len(release) < config.max_nodes):
+            release.append(job.job_id)
+            if start_by_slot(job, config) < slot:
+                late.append(job.job_id)
+        elif not due:
+            break
+    nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
+    held = {j.job_id for j in queued} - set(release)
+    at_risk = sum(1 for j in queued if j.job_id in held and start_by_slot(j, config) <= slot + 1)
+    return Decision(
+        slot=slot,
+        capacity=capacity,
+        work=capacity,
+        nodes=nodes,
+        release=tuple(release),
+        late=tuple(late),
+        at_risk=at_risk,
+        queue_depth=len(queued) - len(release),
+        running=len(running) + len(release),
+        rounding_node_slots=nodes - capacity,
+    )
