@@ -77,6 +77,7 @@ class PolicyState:
     last_slot: int = -1
     gcp: GcpState | None = None
     future: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    counted: frozenset[str] = frozenset()
 
     def to_json(self) -> dict:
         return {
@@ -84,6 +85,7 @@ class PolicyState:
             "unassigned": list(self.gcp.unassigned) if self.gcp else None,
             "previous_capacity": self.gcp.previous_capacity if self.gcp else 0.0,
             "future": {str(k): list(v) for k, v in sorted(self.future.items())},
+            "counted": sorted(self.counted),
         }
 
     @classmethod
@@ -93,6 +95,7 @@ class PolicyState:
             last_slot=int(document["last_slot"]),
             gcp=GcpState(tuple(unassigned), float(document["previous_capacity"])) if unassigned is not None else None,
             future={int(k): tuple(float(u) for u in v) for k, v in document.get("future", {}).items()},
+            counted=frozenset(document.get("counted", ())),
         )
 
 
@@ -145,7 +148,7 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     """Decide slot floor((now_s - epoch_s)/slot_s).
 
     ``jobs``: every job not yet done or failed, in any order. Jobs submitted after
-    the last decided slot join the policy's work now. Raises ConfigError if the
+    since the last decided slot (not in ``state.counted``) join the policy's work now. Raises ConfigError if the
     slot is not after ``state.last_slot``.
     """
     slot = config.slot_of(now_s)
@@ -154,7 +157,7 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     nu = config.nu
     future = dict(state.future)
     for job in jobs:
-        if state.last_slot < config.slot_of(job.submit_s) <= slot:
+        if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
             start, end, deadline = job_units(job, config, slot)
             for s in range(start, end):
                 units = list(future.get(s, (0.0,) * (nu + 1)))
@@ -171,7 +174,8 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     else:
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     decision = dispatch(slot, capacity, jobs, config)
-    return decision, PolicyState(last_slot=slot, gcp=gcp_state, future=future)
+    counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
+    return decision, PolicyState(last_slot=slot, gcp=gcp_state, future=future, counted=counted)
 
 
 def dispatch(slot: int, capacity: float, jobs: list[Job], config: ControllerConfig) -> Decision:

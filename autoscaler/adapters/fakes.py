@@ -1,0 +1,57 @@
+"""In-memory stand-ins for the cluster and the clock, for replays and dry runs on a laptop.
+
+They implement the same ports as the EMR adapter and the wall clock, so the daemon's
+slot loop runs unchanged on them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from autoscaler.model import Job
+from autoscaler.ports import StepStatus, TaskGroup
+
+
+@dataclass
+class SimulatedClock:
+    """A clock that moves only when told to (Unix seconds)."""
+
+    time_s: float
+
+    def now_s(self) -> float:
+        return self.time_s
+
+    def advance(self, seconds: float) -> None:
+        self.time_s += seconds
+
+
+@dataclass
+class FakeCluster:
+    """A TASK group and steps held in memory. A step completes once ``length_s`` of
+    simulated time has passed since it was added (``clock`` decides what "now" is)."""
+
+    clock: SimulatedClock
+    requested: int = 0
+    _steps: dict[str, tuple[str, float, float]] = field(default_factory=dict)  # job id -> (step id, added_s, length_s)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    resizes: list[int] = field(default_factory=list)
+
+    def task_group(self) -> TaskGroup:
+        return TaskGroup(group_id="ig-fake", requested=self.requested, running=self.requested)
+
+    def resize(self, nodes: int) -> None:
+        self.requested = int(nodes)
+        self.resizes.append(self.requested)
+
+    def add_step(self, job: Job) -> str:
+        step_id = f"s-fake{next(self._ids)}"
+        self._steps[job.job_id] = (step_id, self.clock.now_s(), job.length_s)
+        return step_id
+
+    def steps(self) -> list[StepStatus]:
+        now = self.clock.now_s()
+        return [
+            StepStatus(job_id=job_id, step_id=step_id, state="COMPLETED" if now >= added + length else "RUNNING")
+            for job_id, (step_id, added, length) in self._steps.items()
+        ]

@@ -1,0 +1,137 @@
+"""The composition root: wires the store, the cluster and the clock to the controller, and runs the slot loop.
+
+One slot, in order (every step safe to repeat after a crash):
+1. reconcile: read our EMR steps (their names carry job ids) and set job states from them;
+2. decide: ``controller.tick`` on the store's active jobs and saved policy state;
+3. resize the TASK group to the decision's nodes (never below what running jobs hold);
+4. release the chosen jobs as EMR steps, skipping any that already has a step;
+5. commit the policy state, the released jobs and the decision in one store transaction.
+A crash before 5 leaves the slot undecided: the restart decides it again, and step 4
+finds the steps already added, so no job is submitted twice and none is lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import time
+from dataclasses import dataclass
+
+import structlog
+
+from autoscaler.adapters.emr import step_states_to_job_states
+from autoscaler.controller import ControllerConfig, Decision, PolicyState, tick
+from autoscaler.ports import Clock, Cluster, JobStore
+
+log = structlog.get_logger("autoscaler")
+
+
+@dataclass
+class SlotRunner:
+    """Runs one slot against the adapters. ``dry_run`` logs the decision and changes nothing
+    on the cluster or in the store."""
+
+    config: ControllerConfig
+    store: JobStore
+    cluster: Cluster
+    clock: Clock
+    policy_name: str = "gcp-u"
+    dry_run: bool = False
+
+    def run_slot(self) -> Decision | None:
+        """Decide and act for the current slot; None if it was already decided."""
+        now_s = self.clock.now_s()
+        started = time.perf_counter()
+        steps = {s.job_id: s for s in self.cluster.steps()}
+        known = {job.job_id: job for job in self.store.active_jobs()}
+        updates = {
+            job_id: state
+            for job_id, state in step_states_to_job_states(steps.values()).items()
+            if job_id in known and known[job_id].state != state
+        }
+        if updates and not self.dry_run:
+            self.store.set_states(updates)
+        jobs = [
+            dataclasses.replace(job, state=updates.get(job.job_id, job.state))
+            for job in known.values()
+            if updates.get(job.job_id, job.state) not in ("done", "failed")
+        ]
+        saved = self.store.load_state()
+        state = PolicyState.from_json(saved) if saved else PolicyState()
+        if self.config.slot_of(now_s) <= state.last_slot:
+            return None
+        decide_started = time.perf_counter()
+        decision, new_state = tick(now_s, jobs, state, self.config)
+        solve_ms = (time.perf_counter() - decide_started) * 1000
+        group = self.cluster.task_group()
+        released: dict[str, tuple[float, str]] = {}
+        if not self.dry_run:
+            if group.requested != decision.nodes:
+                self.cluster.resize(decision.nodes)
+            for job_id in decision.release:
+                existing = steps.get(job_id)
+                step_id = existing.step_id if existing else self.cluster.add_step(next(j for j in jobs if j.job_id == job_id))
+                released[job_id] = (now_s, step_id)
+            self.store.commit_slot(
+                decision.slot, new_state.to_json(), released, dataclasses.asdict(decision) | {"solve_ms": solve_ms}
+            )
+        log.info(
+            "slot",
+            slot=decision.slot,
+            policy=self.policy_name,
+            m_t=round(decision.capacity, 4),
+            x_t=round(decision.work, 4),
+            nodes_requested=decision.nodes,
+            nodes_running=group.running,
+            jobs_released=len(decision.release),
+            late=len(decision.late),
+            queue_depth=decision.queue_depth,
+            at_risk=decision.at_risk,
+            solve_ms=round(solve_ms, 3),
+            slot_ms=round((time.perf_counter() - started) * 1000, 3),
+            dry_run=self.dry_run,
+        )
+        return decision
+
+
+def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float) -> None:
+    """Run ``runner.run_slot`` every ``slot_s`` seconds with APScheduler 3's BlockingScheduler
+    (one at a time, missed runs coalesced) until SIGTERM or SIGINT, which lets the current
+    slot finish before returning."""
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    scheduler = BlockingScheduler(timezone="UTC")
+    scheduler.add_job(
+        _logged(runner.run_slot),
+        "interval",
+        seconds=slot_s,
+        max_instances=1,
+        coalesce=True,
+        misfire_grace_time=int(max(1, misfire_grace_s)),
+        next_run_time=_now(),
+        id="slot",
+    )
+
+    def stop(signum, _frame) -> None:
+        log.info("stopping", signal=signal.Signals(signum).name)
+        scheduler.shutdown(wait=True)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    scheduler.start()
+
+
+def _logged(function):
+    def run() -> None:
+        try:
+            function()
+        except Exception as exc:  # a failed slot is logged and retried next slot
+            log.error("slot_failed", error=str(exc), error_type=type(exc).__name__)
+
+    return run
+
+
+def _now():
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc)
