@@ -8,6 +8,7 @@ line naming the input and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -127,7 +128,80 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
     sweep.add_argument("--out", type=Path, default=None, help="folder for fig9.png, fig11.png and sweep.json")
     sweep.set_defaults(handler=_run_sweep)
+
+    submit = commands.add_parser(
+        "submit",
+        help="queue a job with a deadline for the daemon to release as an EMR step",
+        description="Queue a job. Give its length (--length-s) or its three SWIM sizes (--sizes) to estimate it "
+        "from, and its step: --command (run with command-runner.jar) or --jar with --args. "
+        "With --id the submission is idempotent: the same id and content again changes nothing.",
+        formatter_class=_HelpFormatter,
+    )
+    _add_store_arguments(submit)
+    submit.add_argument("--id", dest="job_id", default=None, help="client job id ([A-Za-z0-9._-], up to 64); makes resubmission safe")
+    submit.add_argument("--name", required=True, help="job name")
+    submit.add_argument("--tenant", required=True, help="tenant the job belongs to")
+    submit.add_argument("--deadline", required=True, help="a duration from now (90m, 2h, 1h30m, 600) or an ISO-8601 time with zone")
+    length_or_sizes = submit.add_mutually_exclusive_group(required=True)
+    length_or_sizes.add_argument("--length-s", type=_positive_float, help="estimated run time in seconds")
+    length_or_sizes.add_argument(
+        "--sizes", type=_non_negative_float, nargs=3, metavar=("MAP_IN", "SHUFFLE", "REDUCE_OUT"),
+        help="map input, shuffle and reduce output bytes; the length is estimated from them (§V-A)",
+    )
+    step = submit.add_mutually_exclusive_group(required=True)
+    step.add_argument("--command", nargs="+", help="command for command-runner.jar, e.g. --command spark-submit app.py")
+    step.add_argument("--jar", help="jar to run (a path on the cluster or s3://...)")
+    submit.add_argument("--args", nargs="*", default=[], help="arguments for --jar")
+    submit.add_argument("--main-class", default=None, help="main class for --jar")
+    submit.set_defaults(handler=_run_submit)
+
+    jobs = commands.add_parser(
+        "jobs",
+        help="list the queued, released, running, done, failed and late jobs",
+        formatter_class=_HelpFormatter,
+    )
+    _add_store_arguments(jobs)
+    jobs.add_argument("--state", choices=["queued", "released", "running", "done", "failed", "late"], default=None, help="only this state")
+    jobs.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
+    jobs.set_defaults(handler=_run_jobs)
+
+    run = commands.add_parser(
+        "run",
+        help="run the daemon: every slot, decide capacity, resize the TASK group and release jobs",
+        description="Run the slot loop against the EMR cluster of --config. --dry-run logs each slot's decision "
+        "and changes nothing on the cluster or in the store. --replay TRACE instead drives the same slot loop "
+        "from a recorded trace with a simulated clock against an in-memory cluster, and checks its capacity "
+        "against `autoscaler replay`.",
+        formatter_class=_HelpFormatter,
+    )
+    run.add_argument("--config", type=Path, default=None, help="TOML config (fields also from AUTOSCALER_* variables)")
+    run.add_argument("--dry-run", action="store_true", help="log what would be done; change nothing")
+    run.add_argument("--replay", default=None, metavar="TRACE", help="replay a SWIM trace through the daemon ('default': the embedded Workload A)")
+    run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
+    run.add_argument("--policy", choices=["gcp-u", "gcp", "follow"], default=None, help="replay: policy (default: the config's, else gcp-u)")
+    run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
+    run.add_argument("--store", type=Path, default=None, help="replay: job store file (default: a temporary one)")
+    run.set_defaults(handler=_run_daemon)
     return parser
+
+
+def _add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=None, help="TOML config; its store_path and known_tenants are used")
+    parser.add_argument("--store", type=Path, default=None, help="job store file (default: the config's store_path, else autoscaler.db)")
+
+
+def _open_store(args: argparse.Namespace):
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+
+    settings = _settings_or_none(args.config)
+    path = args.store or (settings.store_path if settings else Path("autoscaler.db"))
+    return SqliteJobStore(path), settings
+
+
+def _settings_or_none(path: Path | None):
+    from autoscaler.config import load_settings
+
+    return load_settings(path) if path is not None else None
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -346,6 +420,107 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             }
         )
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+    return 0
+
+
+def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import time
+
+    from autoscaler.intake import build_job
+
+    store, settings = _open_store(args)
+    with store:
+        job = build_job(
+            job_id=args.job_id,
+            name=args.name,
+            tenant=args.tenant,
+            now_s=time.time(),
+            deadline=args.deadline,
+            length_s=args.length_s,
+            sizes=tuple(args.sizes) if args.sizes else None,
+            jar=args.jar,
+            args=list(args.args),
+            command=args.command,
+            main_class=args.main_class,
+            known_tenants=set(settings.known_tenants) if settings and settings.known_tenants else None,
+        )
+        added = store.submit(job)
+    out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
+    return 0
+
+
+def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import time
+
+    from rich.table import Table
+
+    from autoscaler.controller import ControllerConfig, start_by_slot
+
+    store, settings = _open_store(args)
+    with store:
+        jobs = store.all_jobs()
+    config = settings.controller_config(0.0) if settings else ControllerConfig()
+    now_s = time.time()
+
+    def shown_state(job) -> str:
+        released = job.released_s if job.released_s is not None else now_s
+        late = (job.state == "queued" and config.slot_of(now_s) > start_by_slot(job, config)) or (
+            job.state != "queued" and job.released_s is not None and config.slot_of(released) > start_by_slot(job, config)
+        )
+        return "late" if late and job.state not in ("done", "failed") else job.state
+
+    rows = [(job, shown_state(job)) for job in jobs]
+    if args.state:
+        rows = [(job, state) for job, state in rows if state == args.state or job.state == args.state]
+    if args.format == "json":
+        sys.stdout.write(json.dumps([{**dataclasses.asdict(job), "shown_state": state} for job, state in rows]) + "\n")
+        return 0
+    table = Table(title=f"{len(rows)} jobs")
+    for column in ["id", "name", "tenant", "state", "submitted (UTC)", "deadline (UTC)", "length s", "step"]:
+        table.add_column(column, no_wrap=True)
+    for job, state in rows:
+        table.add_row(job.job_id, job.name, job.tenant, state, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:.0f}", job.step_id or "")
+    out.print(table)
+    return 0
+
+
+def _utc(seconds: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler.logs import configure_logging
+
+    if args.replay is not None:
+        from autoscaler.replay_daemon import replay_through_daemon
+
+        settings = _settings_or_none(args.config)
+        configure_logging(settings.log_format if settings else "auto")
+        return replay_through_daemon(args, settings, out, err)
+    if args.config is None:
+        raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
+    from autoscaler.adapters.clock import WallClock
+    from autoscaler.adapters.emr import EmrCluster, emr_client
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+    from autoscaler.config import load_settings
+    from autoscaler.daemon import SlotRunner, run_forever
+
+    settings = load_settings(args.config)
+    configure_logging(settings.log_format)
+    cluster = EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)
+    cluster.task_group()  # fail at start-up, not at the first slot, if the cluster is wrong
+    with SqliteJobStore(settings.store_path) as store:
+        runner = SlotRunner(
+            config=settings.controller_config(0.0),
+            store=store,
+            cluster=cluster,
+            clock=WallClock(),
+            policy_name=settings.policy,
+            dry_run=args.dry_run,
+        )
+        run_forever(runner, settings.slot_s, settings.misfire_grace_s)
     return 0
 
 

@@ -1,0 +1,202 @@
+"""The EMR cluster adapter: the TASK instance group and the steps that carry our jobs.
+
+Every AWS call goes through one boto3 client made by ``emr_client``; retries (standard mode:
+exponential backoff with jitter, a retry quota) are botocore's, never a loop of ours. A call
+that still fails is raised as ``ActuationError`` naming the cluster, the AWS operation and the
+AWS error code.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import boto3
+from botocore.client import BaseClient
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+
+from autoscaler.errors import ActuationError, ConfigError
+from autoscaler.model import Job
+from autoscaler.ports import StepStatus, TaskGroup
+
+RETRIES = {"mode": "standard", "max_attempts": 5}
+"""botocore's retry settings. In a ``Config``, ``max_attempts`` counts retries after the first
+call, so a failing call is sent at most 6 times (``client.meta.config.retries`` shows
+``total_max_attempts: 6``)."""
+
+STEP_NAME_MAX_CHARS = 256
+"""EMR's limit on a step name."""
+
+DEFAULT_STEP_JAR = "command-runner.jar"
+
+JOB_STATE_BY_STEP_STATE = {
+    "PENDING": "released",
+    "CANCEL_PENDING": "released",
+    "RUNNING": "running",
+    "COMPLETED": "done",
+    "CANCELLED": "failed",
+    "FAILED": "failed",
+    "INTERRUPTED": "failed",
+}
+"""EMR step state -> our job state (see ``autoscaler.model.JOB_STATES``)."""
+
+
+def emr_client(
+    region: str | None = None,
+    endpoint_url: str | None = None,
+    session: boto3.Session | None = None,
+) -> BaseClient:
+    """Make the EMR client every EMR call of the project goes through.
+
+    ``region`` and ``endpoint_url`` default to the session's configuration (AWS_DEFAULT_REGION /
+    AWS_REGION / profile; AWS_ENDPOINT_URL_EMR or AWS_ENDPOINT_URL, which boto3 reads itself).
+    ``session`` defaults to a new ``boto3.Session()``; tests and the daemon pass their own.
+    Does not call AWS. Raises ConfigError when no region is given or configured.
+    """
+    session = session or boto3.Session()
+    try:
+        return session.client(
+            "emr",
+            region_name=region,
+            endpoint_url=endpoint_url,
+            config=Config(retries=dict(RETRIES)),
+        )
+    except NoRegionError as error:
+        raise ConfigError(
+            "EMR client: no AWS region; pass region or set AWS_DEFAULT_REGION (or a profile region)"
+        ) from error
+
+
+def step_states_to_job_states(statuses: Iterable[StepStatus]) -> dict[str, str]:
+    """Map our steps' EMR states to job states: {job id: 'released' | 'running' | 'done' | 'failed'}.
+
+    PENDING and CANCEL_PENDING -> 'released', RUNNING -> 'running', COMPLETED -> 'done',
+    CANCELLED, FAILED and INTERRUPTED -> 'failed'. A job id seen twice takes its last status
+    (``EmrCluster.steps`` lists oldest first, so the newest step wins). A state EMR may add
+    later is left out, so the job keeps its stored state rather than taking a guessed one.
+    """
+    job_states: dict[str, str] = {}
+    for status in statuses:
+        job_state = JOB_STATE_BY_STEP_STATE.get(status.state)
+        if job_state is not None:
+            job_states[status.job_id] = job_state
+    return job_states
+
+
+class EmrCluster:
+    """One EMR cluster, through its TASK instance group and the steps named ``{step_prefix}{job id}``.
+
+    Implements ``autoscaler.ports.Cluster``. Every method blocks until AWS answers (botocore's
+    retries included) and raises ActuationError when the call still fails. ``client`` is an
+    EMR client, normally from ``emr_client``.
+    """
+
+    def __init__(self, client: BaseClient, cluster_id: str, step_prefix: str = "autoscaler:") -> None:
+        if not step_prefix:
+            raise ConfigError("step_prefix must not be empty: it tells our steps from everyone else's")
+        self.client = client
+        self.cluster_id = cluster_id
+        self.step_prefix = step_prefix
+
+    def task_group(self) -> TaskGroup:
+        """Read the TASK instance group (ListInstanceGroups, all pages): id, nodes requested and running.
+
+        Raises ActuationError when the cluster is missing, has no TASK group, or the call fails.
+        """
+        with self._calling("ListInstanceGroups"):
+            pages = self.client.get_paginator("list_instance_groups").paginate(ClusterId=self.cluster_id)
+            groups = [group for page in pages for group in page.get("InstanceGroups", [])]
+        for group in groups:
+            if group.get("InstanceGroupType") == "TASK":
+                return TaskGroup(
+                    group_id=group["Id"],
+                    requested=int(group.get("RequestedInstanceCount", 0)),
+                    running=int(group.get("RunningInstanceCount", 0)),
+                )
+        raise ActuationError(f"EMR cluster {self.cluster_id} has no TASK instance group")
+
+    def resize(self, nodes: int) -> None:
+        """Ask for ``nodes`` TASK nodes (ListInstanceGroups, then ModifyInstanceGroups).
+
+        Returns once EMR accepts the request, not when the nodes are running; ``task_group``
+        shows the progress. No ModifyInstanceGroups call is made when ``nodes`` is already the
+        requested count. Raises ActuationError for a negative or non-integer ``nodes`` (before
+        any call) and when a call fails.
+        """
+        if isinstance(nodes, bool) or not hasattr(nodes, "__index__") or operator.index(nodes) < 0:
+            raise ActuationError(
+                f"resize of EMR cluster {self.cluster_id}: nodes must be a whole number >= 0, got {nodes!r}"
+            )
+        count = operator.index(nodes)
+        group = self.task_group()
+        if group.requested == count:
+            return
+        with self._calling("ModifyInstanceGroups"):
+            self.client.modify_instance_groups(
+                ClusterId=self.cluster_id,
+                InstanceGroups=[{"InstanceGroupId": group.group_id, "InstanceCount": count}],
+            )
+
+    def add_step(self, job: Job) -> str:
+        """Add the job's step (AddJobFlowSteps) named ``{step_prefix}{job id}``; returns the step id.
+
+        The step is a HadoopJarStep (``command-runner.jar`` when the job's jar is empty) with
+        ActionOnFailure=CONTINUE, so a failed job never stops the cluster. Returns once EMR has
+        queued the step. Raises ActuationError when the name exceeds EMR's 256 characters or
+        the call fails.
+        """
+        name = f"{self.step_prefix}{job.job_id}"
+        if len(name) > STEP_NAME_MAX_CHARS:
+            raise ActuationError(
+                f"job {job.job_id!r}: step name {name[:40]!r}... is {len(name)} characters, "
+                f"EMR allows {STEP_NAME_MAX_CHARS}"
+            )
+        hadoop_jar_step: dict = {"Jar": job.step.jar or DEFAULT_STEP_JAR, "Args": list(job.step.args)}
+        if job.step.main_class:
+            hadoop_jar_step["MainClass"] = job.step.main_class
+        with self._calling("AddJobFlowSteps"):
+            response = self.client.add_job_flow_steps(
+                JobFlowId=self.cluster_id,
+                Steps=[{"Name": name, "ActionOnFailure": "CONTINUE", "HadoopJarStep": hadoop_jar_step}],
+            )
+        return response["StepIds"][0]
+
+    def steps(self) -> list[StepStatus]:
+        """Every step of ours on the cluster (ListSteps, following Marker over all pages), oldest first.
+
+        A step is ours when its name starts with ``step_prefix``; the rest of the name is the
+        job id. EMR pages ListSteps at 50 steps and lists newest first; the order is reversed
+        here. Raises ActuationError when the call fails.
+        """
+        statuses: list[StepStatus] = []
+        with self._calling("ListSteps"):
+            for page in self.client.get_paginator("list_steps").paginate(ClusterId=self.cluster_id):
+                for step in page.get("Steps", []):
+                    name = step.get("Name", "")
+                    if name.startswith(self.step_prefix):
+                        statuses.append(
+                            StepStatus(
+                                job_id=name[len(self.step_prefix):],
+                                step_id=step["Id"],
+                                state=step["Status"]["State"],
+                            )
+                        )
+        statuses.reverse()
+        return statuses
+
+    @contextmanager
+    def _calling(self, operation: str) -> Iterator[None]:
+        """Raise botocore's errors from ``operation`` as ActuationError, keeping the cause."""
+        try:
+            yield
+        except ClientError as error:
+            details = error.response.get("Error", {})
+            code = details.get("Code", "unknown")
+            message = " ".join(str(details.get("Message", "")).split())[:200]
+            raise ActuationError(
+                f"EMR {error.operation_name or operation} on cluster {self.cluster_id} failed: {code}: {message}"
+            ) from error
+        except BotoCoreError as error:
+            raise ActuationError(f"EMR {operation} on cluster {self.cluster_id} failed: {error}") from error

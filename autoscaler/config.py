@@ -1,0 +1,190 @@
+"""The daemon's settings: one TOML file, overridden by ``AUTOSCALER_*`` environment variables.
+
+Environment variables win over the file; nested fields use ``__``, e.g.
+``AUTOSCALER_CLUSTER__ID=j-2AXXXXXXGAPLF`` or ``AUTOSCALER_SLOT_S=60``; lists are JSON,
+e.g. ``AUTOSCALER_KNOWN_TENANTS='["ads", "search"]'``. An unknown field in the file is
+an error, so a typo never silently falls back to a default. See
+``deploy/example-config.toml`` for every field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
+
+from autoscaler.controller import ControllerConfig
+from autoscaler.errors import ConfigError
+from autoscaler.model import CostParams
+
+# The file load_settings is reading; a context variable so the source chain stays the
+# library's own and concurrent loads (threads, tests) do not see each other's path.
+_toml_path: ContextVar[Path | None] = ContextVar("autoscaler_toml_path", default=None)
+
+
+class ClusterSettings(BaseModel):
+    """The EMR cluster whose TASK instance group the daemon resizes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^j-[0-9A-Za-z]+$", description="EMR cluster id, e.g. 'j-2AXXXXXXGAPLF'")
+    region: str | None = None
+    endpoint_url: str | None = None
+    min_nodes: int = Field(default=0, ge=0)
+    max_nodes: int = Field(default=20, ge=0)
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> ClusterSettings:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(
+                f"expected min_nodes <= max_nodes, got min_nodes={self.min_nodes} > max_nodes={self.max_nodes}"
+            )
+        return self
+
+
+class Settings(BaseSettings):
+    """Every setting of the daemon; times in seconds, deadlines in slots, costs per server-slot.
+
+    Build it with :func:`load_settings`; ``Settings()`` alone reads only the environment.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="AUTOSCALER_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        allow_inf_nan=False,
+    )
+
+    policy: Literal["gcp-u", "gcp", "follow"] = "gcp-u"
+    deadline_slots: int = Field(default=2, ge=0)
+    slot_s: float = Field(default=300.0, gt=0)
+    max_deadline_slots: int = Field(default=288, ge=1)
+    e0: float = Field(default=1.0, ge=0)
+    e1: float = Field(default=0.0, ge=0)
+    beta: float = Field(default=12.0, ge=0)
+    cluster: ClusterSettings
+    store_path: Path = Path("autoscaler.db")
+    log_format: Literal["auto", "json", "console"] = "auto"
+    misfire_grace_s: float = Field(default=60.0, gt=0)
+    known_tenants: list[str] = Field(default_factory=list)
+    """Tenants allowed to submit; empty accepts any tenant."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Earlier sources win: keyword arguments, then the environment, then the file.
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=_toml_path.get()),
+        )
+
+    def controller_config(self, epoch_s: float) -> ControllerConfig:
+        """The controller's view of these settings; ``epoch_s`` is the Unix time slot 0 starts at."""
+        return ControllerConfig(
+            policy=self.policy,
+            deadline_slots=self.deadline_slots,
+            slot_s=self.slot_s,
+            epoch_s=epoch_s,
+            min_nodes=self.cluster.min_nodes,
+            max_nodes=self.cluster.max_nodes,
+            max_deadline_slots=self.max_deadline_slots,
+            cost=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
+        )
+
+
+def load_settings(path: str | os.PathLike | None) -> Settings:
+    """Read settings from the TOML file at ``path`` (None: environment only), env overriding file.
+
+    Raises ConfigError naming the path if the file is missing, unreadable or not valid TOML,
+    and ConfigError listing every bad, missing or unknown field with what was expected.
+    """
+    toml_path = None if path is None else Path(path)
+    if toml_path is not None:
+        # The TOML source skips a missing file silently; a named config file must exist.
+        try:
+            with toml_path.open("rb"):
+                pass
+        except FileNotFoundError:
+            raise ConfigError(f"{toml_path}: config file not found") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{toml_path}: config path is a directory, expected a TOML file") from None
+        except OSError as error:
+            raise ConfigError(f"{toml_path}: cannot read config file: {error.strerror or error}") from None
+    token = _toml_path.set(toml_path)
+    try:
+        return Settings()
+    except ValidationError as error:
+        where = f"{toml_path} (and AUTOSCALER_* environment)" if toml_path else "AUTOSCALER_* environment"
+        problems = "\n".join(f"  {describe_error(e)}" for e in error.errors())
+        raise ConfigError(f"invalid settings in {where}:\n{problems}") from None
+    except SettingsError as error:
+        # A complex field (a list) whose AUTOSCALER_* variable is not JSON.
+        cause = f": {error.__cause__}" if error.__cause__ else ""
+        raise ConfigError(f"{error} (expected JSON, e.g. '[\"a\", \"b\"]'){cause}") from None
+    except ValueError as error:
+        # tomllib's (or tomli's) TOMLDecodeError and UnicodeDecodeError, raised by the TOML source.
+        raise ConfigError(f"{toml_path}: not valid TOML: {error}") from None
+    finally:
+        _toml_path.reset(token)
+
+
+def describe_error(error: dict[str, Any]) -> str:
+    """One line for one pydantic error: the dotted field, what was expected and what was given."""
+    loc = tuple(str(part) for part in error["loc"])
+    field = ".".join(loc)
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    given = error.get("input")
+    if kind == "missing":
+        return f"{field}: field required"
+    if kind == "extra_forbidden":
+        known = _field_names(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], known, n=1)
+        hint = f" (did you mean '{'.'.join(loc[:-1] + (close[0],))}'?)" if close else ""
+        return f"unknown field '{field}'{hint}"
+    comparisons = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+    if kind in comparisons:
+        bound = next(iter(ctx.values()))
+        return f"{field}: must be {comparisons[kind]} {bound:g}, got {given!r}"
+    if kind == "literal_error":
+        return f"{field}: expected one of {ctx.get('expected')}, got {given!r}"
+    if kind == "string_pattern_mismatch" and field == "cluster.id":
+        return f"{field}: expected an EMR cluster id like 'j-2AXXXXXXGAPLF', got {given!r}"
+    if kind == "finite_number":
+        return f"{field}: must be a finite number, got {given!r}"
+    message = error["msg"].removeprefix("Value error, ")
+    if kind == "value_error" or isinstance(given, dict):
+        return f"{field}: {message}"
+    return f"{field}: {message}, got {given!r}"
+
+
+def _field_names(loc: tuple[str, ...]) -> list[str]:
+    """Field names of the (nested) model at ``loc``; empty if ``loc`` is not a model."""
+    model: Any = Settings
+    for part in loc:
+        info = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if info is None:
+            return []
+        model = info.annotation
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return list(model.model_fields)
+    return []

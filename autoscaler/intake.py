@@ -1,0 +1,213 @@
+"""Turn a submission (CLI flags or a request) into a Job, refusing anything the daemon could not run.
+
+Pure: the caller passes the current time and the known tenants; nothing here reads a clock,
+a file or the environment.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from datetime import datetime
+from numbers import Real
+
+from autoscaler.errors import ConfigError, SubmitError
+from autoscaler.model import Job, LengthModel, StepSpec
+from autoscaler.workload import estimate_length_s
+
+JOB_ID_MAX_CHARS = 64
+"""A job id goes into the EMR step name, so it is kept short and to characters safe there."""
+
+COMMAND_RUNNER_JAR = "command-runner.jar"
+
+_JOB_ID = re.compile(r"[A-Za-z0-9._-]+")
+_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+_DURATION = re.compile(
+    r"(?:(?P<d>\d+(?:\.\d+)?)d)?(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s)?"
+)
+_UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_SIZE_NAMES = ("S, map input bytes", "S', shuffle bytes", "S'', reduce output bytes")
+_DEADLINE_FORMS = (
+    "a duration like '90m', '2h', '1h30m', '45s', '1d' or plain seconds '600', "
+    "or an ISO-8601 time with a timezone like '2026-11-29T18:00:00Z'"
+)
+
+
+def build_job(
+    *,
+    job_id: str | None,
+    name: str,
+    tenant: str,
+    now_s: float,
+    deadline: str,
+    length_s: float | None,
+    sizes: tuple[float, float, float] | None,
+    jar: str | None,
+    args: list[str],
+    command: list[str] | None,
+    main_class: str | None = None,
+    known_tenants: set[str] | None = None,
+    length_model: LengthModel = LengthModel(),
+) -> Job:
+    """A queued Job submitted at ``now_s`` (Unix seconds), checked field by field.
+
+    ``deadline``: a duration from now ("90m", "2h", "1h30m", "45s", "1d", or plain seconds "600")
+    or an absolute ISO-8601 time with a timezone ("2026-11-29T18:00:00Z", "...+01:00").
+    Give exactly one of ``length_s`` (seconds) or ``sizes`` = (S, S', S'') in bytes, from which the
+    length is estimated with ``estimate_length_s`` (paper: deferral, §V-A).
+    Give exactly one of ``command`` (run by command-runner.jar; ``args`` must then be empty) or
+    ``jar`` (a path ending in .jar or an s3:// URI) with ``args`` and optionally ``main_class``.
+
+    ``job_id`` None gets a random id (uuid4 hex). Clients that may retry should supply their own
+    id: the store treats a resubmission with the same id and content as a no-op, which a fresh
+    random id cannot be.
+
+    Raises SubmitError naming the field and what was expected: an empty name or tenant, a tenant
+    not in ``known_tenants`` (when given), a job id outside [A-Za-z0-9._-] or longer than 64, a
+    number that is NaN, infinite or negative, a deadline that cannot be read, is not after now,
+    or leaves less time than the job's length, or a malformed step.
+    """
+    job_id = _job_id(job_id)
+    name = _non_empty("name", name)
+    tenant = _non_empty("tenant", tenant)
+    if known_tenants is not None and tenant not in known_tenants:
+        known = ", ".join(sorted(known_tenants)) or "none configured"
+        raise SubmitError(f"tenant: unknown tenant {tenant!r}; expected one of: {known}")
+    now_s = _finite("now_s", now_s, "Unix seconds", minimum=0.0)
+    length_s = _length_s(length_s, sizes, length_model)
+    deadline_s = parse_deadline(deadline, now_s)
+    if now_s + length_s > deadline_s:
+        raise SubmitError(
+            f"deadline: the job needs {length_s:g} s but the deadline {deadline!r} leaves only "
+            f"{deadline_s - now_s:g} s; expected a deadline at least {length_s:g} s from now"
+        )
+    step = _step(jar, args, command, main_class)
+    return Job(
+        job_id=job_id,
+        name=name,
+        tenant=tenant,
+        submit_s=now_s,
+        deadline_s=deadline_s,
+        length_s=length_s,
+        step=step,
+    )
+
+
+def parse_deadline(deadline: str, now_s: float) -> float:
+    """The deadline as Unix seconds: ``now_s`` plus a duration, or an absolute ISO-8601 time with a
+    timezone. Raises SubmitError if it cannot be read or is not after ``now_s``."""
+    if not isinstance(deadline, str):
+        raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}")
+    text = deadline.strip()
+    seconds = _duration_s(text)
+    if seconds is not None:
+        deadline_s = now_s + seconds
+    else:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}") from None
+        if moment.tzinfo is None or moment.utcoffset() is None:
+            raise SubmitError(
+                f"deadline: the time {deadline!r} has no timezone; expected one such as 'Z' or '+01:00' at its end"
+            )
+        deadline_s = moment.timestamp()
+    if not math.isfinite(deadline_s):
+        raise SubmitError(f"deadline: {deadline!r} is too far away; expected {_DEADLINE_FORMS}")
+    if deadline_s <= now_s:
+        raise SubmitError(f"deadline: {deadline!r} is not in the future ({now_s - deadline_s:g} s ago); expected a later time")
+    return deadline_s
+
+
+def _duration_s(text: str) -> float | None:
+    """Seconds of "600", "90m", "1h30m", "1d2h"; None if ``text`` is not a duration."""
+    if _SECONDS.fullmatch(text):
+        return float(text)
+    match = _DURATION.fullmatch(text)
+    if not text or match is None:
+        return None
+    return sum(float(value) * _UNIT_S[unit] for unit, value in match.groupdict().items() if value is not None)
+
+
+def _job_id(job_id: str | None) -> str:
+    if job_id is None:
+        return uuid.uuid4().hex
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id) or len(job_id) > JOB_ID_MAX_CHARS:
+        raise SubmitError(
+            f"job_id: expected 1 to {JOB_ID_MAX_CHARS} characters from A-Z a-z 0-9 . _ - "
+            f"(it goes into the EMR step name), got {job_id!r}"
+        )
+    return job_id
+
+
+def _non_empty(field: str, value: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SubmitError(f"{field}: expected a non-empty text, got {value!r}")
+    return value
+
+
+def _finite(field: str, value: float, unit: str, minimum: float, strictly: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise SubmitError(f"{field}: expected a number ({unit}), got {value!r}")
+    value = float(value)
+    too_small = value <= minimum if strictly else value < minimum
+    if not math.isfinite(value) or too_small:
+        bound = f"> {minimum:g}" if strictly else f">= {minimum:g}"
+        raise SubmitError(f"{field}: expected a finite number {bound} ({unit}), got {value!r}")
+    return value
+
+
+def _length_s(length_s: float | None, sizes: tuple[float, float, float] | None, model: LengthModel) -> float:
+    if (length_s is None) == (sizes is None):
+        raise SubmitError(
+            "length_s/sizes: expected exactly one of a length in seconds or the sizes (S, S', S'') in bytes, "
+            f"got {'both' if length_s is not None else 'neither'}"
+        )
+    if length_s is not None:
+        return _finite("length_s", length_s, "seconds", minimum=0.0, strictly=True)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) != 3:
+        raise SubmitError(f"sizes: expected three byte sizes (S, S', S''), got {sizes!r}")
+    checked = [_finite(f"sizes[{i}] ({label})", value, "bytes", minimum=0.0) for i, (label, value) in enumerate(zip(_SIZE_NAMES, sizes))]
+    try:
+        estimate = float(estimate_length_s(*checked, model))
+    except ConfigError as exc:
+        raise SubmitError(f"sizes: {exc}") from None
+    if not math.isfinite(estimate) or estimate <= 0:
+        raise SubmitError(
+            f"sizes: the estimated length from {tuple(checked)} is {estimate!r} s; expected a finite length > 0 "
+            "(check the length model's rates, or give length_s)"
+        )
+    return estimate
+
+
+def _step(jar: str | None, args: list[str], command: list[str] | None, main_class: str | None) -> StepSpec:
+    if (jar is None) == (command is None):
+        raise SubmitError(
+            "step: expected exactly one of jar (with args) or command (run by command-runner.jar), "
+            f"got {'both' if jar is not None else 'neither'}"
+        )
+    args = _strings("args", args, allow_empty=True)
+    if command is not None:
+        command = _strings("command", command, allow_empty=False)
+        if args:
+            raise SubmitError(f"args: expected none with a command (put the arguments in the command), got {args!r}")
+        if main_class is not None:
+            raise SubmitError(f"main_class: expected none with a command (it is only for a jar), got {main_class!r}")
+        return StepSpec(jar=COMMAND_RUNNER_JAR, args=tuple(command))
+    if not isinstance(jar, str) or not jar.strip() or not (jar.endswith(".jar") or jar.startswith("s3://")):
+        raise SubmitError(f"jar: expected a path ending in .jar or an s3:// URI, got {jar!r}")
+    if main_class is not None and (not isinstance(main_class, str) or not main_class.strip()):
+        raise SubmitError(f"main_class: expected a non-empty class name or none, got {main_class!r}")
+    return StepSpec(jar=jar, args=tuple(args), main_class=main_class)
+
+
+def _strings(field: str, values: list[str], allow_empty: bool) -> list[str]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
+        raise SubmitError(f"{field}: expected a list of strings, got {values!r}")
+    for index, value in enumerate(values):
+        if not isinstance(value, str):
+            raise SubmitError(f"{field}[{index}]: expected a string, got {value!r}")
+    if not allow_empty and (not values or not values[0].strip()):
+        raise SubmitError(f"{field}: expected a non-empty list of strings starting with the program, got {values!r}")
+    return list(values)

@@ -1,0 +1,118 @@
+"""Fixtures for adapters tested against real parts: moto's server over HTTP on 127.0.0.1.
+
+The server runs in this process (``ThreadedMotoServer``), so besides speaking HTTP to it with the
+real boto3 client, tests can reach moto's backend objects. That is used for one thing only:
+``set_step_state``, because moto never advances a step's state on its own.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Callable, Iterator
+
+import boto3
+import pytest
+
+from autoscaler.adapters.emr import emr_client
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """A moto server on 127.0.0.1 (a free port) for the session; yields its endpoint URL.
+
+    Fake credentials and the region are set for the whole session, and any AWS profile or
+    endpoint from the environment is cleared, so no test can reach real AWS.
+    """
+    from moto.server import ThreadedMotoServer
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setenv("AWS_DEFAULT_REGION", REGION)
+        for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EMR"):
+            env.delenv(name, raising=False)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()  # port=0: the OS picked a free port
+        try:
+            yield f"http://{host}:{port}"
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def moto_endpoint(moto_server: str) -> str:
+    """The moto endpoint URL with every backend emptied first (POST /moto-api/reset)."""
+    request = urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200, f"moto reset answered HTTP {response.status}"
+    return moto_server
+
+
+@pytest.fixture
+def emr(moto_endpoint: str):
+    """An EMR client from the project's factory, pointed at the moto server."""
+    return emr_client(region=REGION, endpoint_url=moto_endpoint, session=boto3.Session())
+
+
+@pytest.fixture
+def emr_cluster_id(request: pytest.FixtureRequest, emr) -> tuple[object, str]:
+    """A running EMR cluster in moto made with RunJobFlow; returns (client, cluster id).
+
+    Instance groups: MASTER 1, CORE 2 and TASK with ``request.param`` nodes (default 2);
+    ``None`` makes a cluster without a TASK group. Parametrize with ``indirect=True``.
+    """
+    task_nodes = getattr(request, "param", 2)
+    groups = [
+        {"Name": "master", "InstanceRole": "MASTER", "InstanceType": "m5.xlarge", "InstanceCount": 1},
+        {"Name": "core", "InstanceRole": "CORE", "InstanceType": "m5.xlarge", "InstanceCount": 2},
+    ]
+    if task_nodes is not None:
+        groups.append({"Name": "task", "InstanceRole": "TASK", "InstanceType": "m5.xlarge", "InstanceCount": task_nodes})
+    response = emr.run_job_flow(
+        Name="autoscaler-test",
+        ReleaseLabel="emr-6.15.0",
+        JobFlowRole="EMR_EC2_DefaultRole",
+        ServiceRole="EMR_DefaultRole",
+        Instances={"InstanceGroups": groups, "KeepJobFlowAliveWhenNoSteps": True},
+    )
+    return emr, response["JobFlowId"]
+
+
+def _moto_step(cluster_id: str, step_id: str):
+    """moto's backend object for a step, found in whichever account/region holds the cluster."""
+    from moto.emr.models import emr_backends
+
+    for account_id in list(emr_backends.keys()):
+        for region in list(emr_backends[account_id].keys()):
+            cluster = emr_backends[account_id][region].clusters.get(cluster_id)
+            if cluster is None:
+                continue
+            for step in cluster.steps:
+                if step.id == step_id:
+                    return step
+            raise LookupError(f"moto: cluster {cluster_id} has no step {step_id}")
+    raise LookupError(f"moto: no cluster {cluster_id} in any account or region")
+
+
+def _set_step_state(cluster_id: str, step_id: str, state: str) -> None:
+    """Advance a step to ``state`` in moto's backend, as EMR would when the step runs or ends.
+
+    moto puts a cluster's first step in RUNNING and later ones in PENDING, then never changes
+    them, and EMR has no API to set a step's state; so tests set it on the backend object.
+    """
+    _moto_step(cluster_id, step_id).state = state
+
+
+@pytest.fixture
+def set_step_state() -> Callable[[str, str, str], None]:
+    """``set_step_state(cluster_id, step_id, state)``: how tests advance a step's state in moto."""
+    return _set_step_state
+
+
+@pytest.fixture
+def moto_step() -> Callable[[str, str], object]:
+    """``moto_step(cluster_id, step_id)``: moto's backend object for a step, to check what was sent."""
+    return _moto_step

@@ -1,0 +1,178 @@
+"""Settings: the example file loads, the environment overrides it, and every bad input is named."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from autoscaler.config import Settings, load_settings
+from autoscaler.controller import ControllerConfig
+from autoscaler.errors import ConfigError
+from autoscaler.model import CostParams
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "example-config.toml"
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No AUTOSCALER_* variable of the machine running the tests leaks in."""
+    for name in list(os.environ):
+        if name.upper().startswith("AUTOSCALER_"):
+            monkeypatch.delenv(name)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def config_error(path: Path) -> str:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(path)
+    return str(raised.value)
+
+
+def test_example_config_loads_with_documented_defaults() -> None:
+    settings = load_settings(EXAMPLE)
+    assert settings.cluster.id == "j-2AXXXXXXGAPLF"
+    assert settings.policy == "gcp-u"
+    assert (settings.deadline_slots, settings.slot_s, settings.max_deadline_slots) == (2, 300.0, 288)
+    assert (settings.e0, settings.e1, settings.beta) == (1.0, 0.0, 12.0)
+    assert (settings.cluster.min_nodes, settings.cluster.max_nodes) == (0, 20)
+    assert settings.cluster.region is None and settings.cluster.endpoint_url is None
+    assert settings.store_path == Path("autoscaler.db")
+    assert settings.log_format == "auto"
+    assert settings.misfire_grace_s == 60.0
+    assert settings.known_tenants == []
+
+
+def test_example_config_sets_every_field_to_its_default() -> None:
+    """The example documents each field with the value the code defaults to."""
+    from_file = load_settings(EXAMPLE)
+    from_code = Settings(cluster={"id": "j-2AXXXXXXGAPLF"})
+    assert from_file == from_code
+
+
+def test_minimal_file_takes_defaults(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, '[cluster]\nid = "j-ABC123"\n'))
+    assert settings.cluster.id == "j-ABC123"
+    assert settings.slot_s == 300.0 and settings.known_tenants == []
+
+
+def test_environment_overrides_file_including_nested_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, 'slot_s = 300\npolicy = "gcp"\n[cluster]\nid = "j-FROMFILE"\nmax_nodes = 20\n')
+    monkeypatch.setenv("AUTOSCALER_SLOT_S", "60")
+    monkeypatch.setenv("AUTOSCALER_CLUSTER__ID", "j-FROMENV")
+    monkeypatch.setenv("AUTOSCALER_KNOWN_TENANTS", '["ads", "search"]')
+    settings = load_settings(path)
+    assert settings.slot_s == 60.0
+    assert settings.cluster.id == "j-FROMENV"
+    assert settings.known_tenants == ["ads", "search"]
+    # Fields the environment does not name keep the file's values, nested ones too.
+    assert settings.policy == "gcp"
+    assert settings.cluster.max_nodes == 20
+
+
+def test_environment_alone_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_CLUSTER__ID", "j-ENVONLY")
+    assert load_settings(None).cluster.id == "j-ENVONLY"
+
+
+def test_missing_cluster_id_is_named(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, "slot_s = 60\n[cluster]\nmax_nodes = 4\n"))
+    assert "cluster.id: field required" in message
+    assert str(tmp_path / "config.toml") in message
+
+
+def test_missing_cluster_table_is_named(tmp_path: Path) -> None:
+    assert "cluster: field required" in config_error(write(tmp_path, "slot_s = 60\n"))
+
+
+def test_typo_field_is_refused_with_a_suggestion(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, 'slto_s = 60\n[cluster]\nid = "j-ABC"\n'))
+    assert "unknown field 'slto_s' (did you mean 'slot_s'?)" in message
+
+
+def test_typo_nested_field_is_refused(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\nmax_node = 3\n'))
+    assert "unknown field 'cluster.max_node' (did you mean 'cluster.max_nodes'?)" in message
+
+
+def test_negative_slot_s_is_named_with_its_bound_and_value(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, 'slot_s = -1\n[cluster]\nid = "j-ABC"\n'))
+    assert "slot_s: must be > 0, got -1" in message
+
+
+def test_bad_value_from_environment_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_DEADLINE_SLOTS", "-3")
+    message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\n'))
+    assert "deadline_slots: must be >= 0, got '-3'" in message
+
+
+def test_non_json_list_in_environment_is_blamed_on_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_KNOWN_TENANTS", "ads,search")
+    message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\n'))
+    assert "known_tenants" in message and "EnvSettingsSource" in message and "expected JSON" in message
+    assert "TOML" not in message
+
+
+def test_min_nodes_above_max_nodes_is_refused(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\nmin_nodes = 5\nmax_nodes = 2\n'))
+    assert "cluster: expected min_nodes <= max_nodes, got min_nodes=5 > max_nodes=2" in message
+
+
+def test_every_bad_field_is_listed_at_once(tmp_path: Path) -> None:
+    message = config_error(write(tmp_path, 'policy = "vfw"\nbeta = -1\nslot_s = inf\n[cluster]\nid = "cluster-1"\n'))
+    assert "policy: expected one of 'gcp-u', 'gcp' or 'follow', got 'vfw'" in message
+    assert "beta: must be >= 0, got -1" in message
+    assert "slot_s: must be a finite number, got inf" in message
+    assert "cluster.id: expected an EMR cluster id like 'j-2AXXXXXXGAPLF', got 'cluster-1'" in message
+
+
+def test_invalid_toml_names_the_path(tmp_path: Path) -> None:
+    path = write(tmp_path, 'slot_s = \n[cluster\nid = "j-ABC"\n')
+    message = config_error(path)
+    assert str(path) in message and "not valid TOML" in message
+
+
+def test_non_utf8_file_names_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_bytes(b'[cluster]\nid = "j-\xff"\n')
+    message = config_error(path)
+    assert str(path) in message and "not valid TOML" in message
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere.toml"
+    assert config_error(path) == f"{path}: config file not found"
+
+
+def test_directory_instead_of_file_names_the_path(tmp_path: Path) -> None:
+    assert str(tmp_path) in config_error(tmp_path)
+
+
+def test_controller_config_carries_every_setting(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'policy = "gcp"\ndeadline_slots = 3\nslot_s = 60\nmax_deadline_slots = 100\n'
+        'e0 = 2.0\ne1 = 0.5\nbeta = 6\n[cluster]\nid = "j-ABC"\nmin_nodes = 1\nmax_nodes = 9\n',
+    )
+    assert load_settings(path).controller_config(epoch_s=1_700_000_000.0) == ControllerConfig(
+        policy="gcp",
+        deadline_slots=3,
+        slot_s=60.0,
+        epoch_s=1_700_000_000.0,
+        min_nodes=1,
+        max_nodes=9,
+        max_deadline_slots=100,
+        cost=CostParams(e0=2.0, e1=0.5, beta=6.0),
+    )
+
+
+def test_settings_are_frozen() -> None:
+    settings = load_settings(EXAMPLE)
+    with pytest.raises(Exception):
+        settings.slot_s = 1.0  # type: ignore[misc]
