@@ -21,7 +21,7 @@ import structlog
 
 from autoscaler.adapters.emr import step_states_to_job_states
 from autoscaler.controller import ControllerConfig, Decision, PolicyState, tick
-from autoscaler.ports import Clock, Cluster, JobStore
+from autoscaler.ports import Clock, Cluster, JobStore, StepStatus
 
 log = structlog.get_logger("autoscaler")
 
@@ -37,13 +37,29 @@ class SlotRunner:
     clock: Clock
     policy_name: str = "gcp-u"
     dry_run: bool = False
+    _reconciled: bool = False
+
+    def _reconcile(self, known: dict) -> dict:
+        """Our steps by job id. The first slot after a start (or after a failed commit) lists
+        every step, so a step added just before a crash is found; later slots list only
+        pending and running steps and ask for the final state of the released jobs that
+        left that list."""
+        if not self._reconciled:
+            steps = {s.job_id: s for s in self.cluster.steps()}
+            self._reconciled = not self.dry_run
+            return steps
+        steps = {s.job_id: s for s in self.cluster.steps(active_only=True)}
+        for job in known.values():
+            if job.state in ("released", "running") and job.step_id and job.job_id not in steps:
+                steps[job.job_id] = StepStatus(job.job_id, job.step_id, self.cluster.step_state(job.step_id))
+        return steps
 
     def run_slot(self) -> Decision | None:
         """Decide and act for the current slot; None if it was already decided."""
         now_s = self.clock.now_s()
         started = time.perf_counter()
-        steps = {s.job_id: s for s in self.cluster.steps()}
         known = {job.job_id: job for job in self.store.active_jobs()}
+        steps = self._reconcile(known)
         updates = {
             job_id: state
             for job_id, state in step_states_to_job_states(steps.values()).items()
@@ -64,7 +80,12 @@ class SlotRunner:
         decision, new_state = tick(now_s, jobs, state, self.config)
         solve_ms = (time.perf_counter() - decide_started) * 1000
         group = self.cluster.task_group()
-        released: dict[str, tuple[float, str]] = {}
+        # Steps found for jobs the store has no step id for (added just before a crash): record them.
+        released: dict[str, tuple[float, str]] = {
+            job_id: (now_s, steps[job_id].step_id)
+            for job_id, job in known.items()
+            if job.step_id is None and job_id in steps
+        }
         if not self.dry_run:
             if group.requested != decision.nodes:
                 self.cluster.resize(decision.nodes)
@@ -72,9 +93,13 @@ class SlotRunner:
                 existing = steps.get(job_id)
                 step_id = existing.step_id if existing else self.cluster.add_step(next(j for j in jobs if j.job_id == job_id))
                 released[job_id] = (now_s, step_id)
-            self.store.commit_slot(
-                decision.slot, new_state.to_json(), released, dataclasses.asdict(decision) | {"solve_ms": solve_ms}
-            )
+            try:
+                self.store.commit_slot(
+                    decision.slot, new_state.to_json(), released, dataclasses.asdict(decision) | {"solve_ms": solve_ms}
+                )
+            except Exception:
+                self._reconciled = False  # steps were added that the store does not know of
+                raise
         log.info(
             "slot",
             slot=decision.slot,

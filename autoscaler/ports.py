@@ -43,8 +43,11 @@ class Cluster(Protocol):
     def add_step(self, job: Job) -> str:
         """Add the job's step (add_job_flow_steps) named with its job id; returns the step id."""
 
-    def steps(self) -> list[StepStatus]:
-        """Every step of ours on the cluster (list_steps, all pages)."""
+    def steps(self, active_only: bool = False) -> list[StepStatus]:
+        """Our steps on the cluster (list_steps, all pages); only pending or running ones if ``active_only``."""
+
+    def step_state(self, step_id: str) -> str:
+        """EMR's state of one step (describe_step)."""
 
 
 class JobStore(Protocol):

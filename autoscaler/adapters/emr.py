@@ -85,6 +85,10 @@ def step_states_to_job_states(statuses: Iterable[StepStatus]) -> dict[str, str]:
     return job_states
 
 
+ACTIVE_STEP_STATES = ("PENDING", "CANCEL_PENDING", "RUNNING")
+"""EMR step states in which a step still holds (or waits for) a node."""
+
+
 class EmrCluster:
     """One EMR cluster, through its TASK instance group and the steps named ``{step_prefix}{job id}``.
 
@@ -163,16 +167,19 @@ class EmrCluster:
             )
         return response["StepIds"][0]
 
-    def steps(self) -> list[StepStatus]:
+    def steps(self, active_only: bool = False) -> list[StepStatus]:
         """Every step of ours on the cluster (ListSteps, following Marker over all pages), oldest first.
 
         A step is ours when its name starts with ``step_prefix``; the rest of the name is the
         job id. EMR pages ListSteps at 50 steps and lists newest first; the order is reversed
-        here. Raises ActuationError when the call fails.
+        here. ``active_only`` asks only for PENDING, CANCEL_PENDING and RUNNING steps, which
+        keeps the per-slot call short on a cluster with a long history.
+        Raises ActuationError when the call fails.
         """
         statuses: list[StepStatus] = []
+        filters = {"StepStates": list(ACTIVE_STEP_STATES)} if active_only else {}
         with self._calling("ListSteps"):
-            for page in self.client.get_paginator("list_steps").paginate(ClusterId=self.cluster_id):
+            for page in self.client.get_paginator("list_steps").paginate(ClusterId=self.cluster_id, **filters):
                 for step in page.get("Steps", []):
                     name = step.get("Name", "")
                     if name.startswith(self.step_prefix):
@@ -185,6 +192,11 @@ class EmrCluster:
                         )
         statuses.reverse()
         return statuses
+
+    def step_state(self, step_id: str) -> str:
+        """EMR's state of one step (DescribeStep). Raises ActuationError when the call fails."""
+        with self._calling("DescribeStep"):
+            return self.client.describe_step(ClusterId=self.cluster_id, StepId=step_id)["Step"]["Status"]["State"]
 
     @contextmanager
     def _calling(self, operation: str) -> Iterator[None]:

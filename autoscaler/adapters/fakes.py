@@ -49,9 +49,13 @@ class FakeCluster:
         self._steps[job.job_id] = (step_id, self.clock.now_s(), job.length_s)
         return step_id
 
-    def steps(self) -> list[StepStatus]:
+    def steps(self, active_only: bool = False) -> list[StepStatus]:
         now = self.clock.now_s()
-        return [
+        statuses = [
             StepStatus(job_id=job_id, step_id=step_id, state="COMPLETED" if now >= added + length else "RUNNING")
             for job_id, (step_id, added, length) in self._steps.items()
         ]
+        return [s for s in statuses if s.state == "RUNNING"] if active_only else statuses
+
+    def step_state(self, step_id: str) -> str:
+        return next(s.state for s in self.steps() if s.step_id == step_id)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-import cvxpy as cp
 import numpy as np
 
 from autoscaler.errors import InfeasibleError, ScheduleError, SolverError
@@ -96,7 +95,10 @@ class GcpOptProblem:
     m of shape (nu+1,). Raises InfeasibleError or SolverError with the status.
     """
 
-    def __init__(self, n_slots: int, params: CostParams, solver: str = cp.CLARABEL) -> None:
+    def __init__(self, n_slots: int, params: CostParams, solver: str = "CLARABEL") -> None:
+        import cvxpy as cp  # imported here: the daemon's exact path never needs it, and it takes ~0.8 s
+
+        self._cp = cp
         self.solver = solver
         self.capacity = cp.Variable(n_slots, nonneg=True)
         self.prefix_work = cp.Parameter(n_slots)
@@ -113,6 +115,7 @@ class GcpOptProblem:
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
 
     def solve(self, prefix_work: np.ndarray, previous_capacity: float) -> np.ndarray:
+        cp = self._cp
         self.prefix_work.value = np.asarray(prefix_work, dtype=float)
         self.previous_capacity.value = float(previous_capacity)
         try:
