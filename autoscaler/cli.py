@@ -444,9 +444,23 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             main_class=args.main_class,
             known_tenants=set(settings.known_tenants) if settings and settings.known_tenants else None,
         )
+        existing = next((j for j in store.all_jobs() if j.job_id == job.job_id), None) if args.job_id else None
+        if existing is not None and _is_duration(args.deadline):
+            # A retried "--deadline 2h" means the deadline given the first time, not two hours from now.
+            job = dataclasses.replace(job, deadline_s=existing.deadline_s, submit_s=existing.submit_s)
         added = store.submit(job)
     out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
     return 0
+
+
+def _is_duration(deadline: str) -> bool:
+    import datetime
+
+    try:
+        datetime.datetime.fromisoformat(deadline.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    return False
 
 
 def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
