@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="log what would be done; change nothing")
     run.add_argument("--replay", default=None, metavar="TRACE", help="replay a SWIM trace through the daemon ('default': the embedded Workload A)")
     run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
-    run.add_argument("--policy", choices=["gcp-u", "gcp", "follow"], default=None, help="replay: policy (default: the config's, else gcp-u)")
+    run.add_argument("--policy", choices=["gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else gcp-u)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
     run.add_argument("--store", type=Path, default=None, help="replay: job store file (default: a temporary one)")
     run.set_defaults(handler=_run_daemon)

@@ -67,7 +67,8 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
     )
 
-    policy: Literal["gcp-u", "gcp", "follow"] = "gcp-u"
+    policy: Literal["gcp-u", "gcp", "vfw", "follow"] = "gcp-u"
+    delta: int | None = Field(default=None, ge=1)
     deadline_slots: int = Field(default=2, ge=0)
     slot_s: float = Field(default=300.0, gt=0)
     max_deadline_slots: int = Field(default=288, ge=1)
@@ -108,6 +109,7 @@ class Settings(BaseSettings):
             max_nodes=self.cluster.max_nodes,
             max_deadline_slots=self.max_deadline_slots,
             cost=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
+            delta=self.delta,
         )
 
 

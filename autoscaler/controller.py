@@ -21,6 +21,7 @@ being raised to fit (deadline-safe rounding), up to the configured maximum.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, replace
 
@@ -29,8 +30,9 @@ import numpy as np
 from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams, Job
 from autoscaler.policies.gcp import GcpState, gcp_step
+from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
 
-CONTROLLER_POLICIES = ("gcp-u", "gcp", "follow")
+CONTROLLER_POLICIES = ("gcp-u", "gcp", "vfw", "follow")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class ControllerConfig:
     max_nodes: int = 100
     max_deadline_slots: int = 288
     cost: CostParams = field(default_factory=CostParams)
+    delta: int | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in CONTROLLER_POLICIES:
@@ -55,11 +58,19 @@ class ControllerConfig:
             raise ConfigError("deadline_slots must be >= 0 and max_deadline_slots >= 1")
         if not (math.isfinite(self.slot_s) and self.slot_s > 0):
             raise ConfigError(f"slot_s must be a finite number > 0, got {self.slot_s!r}")
+        if self.policy == "vfw" and not (0 < self.vfw_delta < self.deadline_slots):
+            raise ConfigError(
+                f"vfw needs 0 < delta < deadline_slots, got delta = {self.vfw_delta} with deadline_slots = {self.deadline_slots}"
+            )
+
+    @property
+    def vfw_delta(self) -> int:
+        return self.delta if self.delta is not None else default_delta(self.deadline_slots)
 
     @property
     def nu(self) -> int:
         """Largest deadline the policy's work vector holds."""
-        return self.deadline_slots if self.policy == "gcp-u" else self.max_deadline_slots
+        return self.deadline_slots if self.policy in ("gcp-u", "vfw") else self.max_deadline_slots
 
     def slot_of(self, time_s: float) -> int:
         return math.floor((time_s - self.epoch_s) / self.slot_s)
@@ -78,6 +89,7 @@ class PolicyState:
     gcp: GcpState | None = None
     future: dict[int, tuple[float, ...]] = field(default_factory=dict)
     counted: frozenset[str] = frozenset()
+    vfw: VfwState | None = None
 
     def to_json(self) -> dict:
         return {
@@ -86,6 +98,7 @@ class PolicyState:
             "previous_capacity": self.gcp.previous_capacity if self.gcp else 0.0,
             "future": {str(k): list(v) for k, v in sorted(self.future.items())},
             "counted": sorted(self.counted),
+            "vfw": dataclasses.asdict(self.vfw) if self.vfw else None,
         }
 
     @classmethod
@@ -96,6 +109,7 @@ class PolicyState:
             gcp=GcpState(tuple(unassigned), float(document["previous_capacity"])) if unassigned is not None else None,
             future={int(k): tuple(float(u) for u in v) for k, v in document.get("future", {}).items()},
             counted=frozenset(document.get("counted", ())),
+            vfw=_vfw_state(document.get("vfw")),
         )
 
 
@@ -121,6 +135,18 @@ class Decision:
     rounding_node_slots: float
 
 
+def _vfw_state(document: dict | None) -> VfwState | None:
+    if document is None:
+        return None
+    return VfwState(
+        recent_load=tuple(document["recent_load"]),
+        recent_cum=tuple(document["recent_cum"]),
+        run_so_far=float(document["run_so_far"]),
+        valley=int(document["valley"]),
+        previous_capacity=float(document["previous_capacity"]),
+    )
+
+
 def occupies_node(job: Job, now_s: float) -> bool:
     """A released job holds a node until it is done or failed."""
     return job.state in ("released", "running")
@@ -137,7 +163,7 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     start = max(first_slot, submit_slot)
     end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
     end = max(start + 1, min(end_position, start + 10 * config.max_deadline_slots + 1))
-    if config.policy == "gcp-u":
+    if config.policy in ("gcp-u", "vfw"):
         deadline = config.deadline_slots
     else:
         deadline = max(0, min(config.slot_of(job.deadline_s) - submit_slot, config.max_deadline_slots))
@@ -169,13 +195,18 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         late_units = np.array(future.pop(s))
         arrivals[0] += late_units.sum()
     gcp_state = state.gcp or GcpState.empty(nu)
+    vfw_state = state.vfw
     if config.policy == "follow":
         capacity = float(arrivals.sum())
+    elif config.policy == "vfw":
+        capacity, vfw_state = vfw_step(
+            vfw_state or VfwState.empty(config.deadline_slots), float(arrivals.sum()), config.deadline_slots, config.vfw_delta
+        )
     else:
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     decision = dispatch(slot, capacity, jobs, config)
     counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
-    return decision, PolicyState(last_slot=slot, gcp=gcp_state, future=future, counted=counted)
+    return decision, PolicyState(last_slot=slot, gcp=gcp_state, future=future, counted=counted, vfw=vfw_state)
 
 
 def dispatch(slot: int, capacity: float, jobs: list[Job], config: ControllerConfig) -> Decision:

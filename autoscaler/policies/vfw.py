@@ -22,6 +22,7 @@ exact concave-majorant solver answers them.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,59 +60,22 @@ def plan(
         )
     released = pad_to_horizon(load, deadline_slots)
     horizon = released.shape[0]
-    cum_released = np.cumsum(released)
-
-    def cum_delayed(t: int, delay: int) -> float:
-        # sum_{j<=t} L_{j-delay}: what the delay-shifted curve has released by slot t.
-        return float(cum_released[t - delay]) if t >= delay else 0.0
-
-    def delayed(t: int, delay: int) -> float:
-        return float(released[t - delay]) if t >= delay else 0.0
-
     problems: dict[int, GcpOptProblem] = {}
+
+    def solve(prefix: np.ndarray, previous: float) -> np.ndarray:
+        if solver == "exact":
+            return solve_gcp_opt(prefix, previous, params.max_servers)
+        if prefix.shape[0] not in problems:
+            problems[prefix.shape[0]] = GcpOptProblem(prefix.shape[0], params, solver=solver)
+        return problems[prefix.shape[0]].solve(prefix, previous)
+
+    state = VfwState.empty(deadline_slots)
     capacity = np.zeros(horizon)
-    run_so_far = 0.0
-    valley = 0
     valley_slots = 0
     started = time.perf_counter()
     for t in range(horizon):
-        gap = released[t] - delayed(t, delta)
-        gap_before = released[t - 1] - delayed(t - 1, delta) if t > 0 else 0.0
-        crossing = (gap_before > 0 and gap <= 0) or (gap_before < 0 and gap >= 0)
-        if valley == 0 and crossing:
-            level = delayed(t, delta)
-            area = float(sum(released[k] - level for k in range(max(0, t - delta), t + 1)))
-            area -= max(0, delta - t) * level  # l^delta is 0 before slot delta
-            if area < 0:
-                valley = 1
-        elif 0 < valley <= delta:
-            valley += 1
-        else:
-            valley = 0
-        window_end = min(t + deadline_slots, horizon - 1)
-        final = t >= horizon - 1 - deadline_slots
-        in_valley = valley > 0 or final
-        valley_slots += int(valley > 0)
-        need_now = cum_delayed(t, deadline_slots) - run_so_far
-        total = (float(cum_released[t]) if in_valley else cum_delayed(t, delta)) - run_so_far
-        if final:
-            # VOPT over [t, T] must leave nothing: every deadline is at most T.
-            total = float(cum_released[-1]) - run_so_far
-        width = window_end - t + 1
-        prefix = np.full(width, max(need_now, 0.0))
-        prefix[-1] = max(total, prefix[0])
-        if total < need_now - 1e-9 * max(1.0, total):
-            raise InfeasibleError(
-                f"vfw: slot {t} must run {need_now:.6g} but only {total:.6g} is allowed (delta = {delta})", "infeasible"
-            )
-        if solver == "exact":
-            m = solve_gcp_opt(prefix, capacity[t - 1] if t else 0.0, params.max_servers)
-        else:
-            if width not in problems:
-                problems[width] = GcpOptProblem(width, params, solver=solver)
-            m = problems[width].solve(prefix, capacity[t - 1] if t else 0.0)
-        capacity[t] = max(float(m[0]), need_now, 0.0)
-        run_so_far += capacity[t]
+        capacity[t], state = vfw_step(state, float(released[t]), deadline_slots, delta, solve, slots_left=horizon - t)
+        valley_slots += int(state.valley > 0)
     elapsed_ms = (time.perf_counter() - started) * 1000
     return Schedule(
         policy="vfw",
@@ -120,3 +84,73 @@ def plan(
         solve_ms_per_slot=elapsed_ms / max(1, horizon),
         notes={"delta": delta, "valley_slots": valley_slots},
     )
+
+
+@dataclass(frozen=True)
+class VfwState:
+    """What VFW carries between slots: the last D+1 values of L_t and of its running sum
+    (oldest first, the current slot last), the work run so far, the valley counter and m_{t-1}."""
+
+    recent_load: tuple[float, ...]
+    recent_cum: tuple[float, ...]
+    run_so_far: float = 0.0
+    valley: int = 0
+    previous_capacity: float = 0.0
+
+    @classmethod
+    def empty(cls, deadline_slots: int) -> "VfwState":
+        return cls(recent_load=(0.0,) * (deadline_slots + 1), recent_cum=(0.0,) * (deadline_slots + 1))
+
+
+def vfw_step(
+    state: VfwState,
+    load: float,
+    deadline_slots: int,
+    delta: int,
+    solve=None,
+    slots_left: int | None = None,
+) -> tuple[float, VfwState]:
+    """One slot of VFW(delta) (Algorithm 1): returns (m_t, new state); x_t = m_t.
+
+    ``load``: L_t of this slot. ``solve(prefix, previous)``: a GCP-OPT-shaped solver
+    (the exact one when None). ``slots_left``: slots to the horizon's end including
+    this one, when known (a replay); in the last D+1 of them VOPT runs everything over
+    [t, T]. A daemon has no end, so it passes None and that phase never starts.
+    Slots before the first are L = 0 (l^delta and l^D are 0 there).
+    """
+    solve = solve or (lambda prefix, previous: solve_gcp_opt(prefix, previous))
+    recent = state.recent_load[1:] + (load,)
+    cum = state.recent_cum[1:] + (state.recent_cum[-1] + load,)
+    now = deadline_slots  # index of slot t in the recent tuples
+
+    def delayed(back: int) -> float:  # L_{t-back}
+        return recent[now - back]
+
+    def cum_delayed(back: int) -> float:  # sum_{j<=t} L_{j-back}
+        return cum[now - back]
+
+    gap = load - delayed(delta)
+    gap_before = recent[now - 1] - recent[now - 1 - delta]
+    crossing = (gap_before > 0 and gap <= 0) or (gap_before < 0 and gap >= 0)
+    valley = state.valley
+    if valley == 0 and crossing:
+        level = delayed(delta)
+        area = sum(recent[k] - level for k in range(now - delta, now + 1))
+        if area < 0:
+            valley = 1
+    elif 0 < valley <= delta:
+        valley += 1
+    else:
+        valley = 0
+    final = slots_left is not None and slots_left <= deadline_slots + 1
+    run_so_far = state.run_so_far
+    need_now = cum_delayed(deadline_slots) - run_so_far
+    total = (cum[now] if (valley > 0 or final) else cum_delayed(delta)) - run_so_far
+    width = deadline_slots + 1 if slots_left is None else min(deadline_slots + 1, slots_left)
+    prefix = np.full(width, max(need_now, 0.0))
+    prefix[-1] = max(total, prefix[0])
+    if total < need_now - 1e-9 * max(1.0, total):
+        raise InfeasibleError(f"vfw: this slot must run {need_now:.6g} but only {total:.6g} is allowed (delta = {delta})", "infeasible")
+    m = solve(prefix, state.previous_capacity)
+    capacity = max(float(m[0]), need_now, 0.0)
+    return capacity, VfwState(recent, cum, run_so_far + capacity, valley, capacity)

@@ -125,8 +125,8 @@ def test_min_nodes_above_max_nodes_is_refused(tmp_path: Path) -> None:
 
 
 def test_every_bad_field_is_listed_at_once(tmp_path: Path) -> None:
-    message = config_error(write(tmp_path, 'policy = "vfw"\nbeta = -1\nslot_s = inf\n[cluster]\nid = "cluster-1"\n'))
-    assert "policy: expected one of 'gcp-u', 'gcp' or 'follow', got 'vfw'" in message
+    message = config_error(write(tmp_path, 'policy = "lifo"\nbeta = -1\nslot_s = inf\n[cluster]\nid = "cluster-1"\n'))
+    assert "policy: expected one of 'gcp-u', 'gcp', 'vfw' or 'follow', got 'lifo'" in message
     assert "beta: must be >= 0, got -1" in message
     assert "slot_s: must be a finite number, got inf" in message
     assert "cluster.id: expected an EMR cluster id like 'j-2AXXXXXXGAPLF', got 'cluster-1'" in message

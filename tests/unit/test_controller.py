@@ -76,7 +76,9 @@ def test_a_slot_is_decided_once():
 
 def test_unknown_policy_and_bad_nodes_are_refused():
     with pytest.raises(ConfigError, match="policy"):
-        ControllerConfig(policy="vfw")
+        ControllerConfig(policy="lifo")
+    with pytest.raises(ConfigError, match="0 < delta < deadline_slots"):
+        ControllerConfig(policy="vfw", deadline_slots=1)
     with pytest.raises(ConfigError, match="min_nodes <= max_nodes"):
         ControllerConfig(min_nodes=5, max_nodes=2)
 
@@ -93,8 +95,10 @@ jobs_strategy = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(spec=jobs_strategy, policy=st.sampled_from(["gcp-u", "gcp", "follow"]), deadline_slots=st.integers(0, 4))
+@given(spec=jobs_strategy, policy=st.sampled_from(["gcp-u", "gcp", "vfw", "follow"]), deadline_slots=st.integers(0, 4))
 def test_every_job_starts_by_its_start_by_slot_and_none_is_lost(spec, policy, deadline_slots):
+    if policy == "vfw":
+        deadline_slots = max(2, deadline_slots)
     jobs = []
     for i, (submit, length, slack) in enumerate(spec):
         # Deadline at least one slot past the job's end, so its start-by slot is not before its submit slot.
