@@ -46,7 +46,7 @@ def our_steps(client, cluster_id: str) -> list[dict]:
     return steps
 
 
-@pytest.mark.parametrize("window_slots", [WINDOW_SLOTS, pytest.param(288, marks=pytest.mark.slow, id="whole-day")])
+@pytest.mark.parametrize("window_slots", [pytest.param(288, id="whole-day")])
 @pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
 def test_slots_follow_the_policy_and_release_every_job_by_edf_before_its_deadline(
     emr_cluster_id, set_step_state, tmp_path, window_slots
