@@ -55,7 +55,18 @@ class SlotRunner:
         return steps
 
     def run_slot(self) -> Decision | None:
-        """Decide and act for the current slot; None if it was already decided."""
+        """Decide and act for the current slot; None if it was already decided.
+
+        Any failure part-way (AWS down, a store error) makes the next slot list every
+        step again, so steps added before the failure are found, not added twice.
+        """
+        try:
+            return self._run_slot()
+        except Exception:
+            self._reconciled = False
+            raise
+
+    def _run_slot(self) -> Decision | None:
         now_s = self.clock.now_s()
         started = time.perf_counter()
         known = {job.job_id: job for job in self.store.active_jobs()}
@@ -93,13 +104,9 @@ class SlotRunner:
                 existing = steps.get(job_id)
                 step_id = existing.step_id if existing else self.cluster.add_step(next(j for j in jobs if j.job_id == job_id))
                 released[job_id] = (now_s, step_id)
-            try:
-                self.store.commit_slot(
-                    decision.slot, new_state.to_json(), released, dataclasses.asdict(decision) | {"solve_ms": solve_ms}
-                )
-            except Exception:
-                self._reconciled = False  # steps were added that the store does not know of
-                raise
+            self.store.commit_slot(
+                decision.slot, new_state.to_json(), released, dataclasses.asdict(decision) | {"solve_ms": solve_ms}
+            )
         log.info(
             "slot",
             slot=decision.slot,
