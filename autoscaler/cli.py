@@ -148,11 +148,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--sizes", type=_non_negative_float, nargs=3, metavar=("MAP_IN", "SHUFFLE", "REDUCE_OUT"),
         help="map input, shuffle and reduce output bytes; the length is estimated from them (§V-A)",
     )
-    step = submit.add_mutually_exclusive_group(required=True)
-    step.add_argument("--command", nargs="+", help="command for command-runner.jar, e.g. --command spark-submit app.py")
-    step.add_argument("--jar", help="jar to run (a path on the cluster or s3://...)")
-    submit.add_argument("--args", nargs="*", default=[], help="arguments for --jar")
+    submit.add_argument("--jar", help="jar to run (a path on the cluster or s3://...); its arguments follow --args")
     submit.add_argument("--main-class", default=None, help="main class for --jar")
+    submit.add_argument(
+        "--command", nargs=argparse.REMAINDER, default=None,
+        help="last option: everything after it is the command for command-runner.jar, dashes included "
+        "(--command spark-submit --deploy-mode cluster app.py)",
+    )  # fmt: skip
+    submit.add_argument(
+        "--args", nargs=argparse.REMAINDER, default=[],
+        help="last option: everything after it is the arguments for --jar, dashes included",
+    )  # fmt: skip
     submit.set_defaults(handler=_run_submit)
 
     jobs = commands.add_parser(
@@ -190,11 +196,13 @@ def _add_store_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", type=Path, default=None, help="job store file (default: the config's store_path, else autoscaler.db)")
 
 
-def _open_store(args: argparse.Namespace):
+def _open_store(args: argparse.Namespace, must_exist: bool = False):
     from autoscaler.adapters.sqlite_store import SqliteJobStore
 
     settings = _settings_or_none(args.config)
     path = args.store or (settings.store_path if settings else Path("autoscaler.db"))
+    if must_exist and not Path(path).exists():
+        raise ConfigError(f"{path}: no job store here (give --store or --config with its store_path)")
     return SqliteJobStore(path), settings
 
 
@@ -428,6 +436,10 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from autoscaler.intake import build_job
 
+    if (args.command is None) == (args.jar is None):
+        raise ConfigError("submit: give the step as --command ... (last) or as --jar JAR [--args ...]")
+    if args.command is not None and not args.command:
+        raise ConfigError("submit: --command needs the command after it")
     store, settings = _open_store(args)
     with store:
         job = build_job(
@@ -470,7 +482,7 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from autoscaler.controller import ControllerConfig, start_by_slot
 
-    store, settings = _open_store(args)
+    store, settings = _open_store(args, must_exist=True)
     with store:
         jobs = store.all_jobs()
     config = settings.controller_config(0.0) if settings else ControllerConfig()
@@ -501,7 +513,10 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _utc(seconds: float) -> str:
     import datetime
 
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds:.0f} s"
 
 
 def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -510,6 +525,8 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.replay is not None:
         from autoscaler.replay_daemon import replay_through_daemon
 
+        if args.dry_run:
+            raise ConfigError("run: --dry-run and --replay do not go together (a replay changes nothing real)")
         settings = _settings_or_none(args.config)
         configure_logging(settings.log_format if settings else "auto")
         return replay_through_daemon(args, settings, out, err)
@@ -517,17 +534,22 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
     from autoscaler.adapters.clock import WallClock
     from autoscaler.adapters.emr import EmrCluster, emr_client
+    from autoscaler.adapters.lock import StoreLock
     from autoscaler.adapters.sqlite_store import SqliteJobStore
     from autoscaler.config import load_settings
     from autoscaler.daemon import SlotRunner, run_forever
 
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline)):
+        if value is not None:
+            raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
     settings = load_settings(args.config)
     configure_logging(settings.log_format)
+    config = settings.controller_config(0.0)
     cluster = EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)
     cluster.task_group()  # fail at start-up, not at the first slot, if the cluster is wrong
-    with SqliteJobStore(settings.store_path) as store:
+    with StoreLock(settings.store_path), SqliteJobStore(settings.store_path) as store:
         runner = SlotRunner(
-            config=settings.controller_config(0.0),
+            config=config,
             store=store,
             cluster=cluster,
             clock=WallClock(),
@@ -549,8 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Console()
     if not out.is_terminal:
-        # Piped or redirected: rich would assume 80 columns and squeeze the table.
-        out = Console(width=120)
+        # Piped or redirected: rich would assume 80 columns and squeeze the tables.
+        out = Console(width=240)
     err = Console(stderr=True)
     if not err.is_terminal:
         err = Console(stderr=True, width=200)

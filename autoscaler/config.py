@@ -98,6 +98,17 @@ class Settings(BaseSettings):
             TomlConfigSettingsSource(settings_cls, toml_file=_toml_path.get()),
         )
 
+    @model_validator(mode="after")
+    def _vfw_delta_fits(self) -> "Settings":
+        if self.policy == "vfw":
+            delta = self.delta if self.delta is not None else self.deadline_slots // 2
+            if not (0 < delta < self.deadline_slots):
+                raise ValueError(
+                    f"policy 'vfw' needs 0 < delta < deadline_slots (delta defaults to deadline_slots // 2), "
+                    f"got delta = {delta} with deadline_slots = {self.deadline_slots}"
+                )
+        return self
+
     def controller_config(self, epoch_s: float) -> ControllerConfig:
         """The controller's view of these settings; ``epoch_s`` is the Unix time slot 0 starts at."""
         return ControllerConfig(

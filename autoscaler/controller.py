@@ -64,6 +64,11 @@ class ControllerConfig:
             )
 
     @property
+    def policy_key(self) -> str:
+        """What the saved policy state depends on; a restart with another key starts it afresh."""
+        return f"{self.policy}/D={self.deadline_slots}/nu={self.nu}/delta={self.vfw_delta}/slot_s={self.slot_s:g}"
+
+    @property
     def vfw_delta(self) -> int:
         return self.delta if self.delta is not None else default_delta(self.deadline_slots)
 
@@ -90,6 +95,7 @@ class PolicyState:
     future: dict[int, tuple[float, ...]] = field(default_factory=dict)
     counted: frozenset[str] = frozenset()
     vfw: VfwState | None = None
+    policy_key: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -99,6 +105,7 @@ class PolicyState:
             "future": {str(k): list(v) for k, v in sorted(self.future.items())},
             "counted": sorted(self.counted),
             "vfw": dataclasses.asdict(self.vfw) if self.vfw else None,
+            "policy_key": self.policy_key,
         }
 
     @classmethod
@@ -110,6 +117,7 @@ class PolicyState:
             future={int(k): tuple(float(u) for u in v) for k, v in document.get("future", {}).items()},
             counted=frozenset(document.get("counted", ())),
             vfw=_vfw_state(document.get("vfw")),
+            policy_key=str(document.get("policy_key", "")),
         )
 
 
@@ -181,6 +189,10 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     if slot <= state.last_slot:
         raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
     nu = config.nu
+    if state.last_slot >= 0 and state.policy_key != config.policy_key:
+        # The policy or its deadlines changed across a restart: its saved work vector has
+        # another shape. Start it afresh; every active job is counted again from this slot.
+        state = PolicyState(last_slot=state.last_slot)
     future = dict(state.future)
     for job in jobs:
         if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
@@ -190,10 +202,11 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
                 units[deadline] += 1.0
                 future[s] = tuple(units)
     arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
-    # Slots skipped while the daemon was down: their units arrive now, due at once at the latest.
+    # Units of slots skipped while the daemon was down belonged to slots that are gone:
+    # piling them on now would only spike m_t. Jobs still queued are released by their
+    # start-by slot whatever m_t says.
     for s in [s for s in future if s < slot]:
-        late_units = np.array(future.pop(s))
-        arrivals[0] += late_units.sum()
+        del future[s]
     gcp_state = state.gcp or GcpState.empty(nu)
     vfw_state = state.vfw
     if config.policy == "follow":
@@ -206,7 +219,9 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     decision = dispatch(slot, capacity, jobs, config)
     counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
-    return decision, PolicyState(last_slot=slot, gcp=gcp_state, future=future, counted=counted, vfw=vfw_state)
+    return decision, PolicyState(
+        last_slot=slot, gcp=gcp_state, future=future, counted=counted, vfw=vfw_state, policy_key=config.policy_key
+    )
 
 
 def dispatch(slot: int, capacity: float, jobs: list[Job], config: ControllerConfig) -> Decision:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import structlog
 
 from autoscaler.adapters.emr import step_states_to_job_states
+from autoscaler.errors import ActuationError
 from autoscaler.controller import ControllerConfig, Decision, PolicyState, tick
 from autoscaler.ports import Clock, Cluster, JobStore, StepStatus
 
@@ -38,6 +39,27 @@ class SlotRunner:
     policy_name: str = "gcp-u"
     dry_run: bool = False
     _reconciled: bool = False
+
+    def _release(self, decision: Decision, jobs: list, steps: dict, released: dict, now_s: float) -> list[str]:
+        """Add the decision's steps in EDF order into ``released``. A step EMR refuses outright
+        fails that job alone (returned); any other failure stops releasing for this slot, and
+        what was added is still committed, so the next slot neither loses nor repeats it."""
+        refused: list[str] = []
+        by_id = {job.job_id: job for job in jobs}
+        for job_id in decision.release:
+            existing = steps.get(job_id)
+            if existing:
+                released[job_id] = (now_s, existing.step_id)
+                continue
+            try:
+                released[job_id] = (now_s, self.cluster.add_step(by_id[job_id]))
+            except ActuationError as error:
+                log.error("release_failed", job_id=job_id, error=str(error), permanent=error.permanent)
+                if not error.permanent:
+                    self._reconciled = False
+                    break
+                refused.append(job_id)
+        return refused
 
     def _reconcile(self, known: dict) -> dict:
         """Our steps by job id. The first slot after a start (or after a failed commit) lists
@@ -100,10 +122,9 @@ class SlotRunner:
         if not self.dry_run:
             if group.requested != decision.nodes:
                 self.cluster.resize(decision.nodes)
-            for job_id in decision.release:
-                existing = steps.get(job_id)
-                step_id = existing.step_id if existing else self.cluster.add_step(next(j for j in jobs if j.job_id == job_id))
-                released[job_id] = (now_s, step_id)
+            refused = self._release(decision, jobs, steps, released, now_s)
+            if refused:
+                self.store.set_states({job_id: "failed" for job_id in refused})
             self.store.commit_slot(
                 decision.slot, new_state.to_json(), released, dataclasses.asdict(decision) | {"solve_ms": solve_ms}
             )

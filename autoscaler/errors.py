@@ -46,4 +46,9 @@ class StoreError(AutoscalerError):
 
 
 class ActuationError(AutoscalerError):
-    """A call to the cluster (EMR) failed after retries."""
+    """A call to the cluster (EMR) failed after retries. ``permanent``: AWS refused the request
+    itself (a validation error), so repeating it will not help."""
+
+    def __init__(self, message: str, permanent: bool = False) -> None:
+        self.permanent = permanent
+        super().__init__(message)

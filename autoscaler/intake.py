@@ -34,6 +34,10 @@ _DEADLINE_FORMS = (
 )
 
 
+MAX_DEADLINE_S = 366 * 86400.0
+"""Latest deadline accepted, from now: a year and a day."""
+
+
 def build_job(
     *,
     job_id: str | None,
@@ -77,6 +81,11 @@ def build_job(
     now_s = _finite("now_s", now_s, "Unix seconds", minimum=0.0)
     length_s = _length_s(length_s, sizes, length_model)
     deadline_s = parse_deadline(deadline, now_s)
+    if deadline_s - now_s > MAX_DEADLINE_S:
+        raise SubmitError(
+            f"deadline: {deadline!r} is {(deadline_s - now_s) / 86400:,.0f} days away; expected at most "
+            f"{MAX_DEADLINE_S / 86400:.0f} days (the daemon plans slots, not years)"
+        )
     if now_s + length_s > deadline_s:
         raise SubmitError(
             f"deadline: the job needs {length_s:g} s but the deadline {deadline!r} leaves only "

@@ -14,6 +14,7 @@ import tempfile
 import time
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 from rich.console import Console
@@ -21,9 +22,11 @@ from rich.progress import Progress
 from rich.table import Table
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
+from autoscaler.adapters.lock import StoreLock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.controller import ControllerConfig
 from autoscaler.daemon import SlotRunner
+from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams, Job, StepSpec
 from autoscaler.policies import plan
 from autoscaler.workload import estimate_length_s, read_swim, workload_from_trace
@@ -32,7 +35,11 @@ DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
 
 
 def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float) -> list[Job]:
-    """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots."""
+    """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
+
+    A length running past the window is cut at the window's end, as ``autoscaler replay``
+    clips its curves, so both see the same work.
+    """
     sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float)
     lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
     return [
@@ -41,8 +48,8 @@ def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float) -> li
             name=j.job_id,
             tenant="trace",
             submit_s=j.submit_s,
-            deadline_s=j.submit_s + float(length) + deadline_slots * slot_s,
-            length_s=float(length),
+            deadline_s=j.submit_s + min(float(length), window_s - j.submit_s) + deadline_slots * slot_s,
+            length_s=min(float(length), window_s - j.submit_s),
             step=StepSpec(args=("true",)),
         )
         for j, length in zip(trace.jobs, lengths)
@@ -71,11 +78,16 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         max_deadline_slots=settings.max_deadline_slots if settings else 288,
     )
     store_path = args.store or Path(tempfile.mkdtemp(prefix="autoscaler-replay-")) / "replay.db"
-    with SqliteJobStore(store_path) as store:
+    with StoreLock(store_path), SqliteJobStore(store_path) as store:
         saved = store.load_state()
         first_slot = int(saved["last_slot"]) + 1 if saved else 0
         clock = SimulatedClock(first_slot * slot_s)
         cluster = _cluster(settings, clock)
+        if saved and isinstance(cluster, FakeCluster):
+            raise ConfigError(
+                f"{store_path}: this replay store was started before, and the in-memory cluster it used is gone; "
+                "give a new --store (only a replay against an EMR endpoint can resume)"
+            )
         runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock, policy_name=policy)
         horizon = window_slots + deadline_slots
         submitted = 0
@@ -125,7 +137,10 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
 
 
 def _cluster(settings, clock: SimulatedClock):
-    if settings is not None and settings.cluster.endpoint_url:
+    """The in-memory cluster, or EMR when the config's endpoint is on this machine (moto):
+    a replay never touches a real cluster."""
+    endpoint = settings.cluster.endpoint_url if settings is not None else None
+    if endpoint and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
         from autoscaler.adapters.emr import EmrCluster, emr_client
 
         return EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)

@@ -85,6 +85,9 @@ def step_states_to_job_states(statuses: Iterable[StepStatus]) -> dict[str, str]:
     return job_states
 
 
+PERMANENT_ERROR_CODES = frozenset({"ValidationException", "InvalidRequestException"})
+"""AWS error codes that refuse the request itself; retrying the same request cannot succeed."""
+
 ACTIVE_STEP_STATES = ("PENDING", "CANCEL_PENDING", "RUNNING")
 """EMR step states in which a step still holds (or waits for) a node."""
 
@@ -208,7 +211,8 @@ class EmrCluster:
             code = details.get("Code", "unknown")
             message = " ".join(str(details.get("Message", "")).split())[:200]
             raise ActuationError(
-                f"EMR {error.operation_name or operation} on cluster {self.cluster_id} failed: {code}: {message}"
+                f"EMR {error.operation_name or operation} on cluster {self.cluster_id} failed: {code}: {message}",
+                permanent=code in PERMANENT_ERROR_CODES,
             ) from error
         except BotoCoreError as error:
             raise ActuationError(f"EMR {operation} on cluster {self.cluster_id} failed: {error}") from error

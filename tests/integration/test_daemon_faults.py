@@ -1,0 +1,112 @@
+"""The slot runner when things go wrong: refused steps, AWS failing part-way, a changed policy, two daemons."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import pytest
+
+from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
+from autoscaler.adapters.lock import StoreLock
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.controller import ControllerConfig
+from autoscaler.daemon import SlotRunner
+from autoscaler.errors import ActuationError, ConfigError
+from autoscaler.model import Job, StepSpec
+
+TAU = 300.0
+
+
+@dataclasses.dataclass
+class FlakyCluster(FakeCluster):
+    """The in-memory cluster, refusing some jobs' steps outright and failing the n-th add transiently."""
+
+    refuse: frozenset = frozenset()
+    fail_add_number: int | None = None
+    adds: list = dataclasses.field(default_factory=list)
+
+    def add_step(self, job: Job) -> str:
+        self.adds.append(job.job_id)
+        if job.job_id in self.refuse:
+            raise ActuationError("EMR AddJobFlowSteps failed: ValidationException: bad step", permanent=True)
+        if self.fail_add_number is not None and len(self.adds) == self.fail_add_number:
+            raise ActuationError("EMR AddJobFlowSteps failed: InternalServerError")
+        return super().add_step(job)
+
+
+def job(job_id: str, length_s: float = 60.0, deadline_s: float = 3 * TAU) -> Job:
+    return Job(job_id, job_id, "t", 0.0, deadline_s, length_s, StepSpec(args=("true",)))
+
+
+def runner_for(tmp_path, cluster_cls=FakeCluster, config=None, **cluster_args):
+    clock = SimulatedClock(0.0)
+    store = SqliteJobStore(tmp_path / "jobs.db")
+    cluster = cluster_cls(clock=clock, **cluster_args)
+    config = config or ControllerConfig(policy="follow", slot_s=TAU, max_nodes=100)
+    return SlotRunner(config=config, store=store, cluster=cluster, clock=clock), store, cluster, clock
+
+
+def test_a_refused_step_fails_that_job_only(tmp_path):
+    runner, store, cluster, _ = runner_for(tmp_path, FlakyCluster, refuse=frozenset({"bad"}))
+    for j in (job("bad"), job("ok1"), job("ok2")):
+        store.submit(j)
+    runner.run_slot()
+    states = {j.job_id: j.state for j in store.all_jobs()}
+    assert states == {"bad": "failed", "ok1": "released", "ok2": "released"}
+
+
+def test_a_transient_failure_part_way_commits_what_was_added_and_repeats_nothing(tmp_path):
+    runner, store, cluster, clock = runner_for(tmp_path, FlakyCluster, fail_add_number=2)
+    for j in (job("a", length_s=1.0), job("b"), job("c")):
+        store.submit(j)
+    runner.run_slot()  # "a" is added, "b" fails: "a" is committed, "b" and "c" wait
+    assert {j.job_id: j.state for j in store.all_jobs()} == {"a": "released", "b": "queued", "c": "queued"}
+    for slot in (1, 2):  # "a" finishes; "b" and "c" are released by their start-by slot, 2
+        clock.time_s = slot * TAU
+        runner.run_slot()
+    assert Counter(cluster.adds) == Counter({"a": 1, "b": 2, "c": 1})  # b once failed, once added
+    assert {j.job_id: j.state for j in store.all_jobs()}["a"] == "done"
+
+
+def test_a_changed_policy_across_a_restart_starts_its_state_afresh(tmp_path):
+    runner, store, cluster, clock = runner_for(
+        tmp_path, config=ControllerConfig(policy="gcp-u", deadline_slots=2, slot_s=TAU, max_nodes=100)
+    )
+    store.submit(job("a", length_s=4 * TAU, deadline_s=8 * TAU))
+    runner.run_slot()
+    clock.time_s = TAU
+    runner.config = ControllerConfig(policy="gcp", deadline_slots=6, slot_s=TAU, max_nodes=100, max_deadline_slots=12)
+    store.submit(dataclasses.replace(job("b", length_s=60.0, deadline_s=8 * TAU), submit_s=TAU))
+    decision = runner.run_slot()
+    # No shape error: the gcp state was rebuilt, and the jobs were counted again as work.
+    assert decision.slot == 1 and decision.capacity > 0 and decision.queue_depth == 1
+
+
+def test_a_second_daemon_on_the_same_store_is_refused(tmp_path):
+    with StoreLock(tmp_path / "jobs.db"):
+        with pytest.raises(ConfigError, match="another daemon is running"):
+            with StoreLock(tmp_path / "jobs.db"):
+                pass
+    with StoreLock(tmp_path / "jobs.db"):  # released on exit
+        pass
+
+
+def test_a_replay_store_with_an_in_memory_cluster_is_not_resumed(tmp_path, capsys):
+    from autoscaler.cli import main
+
+    trace = tmp_path / "t.tsv"
+    trace.write_text("".join(f"j{i}\t{i * 100}\t100\t1000\t0\t1000\n" for i in range(20)))
+    assert main(["run", "--replay", str(trace), "--store", str(tmp_path / "r.db")]) == 0
+    capsys.readouterr()
+    assert main(["run", "--replay", str(trace), "--store", str(tmp_path / "r.db")]) == 2
+    assert "only a replay against an EMR endpoint can resume" in capsys.readouterr().err
+
+
+def test_vfw_config_with_too_short_a_deadline_is_refused_at_load(tmp_path):
+    from autoscaler.config import load_settings
+
+    path = tmp_path / "c.toml"
+    path.write_text('policy = "vfw"\ndeadline_slots = 1\n[cluster]\nid = "j-ABC"\n')
+    with pytest.raises(ConfigError, match="needs 0 < delta < deadline_slots"):
+        load_settings(path)
