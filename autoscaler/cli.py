@@ -28,44 +28,26 @@ DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
 """Workload A of the deferral paper, shipped as package data (BSD licence beside it)."""
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
+def _number(convert, noun: str, minimum: float, strict: bool):
+    """An argparse type: ``convert`` the text, then require a finite value above (``strict``) or at ``minimum``."""
+    bound = f"{'>' if strict else '>='} {minimum:g}"
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"expected {'a finite number' if convert is float else noun} {bound}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+_positive_float = _number(float, "a number", 0, strict=True)
+_non_negative_float = _number(float, "a number", 0, strict=False)
+_non_negative_int = _number(int, "a whole number", 0, strict=False)
+_positive_int = _number(int, "a whole number", 1, strict=False)
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
