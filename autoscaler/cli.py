@@ -620,7 +620,7 @@ def _run_drf(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rich.progress import Progress
     from rich.table import Table
 
-    from autoscaler import fairshare
+    from autoscaler import fairshare, render
 
     resources, agents, demands = read_demands_csv(args.demands)
     n = len(agents) if args.n is None else args.n
@@ -645,7 +645,7 @@ def _run_drf(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.yarn_out is not None:
         files[args.yarn_out] = fairshare.yarn_allocation_xml(agents, drf.shares, n)
     if args.plot is not None:
-        files[args.plot] = _ratios_png(ratios, n, args.demands.name)
+        files[args.plot] = render.ratios_png(ratios, n, args.demands.name)
     if args.format == "json":
         document: dict = {"resources": resources, "agents": agents, "n": n, "steps": steps}
         if ratios is not None:
@@ -676,37 +676,6 @@ def _run_drf(args: argparse.Namespace, out: Console, err: Console) -> int:
         written = write_all_atomic(files)
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
     return 0
-
-
-def _ratios_png(ratios: list[dict], n: int, source: str) -> bytes:
-    """PNG of dynamic DRF's competitive ratios against step k, capped at k/n and at full capacity."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    k = [r["k"] for r in ratios]
-    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
-    for name, label, style in (
-        ("maxmin_capped", "maxmin, cap k/n", "-"),
-        ("maxsum_capped", "maxsum, cap k/n", "-"),
-        ("maxmin_full", "maxmin, full capacity", "--"),
-        ("maxsum_full", "maxsum, full capacity", "--"),
-    ):
-        ax.plot(k, [r[name] for r in ratios], style, marker="." if len(k) < 60 else None, label=label)
-    ax.set_xlabel("step k (agents arrived)")
-    ax.set_ylabel("dynamic DRF / offline optimum")
-    ax.set_ylim(0, 1.05)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
-    ax.set_title(f"{source}: competitive ratios, n = {n}", fontsize=10)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return buffer.getvalue()
 
 
 def _check_out_folder(folder: Path | None) -> None:

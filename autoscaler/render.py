@@ -152,10 +152,7 @@ def schedule_png(result: ReplayResult) -> bytes:
     deadline = f"D = {result.deadline_slots} slots" + (" (gcp: class deadlines)" if "gcp" in result.policies else "")
     fig.suptitle(f"{w.source}: capacity by policy, {deadline}", fontsize=10)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return buffer.getvalue()
+    return _png(fig, plt)
 
 
 def _count(n: int, noun: str) -> str:
@@ -217,6 +214,32 @@ def sweep_pngs(result) -> tuple[bytes, bytes]:
     fig.tight_layout()
     figures.append(_png(fig, plt))
     return figures[0], figures[1]
+
+
+def ratios_png(ratios: list[dict], n: int, source: str) -> bytes:
+    """PNG of dynamic DRF's competitive ratios against step k, capped at k/n and at full capacity."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k = [r["k"] for r in ratios]
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
+    for name, label, style in (
+        ("maxmin_capped", "maxmin, cap k/n", "-"),
+        ("maxsum_capped", "maxsum, cap k/n", "-"),
+        ("maxmin_full", "maxmin, full capacity", "--"),
+        ("maxsum_full", "maxsum, full capacity", "--"),
+    ):
+        ax.plot(k, [r[name] for r in ratios], style, marker="." if len(k) < 60 else None, label=label)
+    ax.set_xlabel("step k (agents arrived)")
+    ax.set_ylabel("dynamic DRF / offline optimum")
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title(f"{source}: competitive ratios, n = {n}", fontsize=10)
+    fig.tight_layout()
+    return _png(fig, plt)
 
 
 def _png(fig, plt) -> bytes:
