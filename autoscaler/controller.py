@@ -155,11 +155,6 @@ def _vfw_state(document: dict | None) -> VfwState | None:
     )
 
 
-def occupies_node(job: Job, now_s: float) -> bool:
-    """A released job holds a node until it is done or failed."""
-    return job.state in ("released", "running")
-
-
 def start_by_slot(job: Job, config: ControllerConfig) -> int:
     """Latest slot a job may start in and still finish by its deadline."""
     return config.slot_of(job.deadline_s - job.length_s)

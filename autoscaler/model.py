@@ -151,6 +151,17 @@ class Schedule:
     solve_ms_per_slot: float = 0.0
     notes: dict = field(default_factory=dict)
 
+    @classmethod
+    def online(cls, policy: str, capacity: np.ndarray, elapsed_ms: float, notes: dict | None = None) -> "Schedule":
+        """A schedule of an online policy that never idles a server: x_t = m_t (paper: deferral, §III-IV)."""
+        return cls(
+            policy=policy,
+            capacity=capacity,
+            assigned=capacity.copy(),
+            solve_ms_per_slot=elapsed_ms / max(1, capacity.shape[0]),
+            notes=notes or {},
+        )
+
 
 def _require_positive(name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):

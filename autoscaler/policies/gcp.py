@@ -218,13 +218,7 @@ def plan_classes(load_by_deadline: np.ndarray, params: CostParams, solver: str =
     for t in range(horizon):
         arrivals = load_by_deadline[:, t] if t < n_slots else no_arrivals
         capacity[t], state = gcp_step(state, arrivals, params, solve)
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    return Schedule(
-        policy="gcp",
-        capacity=capacity,
-        assigned=capacity.copy(),
-        solve_ms_per_slot=elapsed_ms / max(1, horizon),
-    )
+    return Schedule.online("gcp", capacity, (time.perf_counter() - started) * 1000)
 
 
 def class_deadline_curve(load_by_deadline: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

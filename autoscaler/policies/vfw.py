@@ -77,13 +77,7 @@ def plan(
         capacity[t], state = vfw_step(state, float(released[t]), deadline_slots, delta, solve, slots_left=horizon - t)
         valley_slots += int(state.valley > 0)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    return Schedule(
-        policy="vfw",
-        capacity=capacity,
-        assigned=capacity.copy(),
-        solve_ms_per_slot=elapsed_ms / max(1, horizon),
-        notes={"delta": delta, "valley_slots": valley_slots},
-    )
+    return Schedule.online("vfw", capacity, elapsed_ms, {"delta": delta, "valley_slots": valley_slots})
 
 
 @dataclass(frozen=True)
