@@ -35,6 +35,7 @@ class FakeCluster:
     requested: int = 0
     _steps: dict[str, tuple[str, float, float]] = field(default_factory=dict)  # job id -> (step id, added_s, length_s)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _job_by_step: dict[str, str] = field(default_factory=dict)
     resizes: list[int] = field(default_factory=list)
 
     def task_group(self) -> TaskGroup:
@@ -47,15 +48,16 @@ class FakeCluster:
     def add_step(self, job: Job) -> str:
         step_id = f"s-fake{next(self._ids)}"
         self._steps[job.job_id] = (step_id, self.clock.now_s(), job.length_s)
+        self._job_by_step[step_id] = job.job_id
         return step_id
 
     def steps(self, active_only: bool = False) -> list[StepStatus]:
-        now = self.clock.now_s()
-        statuses = [
-            StepStatus(job_id=job_id, step_id=step_id, state="COMPLETED" if now >= added + length else "RUNNING")
-            for job_id, (step_id, added, length) in self._steps.items()
-        ]
+        statuses = [StepStatus(job_id, step_id, self._state(added, length)) for job_id, (step_id, added, length) in self._steps.items()]
         return [s for s in statuses if s.state == "RUNNING"] if active_only else statuses
 
     def step_state(self, step_id: str) -> str:
-        return next(s.state for s in self.steps() if s.step_id == step_id)
+        _, added, length = self._steps[self._job_by_step[step_id]]
+        return self._state(added, length)
+
+    def _state(self, added_s: float, length_s: float) -> str:
+        return "COMPLETED" if self.clock.now_s() >= added_s + length_s else "RUNNING"
