@@ -21,7 +21,7 @@ from rich.console import Console
 
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.errors import AutoscalerError, ConfigError
-from autoscaler.model import MIB, CostParams, LengthModel, Workload
+from autoscaler.model import JOB_STATES, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
 
 DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
@@ -151,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_arguments(jobs)
     jobs.add_argument("--state", choices=["queued", "released", "running", "done", "failed", "late"], default=None, help="only this state")
     jobs.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
+    jobs.add_argument("--by-tenant", action="store_true", help="one row per tenant: jobs by state, deadlines missed, dominant share")
     jobs.set_defaults(handler=_run_jobs)
 
     run = commands.add_parser(
@@ -169,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", choices=["gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else gcp-u)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
     run.add_argument("--store", type=Path, default=None, help="replay: job store file (default: a temporary one)")
+    run.add_argument("--max-nodes", type=_positive_int, default=None, help="replay: most task nodes (default: the config's, else unlimited)")
+    run.add_argument("--tenants", type=_positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
     run.set_defaults(handler=_run_daemon)
 
     drf = commands.add_parser(
@@ -483,16 +486,22 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
     store, settings = _open_store(args, must_exist=True)
     with store:
         jobs = store.all_jobs()
+        saved = store.load_state()
     config = settings.controller_config(0.0) if settings else ControllerConfig()
     now_s = time.time()
 
-    def shown_state(job) -> str:
-        released = job.released_s if job.released_s is not None else now_s
-        late = (job.state == "queued" and config.slot_of(now_s) > start_by_slot(job, config)) or (
-            job.state != "queued" and job.released_s is not None and config.slot_of(released) > start_by_slot(job, config)
-        )
-        return "late" if late and job.state not in ("done", "failed") else job.state
+    def missed(job) -> bool:
+        """Released (or, if queued, still waiting) after its start-by slot."""
+        if job.state != "queued" and job.released_s is None:
+            return False
+        released_s = now_s if job.state == "queued" else job.released_s
+        return config.slot_of(released_s) > start_by_slot(job, config)
 
+    def shown_state(job) -> str:
+        return "late" if missed(job) and job.state not in ("done", "failed") else job.state
+
+    if args.by_tenant:
+        return _print_tenants(jobs, missed, saved or {}, args.format, out)
     rows = [(job, shown_state(job)) for job in jobs]
     if args.state:
         rows = [(job, state) for job, state in rows if state == args.state or job.state == args.state]
@@ -504,6 +513,33 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
         table.add_column(column, no_wrap=True)
     for job, state in rows:
         table.add_row(job.job_id, job.name, job.tenant, state, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:.0f}", job.step_id or "")
+    out.print(table)
+    return 0
+
+
+def _print_tenants(jobs: list, missed, saved_state: dict, fmt: str, out: Console) -> int:
+    """Per tenant: jobs by state, deadlines missed (start-by slot passed before release), dominant share."""
+    from rich.table import Table
+
+    shares = dict(zip(saved_state.get("tenants", []), saved_state.get("dominant_shares", [])))
+    rows = {}
+    for job in jobs:
+        row = rows.setdefault(job.tenant, {"tenant": job.tenant, "jobs": 0, **{s: 0 for s in JOB_STATES}, "missed": 0})
+        row["jobs"] += 1
+        row[job.state] += 1
+        row["missed"] += missed(job)
+    for tenant, row in rows.items():
+        row["dominant_share"] = shares.get(tenant)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(sorted(rows.values(), key=lambda r: r["tenant"])) + "\n")
+        return 0
+    table = Table(title=f"{len(rows)} tenants")
+    for column in ["tenant", "jobs", *JOB_STATES, "missed deadline", "dominant share"]:
+        table.add_column(column, justify="left" if column == "tenant" else "right")
+    for tenant in sorted(rows):
+        row = rows[tenant]
+        share = "" if row["dominant_share"] is None else f"{row['dominant_share']:.4f}"
+        table.add_row(tenant, str(row["jobs"]), *(str(row[s]) for s in JOB_STATES), str(row["missed"]), share)
     out.print(table)
     return 0
 

@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     misfire_grace_s: float = Field(default=60.0, gt=0)
     known_tenants: list[str] = Field(default_factory=list)
     """Tenants allowed to submit; empty accepts any tenant."""
+    tenants_n: int | None = Field(default=None, ge=1)
+    """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
+    known_tenants, or 10 when any tenant may submit."""
 
     @classmethod
     def settings_customise_sources(
@@ -109,6 +112,14 @@ class Settings(BaseSettings):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _tenants_n_covers_known_tenants(self) -> "Settings":
+        if self.tenants_n is not None and self.tenants_n < len(self.known_tenants):
+            raise ValueError(
+                f"tenants_n ({self.tenants_n}) must be at least the number of known_tenants ({len(self.known_tenants)})"
+            )
+        return self
+
     def controller_config(self, epoch_s: float) -> ControllerConfig:
         """The controller's view of these settings; ``epoch_s`` is the Unix time slot 0 starts at."""
         return ControllerConfig(
@@ -121,6 +132,7 @@ class Settings(BaseSettings):
             max_deadline_slots=self.max_deadline_slots,
             cost=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
             delta=self.delta,
+            tenants_n=self.tenants_n or len(self.known_tenants) or 10,
         )
 
 

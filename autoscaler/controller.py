@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from autoscaler.errors import ConfigError
-from autoscaler.model import CostParams, Job
+from autoscaler.fairshare import dynamic_drf_step
+from autoscaler.model import MIB, CostParams, Job
 from autoscaler.policies.gcp import GcpState, gcp_step
 from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
 
@@ -37,7 +39,14 @@ CONTROLLER_POLICIES = ("gcp-u", "gcp", "vfw", "follow")
 
 @dataclass(frozen=True)
 class ControllerConfig:
-    """What the controller needs to know; times in seconds, deadlines in slots."""
+    """What the controller needs to know; times in seconds, deadlines in slots.
+
+    ``tenants_n``: n, the number of tenants dynamic DRF divides the cluster for (a tenant
+    arriving beyond n shares only what the first n left). ``node_disk_bytes_s`` and
+    ``node_network_bytes_s``: one node's disk and network rates, which put a demand vector's
+    CPU seconds, disk bytes and network bytes on one scale (defaults: the §V-A rates of
+    ``LengthModel``, 100 MB/s disk, 10 MB/s network).
+    """
 
     policy: str = "gcp-u"
     deadline_slots: int = 2
@@ -48,6 +57,9 @@ class ControllerConfig:
     max_deadline_slots: int = 288
     cost: CostParams = field(default_factory=CostParams)
     delta: int | None = None
+    tenants_n: int = 10
+    node_disk_bytes_s: float = 100.0 * MIB
+    node_network_bytes_s: float = 10.0 * MIB
 
     def __post_init__(self) -> None:
         if self.policy not in CONTROLLER_POLICIES:
@@ -58,6 +70,12 @@ class ControllerConfig:
             raise ConfigError("deadline_slots must be >= 0 and max_deadline_slots >= 1")
         if not (math.isfinite(self.slot_s) and self.slot_s > 0):
             raise ConfigError(f"slot_s must be a finite number > 0, got {self.slot_s!r}")
+        if self.tenants_n < 1:
+            raise ConfigError(f"tenants_n must be >= 1 (the tenants dynamic DRF plans for), got {self.tenants_n}")
+        for name in ("node_disk_bytes_s", "node_network_bytes_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
         if self.policy == "vfw" and not (0 < self.vfw_delta < self.deadline_slots):
             raise ConfigError(
                 f"vfw needs 0 < delta < deadline_slots, got delta = {self.vfw_delta} with deadline_slots = {self.deadline_slots}"
@@ -87,7 +105,10 @@ class PolicyState:
 
     ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
     work y and m_{t-1}. ``future``: units of already-submitted jobs still to arrive,
-    {slot: [units by deadline, shape (nu+1,)]}.
+    {slot: [units by deadline, shape (nu+1,)]}. ``tenants``: dynamic DRF's agents in arrival
+    order, with their normalised demand vectors ``tenant_demands`` (k, 3) and dominant shares
+    ``dominant_shares`` (k,), which never decrease. ``missed``: active jobs already counted as
+    having missed their start-by slot.
     """
 
     last_slot: int = -1
@@ -96,6 +117,10 @@ class PolicyState:
     counted: frozenset[str] = frozenset()
     vfw: VfwState | None = None
     policy_key: str = ""
+    tenants: tuple[str, ...] = ()
+    tenant_demands: tuple[tuple[float, ...], ...] = ()
+    dominant_shares: tuple[float, ...] = ()
+    missed: frozenset[str] = frozenset()
 
     def to_json(self) -> dict:
         return {
@@ -106,6 +131,10 @@ class PolicyState:
             "counted": sorted(self.counted),
             "vfw": dataclasses.asdict(self.vfw) if self.vfw else None,
             "policy_key": self.policy_key,
+            "tenants": list(self.tenants),
+            "tenant_demands": [list(d) for d in self.tenant_demands],
+            "dominant_shares": list(self.dominant_shares),
+            "missed": sorted(self.missed),
         }
 
     @classmethod
@@ -118,6 +147,10 @@ class PolicyState:
             counted=frozenset(document.get("counted", ())),
             vfw=_vfw_state(document.get("vfw")),
             policy_key=str(document.get("policy_key", "")),
+            tenants=tuple(str(t) for t in document.get("tenants", ())),
+            tenant_demands=tuple(tuple(float(v) for v in d) for d in document.get("tenant_demands", ())),
+            dominant_shares=tuple(float(x) for x in document.get("dominant_shares", ())),
+            missed=frozenset(document.get("missed", ())),
         )
 
 
@@ -129,6 +162,11 @@ class Decision:
     ceil(m_t) clamped to [min, max] and raised for due jobs. ``release``: job ids to
     release now, EDF order. ``late``: ids released after their start-by slot.
     ``at_risk``: queued jobs whose start-by slot is within one slot and were not released.
+    ``overloaded``: the nodes wanted (the policy's, or those the due jobs need) exceed
+    ``max_nodes``, so free nodes went to tenants by dynamic DRF share. ``missed``: jobs that
+    missed their start-by slot in this slot (held past it, or found past it), counted once;
+    ``missed_by_tenant`` counts them per tenant. ``nodes_by_tenant``: nodes held by each tenant's
+    running and just-released jobs.
     """
 
     slot: int
@@ -141,6 +179,10 @@ class Decision:
     queue_depth: int
     running: int
     rounding_node_slots: float
+    overloaded: bool = False
+    missed: tuple[str, ...] = ()
+    missed_by_tenant: dict[str, int] = field(default_factory=dict)
+    nodes_by_tenant: dict[str, int] = field(default_factory=dict)
 
 
 def _vfw_state(document: dict | None) -> VfwState | None:
@@ -187,7 +229,14 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     if state.last_slot >= 0 and state.policy_key != config.policy_key:
         # The policy or its deadlines changed across a restart: its saved work vector has
         # another shape. Start it afresh; every active job is counted again from this slot.
-        state = PolicyState(last_slot=state.last_slot)
+        # Tenants' shares are irrevocable and survive.
+        state = PolicyState(
+            last_slot=state.last_slot,
+            tenants=state.tenants,
+            tenant_demands=state.tenant_demands,
+            dominant_shares=state.dominant_shares,
+            missed=state.missed,
+        )
     future = dict(state.future)
     for job in jobs:
         if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
@@ -212,34 +261,105 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         )
     else:
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
-    decision = dispatch(slot, capacity, jobs, config)
+    tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
+    decision = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
     counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
+    active = {j.job_id for j in jobs}
     return decision, PolicyState(
-        last_slot=slot, gcp=gcp_state, future=future, counted=counted, vfw=vfw_state, policy_key=config.policy_key
+        last_slot=slot,
+        gcp=gcp_state,
+        future=future,
+        counted=counted,
+        vfw=vfw_state,
+        policy_key=config.policy_key,
+        tenants=tenants,
+        tenant_demands=tenant_demands,
+        dominant_shares=dominant_shares,
+        missed=(state.missed & active) | frozenset(decision.missed),
     )
 
 
-def dispatch(slot: int, capacity: float, jobs: list[Job], config: ControllerConfig) -> Decision:
-    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive)."""
+def demand_vector(job: Job, config: ControllerConfig) -> np.ndarray:
+    """A job's demand vector ``(3,)`` on one scale: node-seconds of CPU, disk and network.
+
+    From the job's estimated (CPU seconds, disk bytes, network bytes), bytes divided by one
+    node's disk and network rates; a job without sizes (or with all-zero ones) demands its
+    length in CPU seconds only.
+    """
+    cpu_s, disk_bytes, network_bytes = job.demand_vector or (0.0, 0.0, 0.0)
+    vector = np.array([cpu_s, disk_bytes / config.node_disk_bytes_s, network_bytes / config.node_network_bytes_s])
+    return vector if vector.max() > 0 else np.array([job.length_s, 0.0, 0.0])
+
+
+def arrive_tenants(
+    state: PolicyState, jobs: list[Job], slot: int, config: ControllerConfig
+) -> tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]:
+    """Dynamic DRF over tenants: each tenant arrives with its first job submitted by ``slot``.
+
+    Returns (tenants, normalised demand vectors, dominant shares) in arrival order. A tenant's
+    demand vector is its first job's (``demand_vector``); newcomers arrive in submit order, one
+    linear-time step each (paper: dynamic DRF note, §4), with n = ``config.tenants_n``, or k
+    once more than n have come (the late ones share what is left, which may be nothing).
+    """
+    tenants = list(state.tenants)
+    demands = [np.array(d) for d in state.tenant_demands]
+    shares = np.array(state.dominant_shares, dtype=float)
+    present = set(tenants)
+    for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
+        if job.tenant in present or config.slot_of(job.submit_s) > slot:
+            continue
+        vector = demand_vector(job, config)
+        demands.append(vector / vector.max())
+        tenants.append(job.tenant)
+        present.add(job.tenant)
+        _, shares = dynamic_drf_step(np.array(demands), shares, max(config.tenants_n, len(tenants)))
+    return tuple(tenants), tuple(tuple(float(v) for v in d) for d in demands), tuple(float(x) for x in shares)
+
+
+def dispatch(
+    slot: int,
+    capacity: float,
+    jobs: list[Job],
+    config: ControllerConfig,
+    dominant_shares: dict[str, float] | None = None,
+    missed_before: frozenset[str] = frozenset(),
+) -> Decision:
+    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
+
+    Without overload, queued jobs are released in EDF order (earliest start-by slot first)
+    onto the policy's nodes, and those whose start-by slot has come onto extra nodes up to
+    ``max_nodes``. Under overload (``Decision.overloaded``), every free node is filled and the
+    free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
+    weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
+    tenant missing from it has weight 0. ``missed_before``: ids already counted as missed.
+    """
     running = [j for j in jobs if j.state in ("released", "running")]
     queued = sorted(
         (j for j in jobs if j.state == "queued" and config.slot_of(j.submit_s) <= slot),
-        key=lambda j: (start_by_slot(j, config), j.deadline_s, j.submit_s, j.job_id),
+        key=lambda j: _edf_key(j, config),
     )
-    nodes = min(config.max_nodes, max(config.min_nodes, math.ceil(capacity - 1e-9)))
-    release: list[str] = []
-    late: list[str] = []
-    for job in queued:
-        due = start_by_slot(job, config) <= slot
-        if len(running) + len(release) < nodes or (due and len(running) + len(release) < config.max_nodes):
-            release.append(job.job_id)
-            if start_by_slot(job, config) < slot:
-                late.append(job.job_id)
-        elif not due:
-            break
+    wanted = math.ceil(capacity - 1e-9)
+    due = sum(1 for j in queued if start_by_slot(j, config) <= slot)
+    overloaded = max(wanted, len(running) + due) > config.max_nodes
+    nodes = min(config.max_nodes, max(config.min_nodes, wanted))
+    if overloaded:
+        release = fair_release(queued, running, config.max_nodes - len(running), dominant_shares or {}, config)
+    else:
+        release = _edf_release(queued, len(running), nodes, slot, config)
     nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
-    held = {j.job_id for j in queued} - set(release)
-    at_risk = sum(1 for j in queued if j.job_id in held and start_by_slot(j, config) <= slot + 1)
+    released = set(release)
+    late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, config) < slot]
+    held = [j for j in queued if j.job_id not in released]
+    at_risk = sum(1 for j in held if start_by_slot(j, config) <= slot + 1)
+    # Released in its start-by slot is in time; held through it, or released after it, is missed.
+    missed = [
+        j
+        for j in queued
+        if j.job_id not in missed_before
+        and (start_by_slot(j, config) < slot or (start_by_slot(j, config) == slot and j.job_id not in released))
+    ]
+    missed_by_tenant = dict(Counter(j.tenant for j in missed))
+    nodes_by_tenant = dict(Counter(j.tenant for j in running) + Counter(j.tenant for j in queued if j.job_id in released))
     return Decision(
         slot=slot,
         capacity=capacity,
@@ -248,7 +368,61 @@ def dispatch(slot: int, capacity: float, jobs: list[Job], config: ControllerConf
         release=tuple(release),
         late=tuple(late),
         at_risk=at_risk,
-        queue_depth=len(queued) - len(release),
+        queue_depth=len(held),
         running=len(running) + len(release),
         rounding_node_slots=nodes - capacity,
+        overloaded=overloaded,
+        missed=tuple(j.job_id for j in missed),
+        missed_by_tenant=missed_by_tenant,
+        nodes_by_tenant=nodes_by_tenant,
     )
+
+
+def _edf_key(job: Job, config: ControllerConfig) -> tuple:
+    return (start_by_slot(job, config), job.deadline_s, job.submit_s, job.job_id)
+
+
+def _edf_release(queued: list[Job], running: int, nodes: int, slot: int, config: ControllerConfig) -> list[str]:
+    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum."""
+    release: list[str] = []
+    for job in queued:
+        due = start_by_slot(job, config) <= slot
+        if running + len(release) < nodes or (due and running + len(release) < config.max_nodes):
+            release.append(job.job_id)
+        elif not due:
+            break
+    return release
+
+
+def fair_release(
+    queued: list[Job], running: list[Job], free_nodes: int, dominant_shares: dict[str, float], config: ControllerConfig
+) -> list[str]:
+    """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
+
+    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
+    held (running plus released now) per unit of dominant share is least, ties to the tenant
+    whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
+    This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
+    note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
+    Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
+    Returns job ids in EDF order.
+    """
+    held = Counter(j.tenant for j in running)
+    queues: dict[str, deque[Job]] = {}
+    for job in queued:
+        queues.setdefault(job.tenant, deque()).append(job)
+    chosen: set[str] = set()
+
+    def load(tenant: str) -> tuple[float, tuple]:
+        weight = dominant_shares.get(tenant, 0.0)
+        return (held[tenant] / weight if weight > 0 else math.inf, _edf_key(queues[tenant][0], config))
+
+    for _ in range(max(0, free_nodes)):
+        if not queues:
+            break
+        tenant = min(queues, key=load)
+        chosen.add(queues[tenant].popleft().job_id)
+        held[tenant] += 1
+        if not queues[tenant]:
+            del queues[tenant]
+    return [j.job_id for j in queued if j.job_id in chosen]

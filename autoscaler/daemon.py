@@ -13,6 +13,7 @@ finds the steps already added, so no job is submitted twice and none is lost.
 from __future__ import annotations
 
 import dataclasses
+import math
 import signal
 import time
 from dataclasses import dataclass
@@ -140,10 +141,21 @@ class SlotRunner:
             late=len(decision.late),
             queue_depth=decision.queue_depth,
             at_risk=decision.at_risk,
+            overloaded=decision.overloaded,
+            missed=len(decision.missed),
             solve_ms=round(solve_ms, 3),
             slot_ms=round((time.perf_counter() - started) * 1000, 3),
             dry_run=self.dry_run,
         )
+        if decision.overloaded or decision.missed:
+            log.warning(
+                "overload",
+                slot=decision.slot,
+                nodes_wanted=math.ceil(decision.capacity - 1e-9),
+                max_nodes=self.config.max_nodes,
+                nodes_by_tenant=decision.nodes_by_tenant,
+                missed_by_tenant=decision.missed_by_tenant,
+            )
         return decision
 
 

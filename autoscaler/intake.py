@@ -14,7 +14,7 @@ from numbers import Real
 
 from autoscaler.errors import ConfigError, SubmitError
 from autoscaler.model import Job, LengthModel, StepSpec
-from autoscaler.workload import estimate_length_s
+from autoscaler.workload import estimate_demand_vector, estimate_length_s
 
 JOB_ID_MAX_CHARS = 64
 """A job id goes into the EMR step name, so it is kept short and to characters safe there."""
@@ -59,7 +59,8 @@ def build_job(
     ``deadline``: a duration from now ("90m", "2h", "1h30m", "45s", "1d", or plain seconds "600")
     or an absolute ISO-8601 time with a timezone ("2026-11-29T18:00:00Z", "...+01:00").
     Give exactly one of ``length_s`` (seconds) or ``sizes`` = (S, S', S'') in bytes, from which the
-    length is estimated with ``estimate_length_s`` (paper: deferral, §V-A).
+    length is estimated with ``estimate_length_s`` (paper: deferral, §V-A) and the job's demand
+    vector with ``estimate_demand_vector``.
     Give exactly one of ``command`` (run by command-runner.jar; ``args`` must then be empty) or
     ``jar`` (a path ending in .jar or an s3:// URI) with ``args`` and optionally ``main_class``.
 
@@ -92,6 +93,9 @@ def build_job(
             f"{deadline_s - now_s:g} s; expected a deadline at least {length_s:g} s from now"
         )
     step = _step(jar, args, command, main_class)
+    demand_vector = None
+    if sizes is not None:
+        demand_vector = tuple(float(v) for v in estimate_demand_vector(*sizes, length_model))
     return Job(
         job_id=job_id,
         name=name,
@@ -100,6 +104,7 @@ def build_job(
         deadline_s=deadline_s,
         length_s=length_s,
         step=step,
+        demand_vector=demand_vector,
     )
 
 

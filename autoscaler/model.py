@@ -194,7 +194,9 @@ class Job:
 
     Times are Unix seconds. ``length_s`` is the estimated run time (given, or from the
     §V-A model). ``deadline_s`` is when it must be finished. The job is released as an
-    EMR step whose name carries ``job_id``.
+    EMR step whose name carries ``job_id``. ``demand_vector`` is its estimated resource use
+    (CPU seconds, disk bytes, network bytes) when its sizes were given (``estimate_demand_vector``),
+    else None; its tenant's dynamic DRF demand comes from it.
     """
 
     job_id: str
@@ -207,3 +209,4 @@ class Job:
     state: str = "queued"
     released_s: float | None = None
     step_id: str | None = None
+    demand_vector: tuple[float, float, float] | None = None

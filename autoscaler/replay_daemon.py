@@ -29,30 +29,34 @@ from autoscaler.daemon import SlotRunner
 from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams, Job, StepSpec
 from autoscaler.policies import plan
-from autoscaler.workload import estimate_length_s, read_swim, workload_from_trace
+from autoscaler.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 
 DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
 
 
-def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float) -> list[Job]:
+def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1) -> list[Job]:
     """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
 
     A length running past the window is cut at the window's end, as ``autoscaler replay``
-    clips its curves, so both see the same work.
+    clips its curves, so both see the same work. The trace has no tenants: with ``tenants``
+    > 1 its jobs are dealt to tenant-1 .. tenant-K in submit order, like K teams sharing the
+    cluster; each job carries its estimated demand vector (CPU s, disk bytes, network bytes).
     """
     sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float)
     lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
+    demands = estimate_demand_vector(sizes[:, 0], sizes[:, 1], sizes[:, 2])
     return [
         Job(
             job_id=j.job_id,
             name=j.job_id,
-            tenant="trace",
+            tenant="trace" if tenants == 1 else f"tenant-{i % tenants + 1}",
             submit_s=j.submit_s,
             deadline_s=j.submit_s + min(float(length), window_s - j.submit_s) + deadline_slots * slot_s,
             length_s=min(float(length), window_s - j.submit_s),
             step=StepSpec(args=("true",)),
+            demand_vector=tuple(float(v) for v in demand),
         )
-        for j, length in zip(trace.jobs, lengths)
+        for i, (j, length, demand) in enumerate(zip(trace.jobs, lengths, demands))
         if j.submit_s < window_s
     ]
 
@@ -67,15 +71,17 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         trace = read_swim(path)
     workload = workload_from_trace(trace, slot_s=slot_s)
     window_slots = workload.n_slots
-    jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s), key=lambda j: j.submit_s)
+    jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
+    max_nodes = args.max_nodes if args.max_nodes is not None else (settings.cluster.max_nodes if settings else 1_000_000)
     config = ControllerConfig(
         policy=policy,
         deadline_slots=deadline_slots,
         slot_s=slot_s,
         epoch_s=0.0,
         min_nodes=settings.cluster.min_nodes if settings else 0,
-        max_nodes=settings.cluster.max_nodes if settings else 1_000_000,
+        max_nodes=max_nodes,
         max_deadline_slots=settings.max_deadline_slots if settings else 288,
+        tenants_n=max(args.tenants, settings.tenants_n or 0) if settings else args.tenants,
     )
     store_path = args.store or Path(tempfile.mkdtemp(prefix="autoscaler-replay-")) / "replay.db"
     with StoreLock(store_path), SqliteJobStore(store_path) as store:
@@ -109,6 +115,7 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
                 time.sleep(slot_s / args.speedup)
         elapsed = time.perf_counter() - started
         decisions = store.decisions()
+        final_state = store.load_state() or {}
     capacity = np.array([d["capacity"] for d in decisions])
     nodes = np.array([d["nodes"] for d in decisions])
     late = sum(len(d["late"]) for d in decisions)
@@ -117,6 +124,7 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     table.add_column("value", justify="right")
     table.add_row("jobs released", str(sum(len(d["release"]) for d in decisions)))
     table.add_row("jobs released late", str(late))
+    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d['overloaded'] for d in decisions)} (max nodes {max_nodes:,})")
     table.add_row("capacity server-slots (sum m_t)", f"{capacity.sum():.1f}")
     table.add_row("node-slots after rounding up", f"{nodes.sum():.0f}")
     table.add_row("cost of rounding", f"{100 * (nodes.sum() / max(capacity.sum(), 1e-12) - 1):.2f} %")
@@ -132,8 +140,38 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         table.add_row("max |m_t - autoscaler replay's m_t|", f"{difference:.3g}")
         status = 0 if difference <= 1e-6 else 1
     out.print(table)
+    out.print(_tenant_table(jobs, decisions, final_state))
     err.print(f"store: {store_path}", highlight=False)
     return status
+
+
+def _tenant_table(jobs: list[Job], decisions: list[dict], state: dict) -> Table:
+    """Per tenant: jobs, deadlines missed (start-by slot passed before release), dominant share."""
+    missed: dict[str, int] = {}
+    overloaded_node_slots: dict[str, int] = {}
+    for decision in decisions:
+        for tenant, count in decision["missed_by_tenant"].items():
+            missed[tenant] = missed.get(tenant, 0) + count
+        if decision["overloaded"]:
+            for tenant, nodes in decision["nodes_by_tenant"].items():
+                overloaded_node_slots[tenant] = overloaded_node_slots.get(tenant, 0) + nodes
+    shares = dict(zip(state.get("tenants", []), state.get("dominant_shares", [])))
+    table = Table(title="tenants (dynamic DRF shares divide the nodes in overloaded slots)")
+    for column in ("tenant", "jobs", "missed deadline", "node-slots when overloaded", "dominant share"):
+        table.add_column(column, justify="left" if column == "tenant" else "right")
+    counts: dict[str, int] = {}
+    for job in jobs:
+        counts[job.tenant] = counts.get(job.tenant, 0) + 1
+    for tenant in sorted(counts):
+        share = shares.get(tenant)
+        table.add_row(
+            tenant,
+            f"{counts[tenant]:,}",
+            f"{missed.get(tenant, 0):,}",
+            f"{overloaded_node_slots.get(tenant, 0):,}",
+            "" if share is None else f"{share:.4f}",
+        )
+    return table
 
 
 def _cluster(settings, clock: SimulatedClock):

@@ -156,24 +156,25 @@ def estimate_length_s(
 
     Raises ConfigError if a size is negative, NaN or infinite.
     """
-    sizes_mb = []
-    for label, values in (
-        ("map_input_bytes", map_input_bytes),
-        ("shuffle_bytes", shuffle_bytes),
-        ("reduce_output_bytes", reduce_output_bytes),
-    ):
+    map_mb, shuffle_mb, output_mb = (array / MIB for array in _checked_sizes(map_input_bytes, shuffle_bytes, reduce_output_bytes))
+    # Absurd rates may overflow to infinity; callers refuse an infinite length with a clear error.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _length_s(map_mb, shuffle_mb, output_mb, model)
+
+
+def _checked_sizes(*sizes: np.ndarray | float) -> list[np.ndarray]:
+    """S, S', S'' as float arrays; ConfigError naming the first size that is negative, NaN or infinite."""
+    checked = []
+    for label, values in zip(("map_input_bytes", "shuffle_bytes", "reduce_output_bytes"), sizes):
         array = np.asarray(values, dtype=float)
         bad = ~(np.isfinite(array) & (array >= 0))
         if bad.any():
             first_bad = np.unravel_index(int(np.argmax(bad)), array.shape) if array.ndim else ()
             raise ConfigError(
-                f"{label} must be finite numbers >= 0 (bytes), got {array[first_bad]!r} at index {first_bad}"
+                f"{label} must be finite numbers >= 0 (bytes), got {float(array[first_bad])!r} at index {first_bad}"
             )
-        sizes_mb.append(array / MIB)
-    map_mb, shuffle_mb, output_mb = sizes_mb
-    # Absurd rates may overflow to infinity; callers refuse an infinite length with a clear error.
-    with np.errstate(over="ignore", invalid="ignore"):
-        return _length_s(map_mb, shuffle_mb, output_mb, model)
+        checked.append(array)
+    return checked
 
 
 def _length_s(map_mb: np.ndarray, shuffle_mb: np.ndarray, output_mb: np.ndarray, model: LengthModel) -> np.ndarray:
@@ -192,6 +193,27 @@ def _length_s(map_mb: np.ndarray, shuffle_mb: np.ndarray, output_mb: np.ndarray,
     overlapped_s = map_s + reduce_part_s
     waiting_s = model.map_rounds * map_s + map_slots * shuffle_s + reduce_part_s
     return np.asarray(np.where(map_s < map_slots * shuffle_s, overlapped_s, waiting_s))
+
+
+def estimate_demand_vector(
+    map_input_bytes: np.ndarray | float,
+    shuffle_bytes: np.ndarray | float,
+    reduce_output_bytes: np.ndarray | float,
+    model: LengthModel = LengthModel(),
+) -> np.ndarray:
+    """Estimated resource use of MapReduce jobs: (CPU seconds, disk bytes, network bytes), shape (..., 3).
+
+    From the same sizes S, S', S'' and rates as ``estimate_length_s`` (paper: deferral, §V-A):
+    CPU seconds are the map and reduce compute f(S) + g(S') summed over all tasks; disk bytes are
+    what the job reads and writes locally, S (map input) + S' (map output spilled for the
+    shuffle) + S'' (reduce output); network bytes are the shuffle S'. These are the demand
+    vectors of tenants for dynamic DRF (paper: dynamic DRF note, §2). Raises ConfigError if a
+    size is negative, NaN or infinite.
+    """
+    map_bytes, shuffle, output = np.broadcast_arrays(*_checked_sizes(map_input_bytes, shuffle_bytes, reduce_output_bytes))
+    with np.errstate(over="ignore"):
+        cpu_s = model.map_s_per_mb * map_bytes / MIB + model.reduce_s_per_mb * shuffle / MIB
+        return np.stack([cpu_s, map_bytes + shuffle + output, shuffle], axis=-1)
 
 
 def workload_from_trace(

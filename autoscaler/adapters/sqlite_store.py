@@ -30,7 +30,8 @@ APPLICATION_ID = 0x44464153
 """``PRAGMA application_id`` of our files: the bytes 'DFAS' (deferral autoscaler), a signed 32-bit int."""
 
 APPLICATION = "deferral-autoscaler"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version 2 added ``jobs.demand_vector``; a version-1 store is migrated when opened."""
 
 ACTIVE_STATES = ("queued", "released", "running")
 
@@ -50,18 +51,19 @@ _SCHEMA = (
         step TEXT NOT NULL,
         state TEXT NOT NULL,
         released_s REAL,
-        step_id TEXT
+        step_id TEXT,
+        demand_vector TEXT
     )""",
     "CREATE INDEX jobs_by_state ON jobs (state)",
     "CREATE TABLE controller_state (id INTEGER PRIMARY KEY CHECK (id = 1), slot INTEGER NOT NULL, state TEXT NOT NULL)",
     "CREATE TABLE decisions (slot INTEGER PRIMARY KEY, decision TEXT NOT NULL)",
 )
 
-_JOB_COLUMNS = "job_id, name, tenant, submit_s, deadline_s, length_s, step, state, released_s, step_id"
+_JOB_COLUMNS = "job_id, name, tenant, submit_s, deadline_s, length_s, step, state, released_s, step_id, demand_vector"
 
 # What a resubmission must match to be "the same job": what the client submitted, not what has
 # happened to it since (state, release) nor when it was sent (submit_s).
-_SUBMITTED_FIELDS = ("name", "tenant", "deadline_s", "length_s", "step")
+_SUBMITTED_FIELDS = ("name", "tenant", "deadline_s", "length_s", "step", "demand_vector")
 
 
 class SqliteJobStore:
@@ -130,7 +132,7 @@ class SqliteJobStore:
                         "use a new job id for a different job"
                     )
                 return False
-            conn.execute(f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            conn.execute(f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * len(row))})", row)
             return True
 
     def active_jobs(self) -> list[Job]:
@@ -263,6 +265,10 @@ class SqliteJobStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             verdict = _inspect(conn, self.path)
+            if verdict == "version 1":
+                # Additive: old rows get no demand vector, as if submitted with a length only.
+                conn.execute("ALTER TABLE jobs ADD COLUMN demand_vector TEXT")
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
             if verdict == "empty":
                 for statement in _SCHEMA:
                     conn.execute(statement)
@@ -315,7 +321,7 @@ def _refuse_if_not_ours(path: Path) -> str:
 
 def _inspect(conn: sqlite3.Connection, path: Path) -> str:
     """'empty' for a database with no tables and no application id, 'ours' for one with our marker
-    and schema version; StoreError for anything else."""
+    and schema version, 'version 1' for one of ours to migrate; StoreError for anything else."""
     application_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables and application_id == 0:
@@ -328,6 +334,8 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> str:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     if meta.get("application") != APPLICATION:
         raise StoreError(f"{path}: meta table names application {meta.get('application')!r}, expected {APPLICATION!r}; left unchanged")
+    if meta.get("schema_version") == "1":
+        return "version 1"
     if meta.get("schema_version") != str(SCHEMA_VERSION):
         raise StoreError(
             f"{path}: job store schema version {meta.get('schema_version')!r}, this program reads version "
@@ -369,6 +377,13 @@ def _job_row(job: Job) -> tuple:
         value = getattr(job, field)
         if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
             raise SubmitError(f"job {job.job_id!r}: {field} must be a finite number of seconds, got {value!r}")
+    if job.demand_vector is not None:
+        vector = job.demand_vector
+        if len(vector) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in vector):
+            raise SubmitError(
+                f"job {job.job_id!r}: demand_vector must be three finite numbers >= 0 "
+                f"(CPU seconds, disk bytes, network bytes), got {vector!r}"
+            )
     step = json.dumps({"jar": job.step.jar, "args": list(job.step.args), "main_class": job.step.main_class})
     released_s = None if job.released_s is None else float(job.released_s)
     return (
@@ -382,11 +397,12 @@ def _job_row(job: Job) -> tuple:
         job.state,
         released_s,
         job.step_id,
+        None if job.demand_vector is None else json.dumps([float(v) for v in job.demand_vector]),
     )
 
 
 def _job_from_row(row: tuple) -> Job:
-    job_id, name, tenant, submit_s, deadline_s, length_s, step_json, state, released_s, step_id = row
+    job_id, name, tenant, submit_s, deadline_s, length_s, step_json, state, released_s, step_id, demand_json = row
     step = json.loads(step_json)
     return Job(
         job_id=job_id,
@@ -399,4 +415,5 @@ def _job_from_row(row: tuple) -> Job:
         state=state,
         released_s=released_s,
         step_id=step_id,
+        demand_vector=None if demand_json is None else tuple(json.loads(demand_json)),
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoscaler.adapters.sqlite_store import APPLICATION_ID, SqliteJobStore
+from autoscaler.adapters.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, SqliteJobStore
 from autoscaler.errors import StoreError, SubmitError
 from autoscaler.model import Job, StepSpec
 
@@ -158,7 +158,7 @@ def test_file_is_in_wal_mode_with_our_marker(store, db_path):
         assert conn.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
         assert dict(conn.execute("SELECT key, value FROM meta")) == {
             "application": "deferral-autoscaler",
-            "schema_version": "1",
+            "schema_version": str(SCHEMA_VERSION),
         }
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     store.close()
@@ -285,11 +285,45 @@ def test_files_that_are_not_ours_are_refused_and_left_unchanged(db_path, make_fi
 def test_a_store_of_another_schema_version_is_refused(db_path):
     SqliteJobStore(db_path).close()
     with raw(db_path) as conn:
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     before = db_path.read_bytes()
-    with pytest.raises(StoreError, match="schema version '2'"):
+    with pytest.raises(StoreError, match="schema version '99'"):
         SqliteJobStore(db_path)
     assert db_path.read_bytes() == before
+
+
+def test_a_version_1_store_is_migrated_keeping_its_jobs(db_path):
+    """Version 1 had no demand_vector column: opening it adds the column and nothing else changes."""
+    with raw(db_path) as conn:
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute(
+            """CREATE TABLE jobs (job_id TEXT PRIMARY KEY, name TEXT NOT NULL, tenant TEXT NOT NULL,
+               submit_s REAL NOT NULL, deadline_s REAL NOT NULL, length_s REAL NOT NULL, step TEXT NOT NULL,
+               state TEXT NOT NULL, released_s REAL, step_id TEXT)"""
+        )
+        conn.execute("CREATE TABLE controller_state (id INTEGER PRIMARY KEY CHECK (id = 1), slot INTEGER NOT NULL, state TEXT NOT NULL)")
+        conn.execute("CREATE TABLE decisions (slot INTEGER PRIMARY KEY, decision TEXT NOT NULL)")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.executemany("INSERT INTO meta VALUES (?, ?)", [("application", "deferral-autoscaler"), ("schema_version", "1")])
+        conn.execute(
+            "INSERT INTO jobs VALUES ('old', 'n', 't', 10.0, 700.0, 60.0, ?, 'queued', NULL, NULL)",
+            ('{"jar": "command-runner.jar", "args": ["true"], "main_class": null}',),
+        )
+    with SqliteJobStore(db_path) as store:
+        (old,) = store.active_jobs()
+        assert (old.job_id, old.tenant, old.length_s, old.demand_vector) == ("old", "t", 60.0, None)
+        store.submit(make_job("new", demand_vector=(1.5, 2.0, 0.0)))
+    with SqliteJobStore(db_path) as store:
+        assert [job.demand_vector for job in store.all_jobs()] == [None, (1.5, 2.0, 0.0)]
+    with raw(db_path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+
+
+def test_a_bad_demand_vector_is_refused(store):
+    for vector in [(1.0, 2.0), (1.0, -1.0, 0.0), (float("nan"), 0.0, 0.0)]:
+        with pytest.raises(SubmitError, match="demand_vector"):
+            store.submit(make_job(demand_vector=vector))
+    assert store.all_jobs() == []
 
 
 def test_a_missing_folder_or_a_folder_path_is_refused(tmp_path):

@@ -176,3 +176,13 @@ def test_settings_are_frozen() -> None:
     settings = load_settings(EXAMPLE)
     with pytest.raises(Exception):
         settings.slot_s = 1.0  # type: ignore[misc]
+
+
+def test_tenants_n_defaults_to_the_known_tenants_and_may_not_be_fewer(tmp_path: Path) -> None:
+    base = '[cluster]\nid = "j-ABC123"\n'
+    assert load_settings(write(tmp_path, base)).controller_config(0.0).tenants_n == 10
+    known = 'known_tenants = ["ads", "search", "ml"]\n'
+    assert load_settings(write(tmp_path, known + base)).controller_config(0.0).tenants_n == 3
+    assert load_settings(write(tmp_path, known + "tenants_n = 5\n" + base)).controller_config(0.0).tenants_n == 5
+    message = config_error(write(tmp_path, known + "tenants_n = 2\n" + base))
+    assert "tenants_n (2) must be at least the number of known_tenants (3)" in message

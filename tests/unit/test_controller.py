@@ -140,3 +140,120 @@ def test_replaying_workload_a_through_the_controller_gives_replays_capacity():
     expected = plan("gcp-u", workload.active, deadline_slots, CostParams()).capacity
     np.testing.assert_allclose([d.capacity for d in decisions], expected, atol=1e-9)
     assert not any(d.late for d in decisions)
+
+
+# -- tenants and dynamic DRF under overload ----------------------------------------------------
+
+
+def tenant_job(job_id: str, tenant: str, submit_s: float, demand: tuple[float, float, float], length_s: float = 60.0) -> Job:
+    """A job due in its submit slot: its deadline leaves no slack past its length."""
+    return dataclasses.replace(job(job_id, submit_s, length_s, submit_s + length_s), tenant=tenant, demand_vector=demand)
+
+
+def three_tenants() -> list[Job]:
+    """Hand-worked, n = 3: A needs CPU only, B disk only, C CPU only; each submits 6 jobs due now.
+
+    Step 1 (cap 1/3): x_A = 1/3. Step 2 (cap 2/3): CPU max(1/3, M) <= 2/3 and disk M <= 2/3,
+    so M = 2/3 and x = (2/3, 2/3). Step 3 (cap 1): CPU max(2/3, M) + M <= 1, so M = 1/3:
+    x = (2/3, 2/3, 1/3). Five free nodes split 2 : 2 : 1.
+    """
+    demand = {"A": (100.0, 0.0, 0.0), "B": (0.0, 1e9, 0.0), "C": (50.0, 0.0, 0.0)}
+    return [tenant_job(f"{t}{i}", t, offset + i, demand[t]) for offset, t in enumerate("ABC") for i in range(6)]
+
+
+def test_under_overload_free_nodes_follow_the_dynamic_drf_shares():
+    config = ControllerConfig(policy="follow", slot_s=TAU, max_nodes=5, tenants_n=3)
+    decision, state = tick(0.0, three_tenants(), PolicyState(), config)
+    assert state.tenants == ("A", "B", "C")
+    np.testing.assert_allclose(state.dominant_shares, [2 / 3, 2 / 3, 1 / 3], atol=1e-12)
+    assert decision.overloaded and decision.nodes == 5
+    assert decision.nodes_by_tenant == {"A": 2, "B": 2, "C": 1}
+    assert decision.missed_by_tenant == {"A": 4, "B": 4, "C": 5}
+    # EDF within each tenant: its earliest jobs.
+    assert {j for j in decision.release if j[0] == "A"} == {"A0", "A1"}
+
+
+def test_under_overload_one_tenant_gets_plain_edf():
+    jobs = [dataclasses.replace(j, tenant="only") for j in three_tenants()]
+    config = ControllerConfig(policy="follow", slot_s=TAU, max_nodes=5, tenants_n=3)
+    decision, _ = tick(0.0, jobs, PolicyState(), config)
+    edf = sorted(jobs, key=lambda j: (start_by_slot(j, config), j.deadline_s, j.submit_s, j.job_id))
+    assert decision.release == tuple(j.job_id for j in edf[:5])
+    assert decision.missed_by_tenant == {"only": 13}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    spec=jobs_strategy,
+    tenants=st.lists(st.sampled_from("PQRS"), min_size=40, max_size=40),
+    policy=st.sampled_from(["gcp-u", "gcp", "follow"]),
+)
+def test_without_overload_tenants_change_nothing(spec, tenants, policy):
+    jobs = []
+    for i, ((submit, length, slack), tenant) in enumerate(zip(spec, tenants)):
+        deadline = (np.floor(submit / TAU) + np.ceil(length / TAU) + slack + 1) * TAU
+        jobs.append(dataclasses.replace(job(f"j{i}", submit, length, deadline), tenant=tenant))
+    config = ControllerConfig(policy=policy, deadline_slots=2, slot_s=TAU, max_nodes=10_000, max_deadline_slots=12)
+    with_tenants, _ = simulate(jobs, config, 40)
+    one_tenant, _ = simulate([dataclasses.replace(j, tenant="t") for j in jobs], config, 40)
+    assert not any(d.overloaded for d in with_tenants)
+    assert [(d.release, d.nodes, d.capacity) for d in with_tenants] == [(d.release, d.nodes, d.capacity) for d in one_tenant]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    queued=st.lists(st.tuples(st.sampled_from("PQRS"), st.integers(0, 3)), min_size=1, max_size=30),
+    running=st.lists(st.sampled_from("PQRS"), max_size=10),
+    weights=st.lists(st.floats(0.01, 1.0), min_size=4, max_size=4),
+    free_nodes=st.integers(0, 40),
+)
+def test_fair_release_balances_nodes_per_share(queued, running, weights, free_nodes):
+    """Weighted fairness, checked from the outcome: no tenant left waiting holds fewer nodes per
+    unit of share than another tenant held before its last node this slot."""
+    from autoscaler.controller import fair_release
+
+    config = ControllerConfig(slot_s=TAU)
+    shares = dict(zip("PQRS", weights))
+    queued_jobs = sorted(
+        (dataclasses.replace(job(f"q{i}", 0.0, 60.0, (slack + 1) * TAU), tenant=t) for i, (t, slack) in enumerate(queued)),
+        key=lambda j: (start_by_slot(j, config), j.deadline_s, j.submit_s, j.job_id),
+    )
+    running_jobs = [dataclasses.replace(job(f"r{i}", 0.0, 60.0, TAU), tenant=t, state="running") for i, t in enumerate(running)]
+    release = fair_release(queued_jobs, running_jobs, free_nodes, shares, config)
+    assert len(release) == min(free_nodes, len(queued_jobs))  # work-conserving
+    got = {t: sum(1 for j in queued_jobs if j.job_id in release and j.tenant == t) for t in "PQRS"}
+    held = {t: running.count(t) + got[t] for t in "PQRS"}
+    waiting = {j.tenant for j in queued_jobs if j.job_id not in release}
+    for t in waiting:
+        for u in "PQRS":
+            if got[u]:
+                assert held[t] / shares[t] >= (held[u] - 1) / shares[u] - 1e-9
+        # EDF within a tenant: everything it released comes before what it still waits with.
+        mine = [j.job_id in release for j in queued_jobs if j.tenant == t]
+        assert mine == sorted(mine, reverse=True)
+
+
+def test_a_missed_job_is_counted_once_and_shares_survive_a_restart_and_a_policy_change():
+    config = ControllerConfig(policy="follow", slot_s=TAU, max_nodes=5, tenants_n=3)
+    jobs = three_tenants()
+    first, state = tick(0.0, jobs, PolicyState(), config)
+    state = PolicyState.from_json(state.to_json())
+    running = [dataclasses.replace(j, state="running") if j.job_id in first.release else j for j in jobs]
+    remaining = [j for j in running if j.job_id not in first.release]  # the first five finished
+    changed = dataclasses.replace(config, policy="gcp-u")
+    second, state = tick(TAU, remaining, state, changed)
+    assert set(second.release) <= set(first.missed)  # released late ...
+    assert second.missed == ()  # ... but not missed twice
+    assert second.late == second.release
+    np.testing.assert_allclose(state.dominant_shares, [2 / 3, 2 / 3, 1 / 3], atol=1e-12)
+    assert state.tenants == ("A", "B", "C")
+
+
+def test_tenants_beyond_n_share_what_is_left():
+    # n = 1: A takes the whole CPU at step 1; B, also CPU-bound, arrives as k = 2 > n and gets 0.
+    config = ControllerConfig(policy="follow", slot_s=TAU, max_nodes=2, tenants_n=1)
+    jobs = [tenant_job("a0", "A", 0.0, (1.0, 0.0, 0.0)), tenant_job("a1", "A", 1.0, (1.0, 0.0, 0.0))]
+    jobs += [tenant_job(f"b{i}", "B", 2.0 + i, (1.0, 0.0, 0.0)) for i in range(3)]
+    decision, state = tick(0.0, jobs, PolicyState(), config)
+    np.testing.assert_allclose(state.dominant_shares, [1.0, 0.0], atol=1e-12)
+    assert decision.nodes_by_tenant == {"A": 2}
