@@ -52,3 +52,17 @@ class ActuationError(AutoscalerError):
     def __init__(self, message: str, permanent: bool = False) -> None:
         self.permanent = permanent
         super().__init__(message)
+
+
+class DeliveryError(AutoscalerError):
+    """A report could not be delivered (SMTP or SES); names the transport and the server's answer,
+    never a credential. ``transport``: "smtp" or "ses"."""
+
+    def __init__(self, message: str, transport: str) -> None:
+        self.transport = transport
+        super().__init__(message)
+
+
+class MetricsError(AutoscalerError):
+    """CloudWatch metrics cannot be read or published after retries, or CloudWatch's answer does not fit
+    the request (an unknown query id, a datapoint off the slot grid); names the operation and AWS error code."""

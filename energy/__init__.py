@@ -1,1 +1,5 @@
-"""VM power model and energy accounting (not yet built)."""
+"""VM power model and energy accounting (paper: dynamic deferral, §VII-B, eq. (11)-(14)).
+
+``power`` (pure numpy): ``PowerModel`` and the named models, energy from measured metrics and from a
+schedule alone.
+"""
