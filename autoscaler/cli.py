@@ -174,6 +174,34 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tenants", type=_positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
     run.set_defaults(handler=_run_daemon)
 
+    report = commands.add_parser(
+        "report",
+        help="energy used and saved: the schedule run against follow the workload and no provisioning",
+        description="Energy report shaped like the deferral paper's Table IV and Fig. 13. With --config: the "
+        "daemon's slots between --since and --until (default: the last full UTC day), measured from the TASK "
+        "nodes' CloudWatch metrics where they exist and modelled from the decision log where not, against "
+        "'follow the workload' and 'no provisioning' (all max_nodes on), modelled. With --replay TRACE: every "
+        "schedule modelled from a replay of the trace. The report says which numbers are measured.",
+        formatter_class=_HelpFormatter,
+    )
+    report.add_argument("--config", type=Path, default=None, help="TOML config: the store, cluster, and [report] email settings")
+    report.add_argument("--replay", nargs="?", const="default", default=None, metavar="TRACE", help="model a replay of TRACE ('default': the embedded Workload A) instead of the daemon's slots")
+    report.add_argument("--since", default=None, help="start: ISO-8601 time with a zone, or a duration ago like '24h' (default: the start of yesterday, UTC)")
+    report.add_argument("--until", default=None, help="end: ISO-8601 time with a zone, or a duration ago (default: the start of today, UTC)")
+    report.add_argument("--power-model", default=None, help="power model: table-iii (the paper's Table III) or ccf-aws (default: the config's, else table-iii)")
+    report.add_argument("--boot-s", type=_non_negative_float, default=None, help="seconds a started node draws idle power before it works (default: the config's, else 300)")
+    report.add_argument("--out", type=Path, default=None, help="folder for energy.md, energy-slots.csv and energy.png")
+    report.add_argument("--format", choices=["markdown", "json"], default="markdown", help="stdout format")
+    report.add_argument("--no-measure", action="store_true", help="model the actual schedule from the decision log; do not read CloudWatch")
+    report.add_argument("--publish", action="store_true", help="publish EnergyWh and SavedWh to CloudWatch (with --config, not --replay)")
+    report.add_argument("--email", action="store_true", help="send the report with its PNG by the config's [report] email settings")
+    replay_group = report.add_argument_group("with --replay")
+    replay_group.add_argument("--policy", default="gcp-u,vfw", help="policies to compare, a comma list (follow is always the baseline)")
+    replay_group.add_argument("--deadline", "-D", type=_non_negative_int, default=2, help="uniform deadline D in slots")
+    replay_group.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
+    replay_group.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
+    report.set_defaults(handler=_run_report)
+
     drf = commands.add_parser(
         "drf",
         help="dynamic dominant resource fairness shares as agents arrive one by one",
@@ -572,8 +600,9 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.adapters.sqlite_store import SqliteJobStore
     from autoscaler.config import load_settings
     from autoscaler.daemon import SlotRunner, run_forever
+    from energy.power import power_model
 
-    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline)):
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None)):
         if value is not None:
             raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
     settings = load_settings(args.config)
@@ -589,9 +618,47 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
             clock=WallClock(),
             policy_name=settings.policy,
             dry_run=args.dry_run,
+            power_model=power_model(settings.report.power_model),
         )
-        run_forever(runner, settings.slot_s, settings.misfire_grace_s)
+        daily = None
+        if settings.report.daily and not args.dry_run:
+            from autoscaler.reporting import daily_report
+
+            daily = lambda: daily_report(settings)  # noqa: E731
+        run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily)
     return 0
+
+
+def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler import reporting
+
+    settings = _settings_or_none(args.config)
+    if args.replay is not None:
+        if args.publish:
+            raise ConfigError("report: --publish is for the daemon's measured slots, not a --replay")
+        params, length_model = CostParams(), LengthModel()
+        names = [n for n in _policy_names(args.policy) if n != "follow"]
+        with err.status("replaying the trace"):
+            workload, _ = load_workload(
+                None if args.replay == "default" else args.replay,
+                slot_s=args.slot_s,
+                window_slots=args.window,
+                skip_bad_lines=False,
+                length_model=length_model,
+            )
+            report = reporting.replay_report(workload, names, args.deadline, params, reporting.energy_options(args, settings))
+    else:
+        if settings is None:
+            raise ConfigError("report: --config FILE is required (or --replay TRACE for a modelled replay)")
+        options = reporting.energy_options(args, settings)
+        report = reporting.live_report(settings, options, args.since, args.until, measure=not args.no_measure)
+    return reporting.deliver(report, args, settings, out, err)
+
+
+def _policy_names(text: str) -> list[str]:
+    from autoscaler.replay import parse_policy_list
+
+    return parse_policy_list(text)
 
 
 def read_demands_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:

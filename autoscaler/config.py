@@ -53,6 +53,33 @@ class ClusterSettings(BaseModel):
         return self
 
 
+class ReportSettings(BaseModel):
+    """The energy report (``autoscaler report``, and the daemon's daily report): power model and delivery.
+
+    Credentials are never in this file: the SMTP password is read from the environment variable
+    ``smtp_password_env`` or the file ``smtp_password_file``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    power_model: Literal["table-iii", "ccf-aws"] = "table-iii"
+    boot_s: float = Field(default=300.0, ge=0)
+    max_hold_slots: int = Field(default=1, ge=0)
+    daily: bool = False
+    publish_metrics: bool = True
+    email_to: list[str] = Field(default_factory=list)
+    email_from: str | None = None
+    transport: Literal["smtp", "ses"] = "smtp"
+    smtp_host: str = "localhost"
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    smtp_starttls: bool = True
+    smtp_username: str | None = None
+    smtp_password_env: str | None = "AUTOSCALER_SMTP_PASSWORD"
+    smtp_password_file: Path | None = None
+    ses_region: str | None = None
+    ses_endpoint_url: str | None = None
+
+
 class Settings(BaseSettings):
     """Every setting of the daemon; times in seconds, deadlines in slots, costs per server-slot.
 
@@ -81,6 +108,7 @@ class Settings(BaseSettings):
     misfire_grace_s: float = Field(default=60.0, gt=0)
     known_tenants: list[str] = Field(default_factory=list)
     """Tenants allowed to submit; empty accepts any tenant."""
+    report: ReportSettings = Field(default_factory=ReportSettings)
     tenants_n: int | None = Field(default=None, ge=1)
     """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
     known_tenants, or 10 when any tenant may submit."""

@@ -166,7 +166,8 @@ class Decision:
     ``max_nodes``, so free nodes went to tenants by dynamic DRF share. ``missed``: jobs that
     missed their start-by slot in this slot (held past it, or found past it), counted once;
     ``missed_by_tenant`` counts them per tenant. ``nodes_by_tenant``: nodes held by each tenant's
-    running and just-released jobs.
+    running and just-released jobs. ``load``: L_t, the units of work that arrived for this slot
+    (what "follow the workload" would have run), kept for the energy report.
     """
 
     slot: int
@@ -183,6 +184,7 @@ class Decision:
     missed: tuple[str, ...] = ()
     missed_by_tenant: dict[str, int] = field(default_factory=dict)
     nodes_by_tenant: dict[str, int] = field(default_factory=dict)
+    load: float = 0.0
 
 
 def _vfw_state(document: dict | None) -> VfwState | None:
@@ -263,6 +265,7 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
     decision = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
+    decision = replace(decision, load=float(arrivals.sum()))
     counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
     active = {j.job_id for j in jobs}
     return decision, PolicyState(

@@ -24,6 +24,7 @@ from autoscaler.adapters.emr import step_states_to_job_states
 from autoscaler.errors import ActuationError
 from autoscaler.controller import ControllerConfig, Decision, PolicyState, tick
 from autoscaler.ports import Clock, Cluster, JobStore, StepStatus
+from energy.power import TABLE_III, PowerModel
 
 log = structlog.get_logger("autoscaler")
 
@@ -39,6 +40,7 @@ class SlotRunner:
     clock: Clock
     policy_name: str = "gcp-u"
     dry_run: bool = False
+    power_model: PowerModel = TABLE_III
     _reconciled: bool = False
 
     def _release(self, decision: Decision, jobs: list, steps: dict, released: dict, now_s: float) -> list[str]:
@@ -61,6 +63,14 @@ class SlotRunner:
                     break
                 refused.append(job_id)
         return refused
+
+    def _slot_energy_wh(self, decision: Decision) -> float:
+        """The slot's energy as modelled for the log line (eq. (13)-(14) at u = running jobs / nodes);
+        ``autoscaler report`` measures it from CloudWatch once the metrics are in."""
+        if decision.nodes == 0:
+            return 0.0
+        u = min(decision.running, decision.nodes) / decision.nodes
+        return float(decision.nodes * self.power_model.power_w(u, u, u, u) * self.config.slot_s / 3600)
 
     def _reconcile(self, known: dict) -> dict:
         """Our steps by job id. The first slot after a start (or after a failed commit) lists
@@ -143,6 +153,7 @@ class SlotRunner:
             at_risk=decision.at_risk,
             overloaded=decision.overloaded,
             missed=len(decision.missed),
+            energy_wh_modelled=round(self._slot_energy_wh(decision), 3),
             solve_ms=round(solve_ms, 3),
             slot_ms=round((time.perf_counter() - started) * 1000, 3),
             dry_run=self.dry_run,
@@ -159,15 +170,15 @@ class SlotRunner:
         return decision
 
 
-def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float) -> None:
+def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None) -> None:
     """Run ``runner.run_slot`` every ``slot_s`` seconds with APScheduler 3's BlockingScheduler
     (one at a time, missed runs coalesced) until SIGTERM or SIGINT, which lets the current
-    slot finish before returning."""
+    slot finish before returning. ``daily_report``, if given, runs every day at 00:10 UTC."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     scheduler = BlockingScheduler(timezone="UTC")
     scheduler.add_job(
-        _logged(runner.run_slot),
+        _logged(runner.run_slot, "slot_failed"),
         "interval",
         seconds=slot_s,
         max_instances=1,
@@ -176,6 +187,10 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float) -> No
         next_run_time=_now(),
         id="slot",
     )
+    if daily_report is not None:
+        scheduler.add_job(
+            _logged(daily_report, "report_failed"), "cron", hour=0, minute=10, coalesce=True, misfire_grace_time=3600, id="report"
+        )
 
     def stop(signum, _frame) -> None:
         log.info("stopping", signal=signal.Signals(signum).name)
@@ -186,12 +201,12 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float) -> No
     scheduler.start()
 
 
-def _logged(function):
+def _logged(function, failure_event: str):
     def run() -> None:
         try:
             function()
-        except Exception as exc:  # a failed slot is logged and retried next slot
-            log.error("slot_failed", error=str(exc), error_type=type(exc).__name__)
+        except Exception as exc:  # a failed slot (or report) is logged and retried at its next run
+            log.error(failure_event, error=str(exc), error_type=type(exc).__name__)
 
     return run
 

@@ -225,3 +225,21 @@ def _strings(field: str, values: list[str], allow_empty: bool) -> list[str]:
     if not allow_empty and (not values or not values[0].strip()):
         raise SubmitError(f"{field}: expected a non-empty list of strings starting with the program, got {values!r}")
     return list(values)
+
+
+def parse_past_time(text: str, now_s: float, what: str) -> float:
+    """Unix seconds of ``text``: an ISO-8601 time with a timezone, or a duration before ``now_s``
+    ("24h", "1d", "90m", "600"). Raises ConfigError naming ``what`` if it cannot be read."""
+    forms = "an ISO-8601 time with a timezone like '2026-11-28T00:00:00Z', or a duration ago like '24h' or '1d'"
+    if not isinstance(text, str):
+        raise ConfigError(f"{what}: expected {forms}, got {text!r}")
+    seconds = _duration_s(text.strip())
+    if seconds is not None:
+        return now_s - seconds
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ConfigError(f"{what}: expected {forms}, got {text!r}") from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ConfigError(f"{what}: the time {text!r} has no timezone; expected one such as 'Z' or '+01:00' at its end")
+    return moment.timestamp()

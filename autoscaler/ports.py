@@ -18,6 +18,15 @@ class TaskGroup:
 
 
 @dataclass(frozen=True)
+class TaskInstance:
+    """One EC2 instance of the TASK group: its id and when it was up, Unix seconds (``end_s`` None: still up)."""
+
+    instance_id: str
+    start_s: float
+    end_s: float | None
+
+
+@dataclass(frozen=True)
 class StepStatus:
     """An EMR step of ours: the job id read back from its name, the step id and EMR's state."""
 

@@ -19,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 
 from autoscaler.errors import ActuationError, ConfigError
 from autoscaler.model import Job
-from autoscaler.ports import StepStatus, TaskGroup
+from autoscaler.ports import StepStatus, TaskGroup, TaskInstance
 
 RETRIES = {"mode": "standard", "max_attempts": 5}
 """botocore's retry settings. In a ``Config``, ``max_attempts`` counts retries after the first
@@ -123,6 +123,26 @@ class EmrCluster:
                     running=int(group.get("RunningInstanceCount", 0)),
                 )
         raise ActuationError(f"EMR cluster {self.cluster_id} has no TASK instance group")
+
+    def task_instances(self) -> list[TaskInstance]:
+        """Every EC2 instance the TASK group has had, running or ended (ListInstances, all pages).
+
+        An instance counts from its creation to its end time (None while it runs); one without an
+        EC2 instance id yet (still being provisioned) is left out. Raises ActuationError when the
+        call fails.
+        """
+        with self._calling("ListInstances"):
+            pages = self.client.get_paginator("list_instances").paginate(ClusterId=self.cluster_id, InstanceGroupTypes=["TASK"])
+            listed = [instance for page in pages for instance in page.get("Instances", [])]
+        instances = []
+        for instance in listed:
+            timeline = instance.get("Status", {}).get("Timeline", {})
+            created, ended = timeline.get("CreationDateTime"), timeline.get("EndDateTime")
+            if instance.get("Ec2InstanceId") and created is not None:
+                instances.append(
+                    TaskInstance(instance["Ec2InstanceId"], created.timestamp(), None if ended is None else ended.timestamp())
+                )
+        return instances
 
     def resize(self, nodes: int) -> None:
         """Ask for ``nodes`` TASK nodes (ListInstanceGroups, then ModifyInstanceGroups).

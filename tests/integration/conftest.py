@@ -112,6 +112,30 @@ def set_step_state() -> Callable[[str, str, str], None]:
     return _set_step_state
 
 
+def _backdate_task_group(cluster_id: str, created_s: float) -> None:
+    """Make moto's TASK group (and so its instances) of ``cluster_id`` created at ``created_s``, Unix
+    seconds: moto stamps it with the time of RunJobFlow, and a report covers hours before that."""
+    import datetime
+
+    from moto.emr.models import emr_backends
+
+    for account_id in list(emr_backends.keys()):
+        for region in list(emr_backends[account_id].keys()):
+            backend = emr_backends[account_id][region]
+            if cluster_id in backend.clusters:
+                for group in backend.instance_groups.values():
+                    if group.role == "TASK" and group.id in backend.clusters[cluster_id].instance_group_ids:
+                        group.creation_date_time = datetime.datetime.fromtimestamp(created_s, datetime.timezone.utc)
+                return
+    raise LookupError(f"moto: no cluster {cluster_id} in any account or region")
+
+
+@pytest.fixture
+def backdate_task_group() -> Callable[[str, float], None]:
+    """``backdate_task_group(cluster_id, created_s)``: when moto's TASK instances say they started."""
+    return _backdate_task_group
+
+
 @pytest.fixture
 def moto_step() -> Callable[[str, str], object]:
     """``moto_step(cluster_id, step_id)``: moto's backend object for a step, to check what was sent."""

@@ -473,3 +473,67 @@ def test_password_file_errors_name_the_file_never_the_content(tmp_path: Path) ->
         smtp_password_from(file=latin1)
     assert str(caught.value) == f"smtp password file {latin1}: not valid UTF-8"
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+# --- `autoscaler report --email`, end to end ------------------------------------------------
+
+
+def _report_config(tmp_path: Path, report_table: str) -> str:
+    path = tmp_path / "config.toml"
+    path.write_text('[cluster]\nid = "j-ABC123"\nregion = "us-east-1"\n[report]\n' + report_table)
+    return str(path)
+
+
+def _check_energy_mail(parsed: EmailMessage) -> None:
+    assert parsed["Subject"].startswith("Energy report: Workload A")
+    body = parsed.get_body(("plain",)).get_content()
+    assert "| Energy (kWh) |" in body and "gcp-u" in body and "no provisioning" in body
+    [attachment] = list(parsed.iter_attachments())
+    assert attachment.get_filename() == "energy.png" and attachment.get_content().startswith(PNG_SIGNATURE)
+
+
+def test_report_command_emails_the_replay_report_by_smtp(smtp_server: SmtpServer, tmp_path: Path, capsys) -> None:
+    from autoscaler.cli import main
+
+    config = _report_config(
+        tmp_path,
+        f'email_to = ["ops@example.com"]\nemail_from = "reports@example.com"\nsmtp_host = "{smtp_server.host}"\n'
+        f"smtp_port = {smtp_server.port}\nsmtp_starttls = false\n",
+    )
+    assert main(["report", "--replay", "--config", config, "--email"]) == 0
+    [received] = smtp_server.handler.received
+    assert received.rcpt_tos == ["ops@example.com"]
+    _check_energy_mail(_parse(received.content))
+    assert "emailed to ops@example.com" in capsys.readouterr().err
+
+
+def test_report_command_emails_by_ses(moto_endpoint: str, ses, tmp_path: Path) -> None:
+    from autoscaler.cli import main
+
+    ses.verify_email_identity(EmailAddress="reports@example.com")
+    config = _report_config(
+        tmp_path,
+        f'email_to = ["ops@example.com"]\nemail_from = "reports@example.com"\ntransport = "ses"\n'
+        f'ses_endpoint_url = "{moto_endpoint}"\n',
+    )
+    assert main(["report", "--replay", "--config", config, "--email"]) == 0
+    [captured] = _moto_ses_raw_messages(moto_endpoint)
+    _check_energy_mail(_parse(captured["raw_data"]))
+
+
+def test_report_command_smtp_password_never_leaves_the_environment(
+    smtp_server: SmtpServer, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from autoscaler.cli import main
+
+    monkeypatch.setenv("AUTOSCALER_SMTP_PASSWORD", "hunter2-secret")
+    config = _report_config(
+        tmp_path,
+        f'email_to = ["ops@example.com"]\nemail_from = "reports@example.com"\nsmtp_host = "{smtp_server.host}"\n'
+        f'smtp_port = {smtp_server.port}\nsmtp_username = "reporter"\n',
+    )
+    # The plain server offers no STARTTLS: refused before any password is sent, and never printed.
+    assert main(["report", "--replay", "--config", config, "--email"]) == 2
+    captured = capsys.readouterr()
+    assert "STARTTLS" in captured.err and "hunter2-secret" not in captured.err + captured.out
+    assert smtp_server.handler.received == []

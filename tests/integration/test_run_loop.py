@@ -75,6 +75,8 @@ def test_dry_run_changes_nothing_on_the_cluster_or_in_the_store(emr_cluster_id, 
     slots = [json.loads(line) for line in err.splitlines() if line.startswith("{") and '"event": "slot"' in line]
     assert slots and all(s["dry_run"] for s in slots)
     assert slots[0]["jobs_released"] == 1  # what it would do
+    # One node running one job: Table III at u = 1, 60.30 + 25.70 + 7.21 + 0.66 W, for a 1-s slot.
+    assert slots[0]["energy_wh_modelled"] == round(93.87 / 3600, 3)
     assert client.list_steps(ClusterId=cluster_id)["Steps"] == []
     groups = client.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"]
     assert [g["RequestedInstanceCount"] for g in groups if g["InstanceGroupType"] == "TASK"] == [0]

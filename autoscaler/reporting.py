@@ -1,0 +1,342 @@
+"""`autoscaler report`: builds the energy report from a replay or from the daemon's slots, then
+prints, writes, publishes and emails it.
+
+The daemon's report: the TASK nodes' energy per slot, measured from their CloudWatch metrics
+(eq. (13)-(14)) where the metrics exist and modelled from the decision log where they do not, against
+"follow the workload" (the slots' released work L_t) and "no provisioning" (``max_nodes`` always on),
+both modelled. A replay's report: every schedule modelled (paper: dynamic deferral, §VII-B).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import structlog
+from rich.console import Console
+
+from autoscaler.errors import ConfigError
+from autoscaler.model import CostParams, Workload
+
+log = structlog.get_logger("autoscaler")
+
+DAY_S = 86400.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EnergyOptions:
+    """Power model name, start-up seconds per node, and how many slots a missing datapoint is held."""
+
+    power_model: str = "table-iii"
+    boot_s: float = 300.0
+    max_hold_slots: int = 1
+
+    @property
+    def model(self):
+        from energy.power import power_model
+
+        return power_model(self.power_model)
+
+
+def energy_options(args: argparse.Namespace, settings) -> EnergyOptions:
+    """Options from the command line, else the config's [report], else the defaults."""
+    report = settings.report if settings is not None else None
+    options = EnergyOptions(
+        power_model=args.power_model or (report.power_model if report else "table-iii"),
+        boot_s=args.boot_s if args.boot_s is not None else (report.boot_s if report else 300.0),
+        max_hold_slots=report.max_hold_slots if report else 1,
+    )
+    options.model  # an unknown model name fails here, before any work
+    return options
+
+
+def replay_report(workload: Workload, policies: list[str], deadline_slots: int, params: CostParams, options: EnergyOptions):
+    """The modelled energy of ``policies`` replayed on ``workload`` with deadline D, against follow and no provisioning."""
+    from autoscaler.replay import replay
+    from energy.accounting import schedules_report
+
+    result = replay(workload, ["follow", *policies], deadline_slots, params)
+    schedules = {name: (r.schedule.capacity, r.schedule.assigned) for name, r in result.policies.items()}
+    return schedules_report(
+        f"{workload.source}, D = {deadline_slots}",
+        workload.active,
+        schedules,
+        workload.slot_s,
+        model=options.model,
+        boot_s=options.boot_s,
+        notes=(
+            "A replay knows the work but not the cluster: it cannot see the I/O, data locality or task "
+            "migration that a real cluster's CloudWatch metrics show.",
+        ),
+    )
+
+
+def report_window(since: str | None, until: str | None, now_s: float, slot_s: float) -> tuple[int, int]:
+    """(first slot, one past the last slot) of the report: whole slots from ``since`` to ``until``.
+
+    Defaults: the last full UTC day. Slots are counted from the Unix epoch, as the daemon counts
+    them. Raises ConfigError for an unreadable time or an empty window.
+    """
+    from autoscaler.intake import parse_past_time
+
+    today_s = math.floor(now_s / DAY_S) * DAY_S
+    until_s = parse_past_time(until, now_s, "--until") if until is not None else today_s
+    since_s = parse_past_time(since, now_s, "--since") if since is not None else until_s - DAY_S
+    first, end = math.ceil(since_s / slot_s), math.floor(until_s / slot_s)
+    if end <= first:
+        raise ConfigError(f"--since/--until: no whole {slot_s:g}-s slot between {_utc(since_s)} and {_utc(until_s)}")
+    return first, end
+
+
+def live_report(
+    settings,
+    options: EnergyOptions,
+    since: str | None = None,
+    until: str | None = None,
+    *,
+    measure: bool = True,
+    now_s: float | None = None,
+    session=None,
+):
+    """The daemon's energy report for the slots from ``since`` to ``until`` (see ``report_window``).
+
+    Reads the decision log from the store, the TASK instances from EMR and their metrics from
+    CloudWatch (unless ``measure`` is False). Raises ConfigError when the store has no decided
+    slot in the window; StoreError, ActuationError and MetricsError from the adapters.
+    """
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+    from energy.accounting import EnergyReport, counterfactual_schedules, modelled_schedule
+
+    slot_s = settings.slot_s
+    first, end = report_window(since, until, time.time() if now_s is None else now_s, slot_s)
+    if not Path(settings.store_path).exists():
+        raise ConfigError(f"{settings.store_path}: no job store here; has the daemon run with this config?")
+    with SqliteJobStore(settings.store_path) as store:
+        decisions = {d["slot"]: d for d in store.decisions()}
+    decided = sorted(slot for slot in decisions if first <= slot < end)
+    if not decided:
+        known = f"slots {min(decisions)}..{max(decisions)} ({_utc(min(decisions) * slot_s)} to {_utc((max(decisions) + 1) * slot_s)})" if decisions else "none"
+        raise ConfigError(
+            f"no slot decided between {_utc(first * slot_s)} and {_utc(end * slot_s)} in {settings.store_path}; decided: {known}"
+        )
+    # Report from the first decided slot; a slot the daemon missed keeps the nodes of the last one.
+    first = decided[0]
+    n_slots = end - first
+    nodes, running, load = np.zeros(n_slots), np.zeros(n_slots), np.zeros(n_slots)
+    missing = 0
+    for t in range(n_slots):
+        decision = decisions.get(first + t)
+        if decision is None:
+            missing += 1
+            nodes[t] = nodes[t - 1] if t else 0.0
+            continue
+        nodes[t], running[t], load[t] = decision["nodes"], decision["running"], decision.get("load", 0.0)
+    assigned = np.minimum(running, nodes)
+    notes = [
+        f"Actual: {settings.policy} as the daemon ran it, slots {first}..{end - 1}; follow and no provisioning "
+        f"({settings.cluster.max_nodes} nodes) are modelled from its decision log, {options.model.name} power model, "
+        f"{options.boot_s:g} s of idle power per node started.",
+    ]
+    if missing:
+        notes.append(f"{missing} of {n_slots} slots have no decision (daemon down): their nodes are the last decided.")
+    actual = modelled_schedule(f"{settings.policy} (run)", nodes, assigned, slot_s, options.model, options.boot_s)
+    if measure:
+        actual, measured_notes = _measured(settings, actual, first, n_slots, assigned, options, session)
+        notes += measured_notes
+    schedules = [
+        modelled_schedule(name, capacity, work, slot_s, options.model, options.boot_s)
+        for name, (capacity, work) in counterfactual_schedules(load, settings.cluster.max_nodes).items()
+    ]
+    return EnergyReport(
+        f"EMR cluster {settings.cluster.id}",
+        first * slot_s,
+        slot_s,
+        (*schedules, actual),
+        options.model,
+        options.boot_s,
+        notes=tuple(notes),
+    )
+
+
+def _measured(settings, modelled, first: int, n_slots: int, assigned: np.ndarray, options: EnergyOptions, session):
+    """The actual schedule from CloudWatch: measured cells by eq. (13), cells of a running node without
+    data filled in by the model at the slot's utilisation, and the notes that say how many of each."""
+    from autoscaler.adapters.emr import EmrCluster, emr_client
+    from cloudwatch.queries import METRIC_NAMES
+    from cloudwatch.reader import CloudWatchMetricsReader, cloudwatch_client
+    from energy.accounting import ScheduleEnergy
+    from energy.power import measured_energy
+
+    slot_s = int(settings.slot_s)
+    cluster = settings.cluster
+    instances = EmrCluster(emr_client(cluster.region, cluster.endpoint_url, session), cluster.id).task_instances()
+    start_s, end_s = first * slot_s, (first + n_slots) * slot_s
+    slot_starts = start_s + np.arange(n_slots) * slot_s
+    alive = np.array(
+        [[i.start_s < s + slot_s and (i.end_s is None or i.end_s > s) for i in instances] for s in slot_starts], dtype=bool
+    ).reshape(n_slots, len(instances))
+    if not alive.any():
+        return modelled, [f"No TASK instance was up in these slots according to EMR ({len(instances)} listed): nothing measured."]
+    reader = CloudWatchMetricsReader(cloudwatch_client(cluster.region, cluster.endpoint_url, session))
+    instance_ids = [i.instance_id for i in instances]
+    metrics = reader.read(instance_ids, start_s, end_s, slot_s, max_hold_slots=options.max_hold_slots)
+    # A metric no running node reported at all is not a gap but a metric this instance type does
+    # not publish (AWS reports Disk* only for instance-store volumes): its power term is left out.
+    absent = [name for name in METRIC_NAMES if np.isnan(metrics.metric(name)[alive]).all()]
+    if "CPUUtilization" in absent:
+        return modelled, ["CloudWatch has no CPUUtilization for the TASK instances in these slots: nothing measured."]
+    model = options.model
+    notes = []
+    if absent:
+        terms = {"alpha_disk": ("DiskReadBytes", "DiskWriteBytes"), "alpha_dops": ("DiskReadOps", "DiskWriteOps"), "alpha_net": ("NetworkIn", "NetworkOut")}
+        model = dataclasses.replace(model, **{term: 0.0 for term, names in terms.items() if set(names) & set(absent)})
+        present = [name for name in METRIC_NAMES if name not in absent]
+        metrics = reader.read(instance_ids, start_s, end_s, slot_s, present, max_hold_slots=options.max_hold_slots)
+        notes.append(f"Not reported by any TASK instance: {', '.join(absent)}; their power terms are left out of the measured energy.")
+    counted = alive & metrics.measured
+    energy = measured_energy(
+        metrics.cpu_utilization_percent, metrics.disk_bytes, metrics.disk_ops, metrics.network_bytes, slot_s, model, counted
+    )
+    unmeasured = alive & ~metrics.measured
+    utilisation = np.divide(assigned, modelled.nodes, out=np.zeros(n_slots), where=modelled.nodes > 0)
+    filled_wh = unmeasured.sum(axis=1) * model.power_w(utilisation, utilisation, utilisation, utilisation) * slot_s / 3600
+    totals = {name: float(np.where(counted, metrics.metric(name), 0.0).sum()) for name in METRIC_NAMES if name not in absent}
+    actual = ScheduleEnergy(
+        schedule=modelled.schedule,
+        source="measured",
+        slot_energy_wh=energy.slot_energy_wh + filled_wh,
+        nodes=alive.sum(axis=1).astype(float),
+        boot_energy_wh=0.0,
+        metric_totals=totals,
+    )
+    notes = [
+        *notes,
+        f"Measured: {int(counted.sum())} of {int(alive.sum())} node-slots from CloudWatch ({len(instances)} TASK "
+        f"instances); {metrics.held_count} held a missing datapoint from the slot before; {int(unmeasured.sum())} had "
+        "no data and are modelled at the slot's utilisation. Start-up energy is inside the measured power.",
+    ]
+    return actual, notes
+
+
+def daily_report(settings, session=None) -> None:
+    """Yesterday's report (UTC), for the daemon: logged per schedule, published and emailed as the
+    config's [report] says. Raises what ``live_report``, ``publish`` and ``email`` raise."""
+    from energy.report import energy_png, markdown
+
+    options = EnergyOptions(settings.report.power_model, settings.report.boot_s, settings.report.max_hold_slots)
+    report = live_report(settings, options, session=session)
+    for energy in report.schedules:
+        log.info(
+            "energy",
+            schedule=energy.schedule,
+            source=energy.source,
+            energy_wh=round(energy.energy_wh, 3),
+            saved_wh=round(report.saved_wh(energy.schedule), 3),
+            node_slots=energy.node_slots,
+            nodes_started=energy.switch_ons,
+            since=_utc(report.start_s),
+            slots=report.n_slots,
+        )
+    if settings.report.publish_metrics:
+        publish(report, settings, session)
+    if settings.report.email_to:
+        email(report, markdown(report), energy_png(report), settings, session)
+
+
+def deliver(report, args: argparse.Namespace, settings, out: Console, err: Console) -> int:
+    """Print the report, write its files, publish its metrics and email it, as the arguments ask."""
+    from autoscaler.adapters.files import write_all_atomic
+    from energy.report import energy_png, markdown, slots_csv, table_rows
+
+    text = markdown(report)
+    if args.format == "json":
+        header, rows = table_rows(report)
+        document = {
+            "title": report.title,
+            "start_s": report.start_s,
+            "slot_s": report.slot_s,
+            "power_model": report.model.name,
+            "boot_s": report.boot_s,
+            "schedules": [
+                {
+                    "schedule": e.schedule,
+                    "source": e.source,
+                    "energy_wh": e.energy_wh,
+                    "boot_energy_wh": e.boot_energy_wh,
+                    "node_slots": e.node_slots,
+                    "switch_ons": e.switch_ons,
+                    "reduction_percent": report.reduction_percent(e.schedule),
+                    "metric_totals": e.metric_totals,
+                }
+                for e in report.schedules
+            ],
+            "notes": list(report.notes),
+        }
+        sys.stdout.write(json.dumps(document) + "\n")
+    else:
+        out.print(text, markup=False, highlight=False)
+    png = energy_png(report) if (args.out is not None or args.email) else b""
+    if args.out is not None:
+        written = write_all_atomic(
+            {args.out / "energy.md": text, args.out / "energy-slots.csv": slots_csv(report), args.out / "energy.png": png}
+        )
+        err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+    if args.publish:
+        if settings is None:
+            raise ConfigError("report: --publish needs --config (the CloudWatch region and endpoint)")
+        publish(report, settings)
+        err.print("published EnergyWh and SavedWh to CloudWatch", highlight=False)
+    if args.email:
+        if settings is None:
+            raise ConfigError("report: --email needs --config with [report] email_to and email_from")
+        email(report, text, png, settings)
+        err.print(f"emailed to {', '.join(settings.report.email_to)}", highlight=False)
+    return 0
+
+
+def publish(report, settings, session=None) -> None:
+    """EnergyWh (the actual schedule's energy) and SavedWh (against follow), one datapoint at the report's end."""
+    from cloudwatch.publish import EnergyPublisher
+    from cloudwatch.reader import cloudwatch_client
+
+    actual = report.schedules[-1]
+    publisher = EnergyPublisher(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
+    publisher.publish(actual.energy_wh, report.saved_wh(actual.schedule), report.start_s + report.n_slots * report.slot_s)
+
+
+def email(report, text: str, png: bytes, settings, session=None, ssl_context=None) -> str:
+    """Send the report (Markdown body, PNG attached) by the config's SMTP server or SES; returns the message id."""
+    from autoscaler.adapters.mail import SesSender, SmtpSender, SmtpSettings, build_report_message, ses_client, smtp_password_from
+
+    options = settings.report
+    if not options.email_to or not options.email_from:
+        raise ConfigError("report: --email needs [report] email_to (a list of addresses) and email_from in the config")
+    message = build_report_message(
+        options.email_from,
+        options.email_to,
+        f"Energy report: {report.title}",
+        text,
+        [("energy.png", png, "image/png")],
+    )
+    if options.transport == "ses":
+        sender = SesSender(ses_client(options.ses_region or settings.cluster.region, options.ses_endpoint_url, session))
+    else:
+        password = None
+        if options.smtp_username is not None:
+            env_var = None if options.smtp_password_file is not None else options.smtp_password_env
+            password = smtp_password_from(env_var, options.smtp_password_file)
+        smtp = SmtpSettings(options.smtp_host, options.smtp_port, options.smtp_starttls, options.smtp_username, password)
+        sender = SmtpSender(smtp, ssl_context)
+    return sender.send(message)
+
+
+def _utc(seconds: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

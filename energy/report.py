@@ -1,0 +1,152 @@
+"""The energy report as text, CSV and a picture: returns strings and bytes, writes nothing.
+
+Shaped like the deferral paper's Table IV (each schedule's energy and metric totals, and the % reduction
+against "follow the workload") and Fig. 13 (energy per slot by schedule).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import math
+
+import numpy as np
+
+from energy.accounting import NO_PROVISIONING, EnergyReport
+
+METRIC_ROWS = (
+    ("CPUUtilization", "CPUUtilization (sum)", 1.0),
+    ("DiskReadBytes", "DiskReadBytes (GB)", 1e9),
+    ("DiskWriteBytes", "DiskWriteBytes (GB)", 1e9),
+    ("DiskReadOps", "DiskReadOps (count)", 1.0),
+    ("DiskWriteOps", "DiskWriteOps (count)", 1.0),
+    ("NetworkIn", "NetworkIn (GB)", 1e9),
+    ("NetworkOut", "NetworkOut (GB)", 1e9),
+)
+"""Table IV's metric rows: (CloudWatch metric, label, divisor to the label's unit)."""
+
+
+def table_rows(report: EnergyReport) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) shaped like Table IV: one column per schedule, each non-baseline schedule followed
+    by its % reduction against the baseline; rows for energy, start-up energy, node-slots, nodes started
+    and, when some schedule was measured, each CloudWatch metric's total ("-" where not measured)."""
+    header = ["metric"]
+    for energy in report.schedules:
+        header.append(f"{energy.schedule} ({energy.source})")
+        if energy.schedule != report.baseline:
+            header.append("% reduction")
+    baseline = report.get(report.baseline)
+
+    def row(label: str, value) -> list[str]:
+        cells = [label]
+        base = value(baseline)
+        for energy in report.schedules:
+            own = value(energy)
+            cells.append(_number(own))
+            if energy.schedule != report.baseline:
+                cells.append(_percent(base, own))
+        return cells
+
+    rows = [
+        row("Energy (kWh)", lambda e: e.energy_wh / 1000),
+        row("of which starting nodes (kWh)", lambda e: e.boot_energy_wh / 1000),
+        row("Node-slots", lambda e: e.node_slots),
+        row("Nodes started", lambda e: e.switch_ons),
+    ]
+    if any(e.metric_totals for e in report.schedules):
+        for metric, label, divisor in METRIC_ROWS:
+            rows.append(row(label, lambda e, m=metric, d=divisor: e.metric_totals[m] / d if m in e.metric_totals else None))
+    return header, rows
+
+
+def markdown(report: EnergyReport) -> str:
+    """The report as Markdown: title, period, the Table IV-shaped table, savings and notes."""
+    header, rows = table_rows(report)
+    start = _time(report.start_s)
+    end = _time(report.start_s + report.n_slots * report.slot_s)
+    lines = [
+        f"# Energy report: {report.title}",
+        "",
+        f"{report.n_slots} slots of {report.slot_s:g} s, {start} to {end}; power model {report.model.name} "
+        f"({report.model.source}).",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+        *("| " + " | ".join(cells) + " |" for cells in rows),
+        "",
+    ]
+    names = [e.schedule for e in report.schedules]
+    for energy in report.schedules:
+        if energy.schedule in (report.baseline, NO_PROVISIONING):
+            continue
+        line = (
+            f"- {energy.schedule}: {report.saved_wh(energy.schedule) / 1000:,.2f} kWh saved against "
+            f"{report.baseline} ({_percent_text(report.reduction_percent(energy.schedule))}"
+        )
+        if NO_PROVISIONING in names:
+            line += f"; {_percent_text(report.reduction_percent(energy.schedule, NO_PROVISIONING))} than no provisioning"
+        lines.append(line + ").")
+    lines += ["", *(f"Note: {note}" for note in report.notes)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def slots_csv(report: EnergyReport) -> str:
+    """One row per slot: slot, start (UTC ISO-8601 or seconds), then energy_wh and nodes per schedule."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["slot", "start"] + [f"{s.schedule} {column}" for s in report.schedules for column in ("energy_wh", "nodes")])
+    for t in range(report.n_slots):
+        cells: list = [t, _time(report.start_s + t * report.slot_s)]
+        for energy in report.schedules:
+            cells += [f"{energy.slot_energy_wh[t]:.6g}", f"{energy.nodes[t]:g}"]
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+def energy_png(report: EnergyReport) -> bytes:
+    """PNG like the paper's Fig. 13: energy per slot (Wh) of each schedule, over the report's slots."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 4.2), dpi=110)
+    hours = np.arange(report.n_slots + 1) * report.slot_s / 3600
+    for energy in report.schedules:
+        values = np.append(energy.slot_energy_wh, energy.slot_energy_wh[-1:])
+        label = f"{energy.schedule} ({energy.source}): {energy.energy_wh / 1000:,.2f} kWh"
+        ax.step(hours, values, where="post", linewidth=1.0, label=label)
+    ax.set_xlabel("time from the start of the report (h)")
+    ax.set_ylabel("energy per slot (Wh)")
+    ax.set_title(f"{report.title}: energy per {report.slot_s / 60:g}-minute slot", fontsize=10, loc="left")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _number(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 1000 or float(value).is_integer() else f"{value:,.2f}"
+
+
+def _percent(base: float | None, own: float | None) -> str:
+    if base is None or own is None or base == 0:
+        return "-"
+    return f"{100 * (base - own) / base:.2f}"
+
+
+def _percent_text(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f} % less" if value >= 0 else f"{-value:.2f} % more"
+
+
+def _time(seconds: float) -> str:
+    """UTC time for Unix seconds of this century; a replay's seconds from the trace's start otherwise."""
+    if seconds < 946_684_800:  # before 2000: a trace's own clock, not a date
+        return f"{seconds / 3600:g} h"
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
