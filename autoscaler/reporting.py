@@ -21,12 +21,14 @@ import numpy as np
 import structlog
 from rich.console import Console
 
-from autoscaler.errors import ConfigError
+from autoscaler.errors import ActuationError, AutoscalerError, ConfigError, DeliveryError, MetricsError
 from autoscaler.model import CostParams, Workload
 
 log = structlog.get_logger("autoscaler")
 
 DAY_S = 86400.0
+MAX_REPORT_S = 366 * DAY_S
+"""The longest window a report covers: a year and a day."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,12 +38,13 @@ class EnergyOptions:
     power_model: str = "table-iii"
     boot_s: float = 300.0
     max_hold_slots: int = 1
+    node_vcpus: int = 1
 
     @property
     def model(self):
-        from energy.power import power_model
+        from energy.power import ccf_aws_model, power_model
 
-        return power_model(self.power_model)
+        return ccf_aws_model(self.node_vcpus) if self.power_model == "ccf-aws" else power_model(self.power_model)
 
 
 def energy_options(args: argparse.Namespace, settings) -> EnergyOptions:
@@ -51,6 +54,7 @@ def energy_options(args: argparse.Namespace, settings) -> EnergyOptions:
         power_model=args.power_model or (report.power_model if report else "table-iii"),
         boot_s=args.boot_s if args.boot_s is not None else (report.boot_s if report else 300.0),
         max_hold_slots=report.max_hold_slots if report else 1,
+        node_vcpus=report.node_vcpus if report else 1,
     )
     options.model  # an unknown model name fails here, before any work
     return options
@@ -70,6 +74,7 @@ def replay_report(workload: Workload, policies: list[str], deadline_slots: int, 
         workload.slot_s,
         model=options.model,
         boot_s=options.boot_s,
+        on_slots=workload.n_slots + deadline_slots,
         notes=(
             "A replay knows the work but not the cluster: it cannot see the I/O, data locality or task "
             "migration that a real cluster's CloudWatch metrics show.",
@@ -88,6 +93,10 @@ def report_window(since: str | None, until: str | None, now_s: float, slot_s: fl
     today_s = math.floor(now_s / DAY_S) * DAY_S
     until_s = parse_past_time(until, now_s, "--until") if until is not None else today_s
     since_s = parse_past_time(since, now_s, "--since") if since is not None else until_s - DAY_S
+    if until_s > now_s:
+        raise ConfigError(f"--until: {_utc(until_s)} is in the future; expected a time up to now ({_utc(now_s)})")
+    if since_s < now_s - MAX_REPORT_S:
+        raise ConfigError(f"--since: expected a time within {MAX_REPORT_S / DAY_S:.0f} days of now, got {since!r}")
     first, end = math.ceil(since_s / slot_s), math.floor(until_s / slot_s)
     if end <= first:
         raise ConfigError(f"--since/--until: no whole {slot_s:g}-s slot between {_utc(since_s)} and {_utc(until_s)}")
@@ -111,7 +120,7 @@ def live_report(
     slot in the window; StoreError, ActuationError and MetricsError from the adapters.
     """
     from autoscaler.adapters.sqlite_store import SqliteJobStore
-    from energy.accounting import EnergyReport, counterfactual_schedules, modelled_schedule
+    from energy.accounting import EnergyReport, calibrated, counterfactual_schedules, modelled_schedule
 
     slot_s = settings.slot_s
     first, end = report_window(since, until, time.time() if now_s is None else now_s, slot_s)
@@ -145,14 +154,29 @@ def live_report(
     ]
     if missing:
         notes.append(f"{missing} of {n_slots} slots have no decision (daemon down): their nodes are the last decided.")
-    actual = modelled_schedule(f"{settings.policy} (run)", nodes, assigned, slot_s, options.model, options.boot_s)
+    notes.append(
+        "Follow runs all the work released in the window inside it; work the run deferred past the window's "
+        "end is not charged to it, so a short window flatters deferral."
+    )
+    modelled = modelled_schedule(f"{settings.policy} (run)", nodes, assigned, slot_s, options.model, options.boot_s)
+    actual = modelled
     if measure:
-        actual, measured_notes = _measured(settings, actual, first, n_slots, assigned, options, session)
+        actual, measured_notes = _measured(settings, modelled, first, n_slots, assigned, options, session)
         notes += measured_notes
     schedules = [
         modelled_schedule(name, capacity, work, slot_s, options.model, options.boot_s)
         for name, (capacity, work) in counterfactual_schedules(load, settings.cluster.max_nodes).items()
     ]
+    if actual.source == "measured" and modelled.energy_wh > 0:
+        # The counterfactuals never ran, so they cannot be measured; the model may be off for this
+        # cluster (idle CPUs, other I/O). Scaling them by the run's measured/modelled ratio compares
+        # like with like: the % saved is the model's, the Wh are anchored to the measurement.
+        factor = actual.energy_wh / modelled.energy_wh
+        schedules = [calibrated(energy, factor) for energy in schedules]
+        notes.append(
+            f"The run measured {actual.energy_wh / 1000:,.3f} kWh where the model gives {modelled.energy_wh / 1000:,.3f} kWh: "
+            f"follow and no provisioning are modelled and scaled by that ratio, {factor:.3f}."
+        )
     return EnergyReport(
         f"EMR cluster {settings.cluster.id}",
         first * slot_s,
@@ -166,7 +190,18 @@ def live_report(
 
 def _measured(settings, modelled, first: int, n_slots: int, assigned: np.ndarray, options: EnergyOptions, session):
     """The actual schedule from CloudWatch: measured cells by eq. (13), cells of a running node without
-    data filled in by the model at the slot's utilisation, and the notes that say how many of each."""
+    data filled in by the model at the slot's utilisation, and the notes that say how many of each.
+    When EMR or CloudWatch cannot be read, the run stays modelled and a note says why."""
+    if settings.slot_s % 60:
+        return modelled, [f"slot_s = {settings.slot_s:g} is not a whole number of minutes, CloudWatch's period: nothing measured."]
+    try:
+        return _read_measured(settings, modelled, first, n_slots, assigned, options, session)
+    except (ActuationError, MetricsError) as error:
+        log.warning("measurement_failed", error=str(error))
+        return modelled, [f"Measuring failed ({error}); the run is modelled. `--no-measure` skips measuring."]
+
+
+def _read_measured(settings, modelled, first: int, n_slots: int, assigned: np.ndarray, options: EnergyOptions, session):
     from autoscaler.adapters.emr import EmrCluster, emr_client
     from cloudwatch.queries import METRIC_NAMES
     from cloudwatch.reader import CloudWatchMetricsReader, cloudwatch_client
@@ -229,7 +264,9 @@ def daily_report(settings, session=None) -> None:
     config's [report] says. Raises what ``live_report``, ``publish`` and ``email`` raise."""
     from energy.report import energy_png, markdown
 
-    options = EnergyOptions(settings.report.power_model, settings.report.boot_s, settings.report.max_hold_slots)
+    options = EnergyOptions(
+        settings.report.power_model, settings.report.boot_s, settings.report.max_hold_slots, settings.report.node_vcpus
+    )
     report = live_report(settings, options, session=session)
     for energy in report.schedules:
         log.info(
@@ -243,10 +280,19 @@ def daily_report(settings, session=None) -> None:
             since=_utc(report.start_s),
             slots=report.n_slots,
         )
-    if settings.report.publish_metrics:
-        publish(report, settings, session)
+    failures = []
     if settings.report.email_to:
-        email(report, markdown(report), energy_png(report), settings, session)
+        try:
+            email(report, markdown(report), energy_png(report), settings, session)
+        except AutoscalerError as error:
+            failures.append(f"email: {error}")
+    if settings.report.publish_metrics:
+        try:
+            publish(report, settings, session)
+        except AutoscalerError as error:
+            failures.append(f"publish: {error}")
+    if failures:
+        raise DeliveryError("; ".join(failures), transport="email" if settings.report.email_to else "cloudwatch")
 
 
 def deliver(report, args: argparse.Namespace, settings, out: Console, err: Console) -> int:
@@ -301,18 +347,20 @@ def deliver(report, args: argparse.Namespace, settings, out: Console, err: Conso
 
 
 def publish(report, settings, session=None) -> None:
-    """EnergyWh (the actual schedule's energy) and SavedWh (against follow), one datapoint at the report's end."""
+    """EnergyWh (the actual schedule's energy) and SavedWh (against follow), one datapoint at the report's
+    end with the dimension ClusterId. CloudWatch adds up datapoints: publish each window once."""
     from cloudwatch.publish import EnergyPublisher
     from cloudwatch.reader import cloudwatch_client
 
     actual = report.schedules[-1]
     publisher = EnergyPublisher(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
-    publisher.publish(actual.energy_wh, report.saved_wh(actual.schedule), report.start_s + report.n_slots * report.slot_s)
+    end_s = report.start_s + report.n_slots * report.slot_s
+    publisher.publish(actual.energy_wh, report.saved_wh(actual.schedule), end_s, cluster_id=settings.cluster.id)
 
 
 def email(report, text: str, png: bytes, settings, session=None, ssl_context=None) -> str:
     """Send the report (Markdown body, PNG attached) by the config's SMTP server or SES; returns the message id."""
-    from autoscaler.adapters.mail import SesSender, SmtpSender, SmtpSettings, build_report_message, ses_client, smtp_password_from
+    from autoscaler.adapters.mail import build_report_message
 
     options = settings.report
     if not options.email_to or not options.email_from:
@@ -324,16 +372,24 @@ def email(report, text: str, png: bytes, settings, session=None, ssl_context=Non
         text,
         [("energy.png", png, "image/png")],
     )
+    return mail_sender(settings, session, ssl_context).send(message)
+
+
+def mail_sender(settings, session=None, ssl_context=None):
+    """The SMTP or SES sender the config's [report] names, its credentials read now. The daemon
+    calls it at start-up, so a missing password stops it then, not at the first daily report.
+    Raises ConfigError for an unset or unreadable password source."""
+    from autoscaler.adapters.mail import SesSender, SmtpSender, SmtpSettings, ses_client, smtp_password_from
+
+    options = settings.report
     if options.transport == "ses":
-        sender = SesSender(ses_client(options.ses_region or settings.cluster.region, options.ses_endpoint_url, session))
-    else:
-        password = None
-        if options.smtp_username is not None:
-            env_var = None if options.smtp_password_file is not None else options.smtp_password_env
-            password = smtp_password_from(env_var, options.smtp_password_file)
-        smtp = SmtpSettings(options.smtp_host, options.smtp_port, options.smtp_starttls, options.smtp_username, password)
-        sender = SmtpSender(smtp, ssl_context)
-    return sender.send(message)
+        return SesSender(ses_client(options.ses_region or settings.cluster.region, options.ses_endpoint_url, session))
+    password = None
+    if options.smtp_username is not None:
+        env_var = None if options.smtp_password_file is not None else options.smtp_password_env
+        password = smtp_password_from(env_var, options.smtp_password_file)
+    smtp = SmtpSettings(options.smtp_host, options.smtp_port, options.smtp_starttls, options.smtp_username, password)
+    return SmtpSender(smtp, ssl_context)
 
 
 def _utc(seconds: float) -> str:

@@ -26,6 +26,7 @@ NAMESPACE = "DeferralAutoscaler"
 ENERGY_METRIC = "EnergyWh"
 SAVED_METRIC = "SavedWh"
 SCHEDULE_DIMENSION = "Schedule"
+CLUSTER_DIMENSION = "ClusterId"
 """Dimension naming the schedule (policy) the numbers belong to, e.g. 'gcp-u' or 'vfw'."""
 
 DIMENSION_VALUE_MAX_CHARS = 1024
@@ -37,13 +38,14 @@ def energy_metric_data(
     saved_wh: float,
     timestamp_s: float,
     schedule: str | None = None,
+    cluster_id: str | None = None,
 ) -> list[dict]:
     """The PutMetricData MetricData for one datapoint of EnergyWh and SavedWh at ``timestamp_s``.
 
     ``energy_wh``: finite and >= 0. ``saved_wh``: finite, any sign (see the module docstring).
-    ``timestamp_s``: unix seconds. ``schedule``: when given, both metrics carry the dimension
-    Schedule=<schedule>. Raises ConfigError for a NaN, infinite or negative energy, a NaN or infinite
-    saving or timestamp, or an empty or over-long schedule name.
+    ``timestamp_s``: unix seconds. ``cluster_id`` and ``schedule``: when given, both metrics carry the
+    dimensions ClusterId=<cluster_id> and Schedule=<schedule>. Raises ConfigError for a NaN, infinite
+    or negative energy, a NaN or infinite saving or timestamp, or an empty or over-long dimension value.
     """
     for name, value in (("energy_wh", energy_wh), ("saved_wh", saved_wh), ("timestamp_s", timestamp_s)):
         if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
@@ -51,13 +53,14 @@ def energy_metric_data(
     if energy_wh < 0:
         raise ConfigError(f"energy_wh must be >= 0, got {energy_wh!r}")
     dimensions = []
-    if schedule is not None:
-        if not isinstance(schedule, str) or not schedule or len(schedule) > DIMENSION_VALUE_MAX_CHARS:
+    for label, name, value in (("cluster_id", CLUSTER_DIMENSION, cluster_id), ("schedule", SCHEDULE_DIMENSION, schedule)):
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value or len(value) > DIMENSION_VALUE_MAX_CHARS:
             raise ConfigError(
-                f"schedule must be a non-empty string of at most {DIMENSION_VALUE_MAX_CHARS} characters, "
-                f"got {schedule!r}"
+                f"{label} must be a non-empty string of at most {DIMENSION_VALUE_MAX_CHARS} characters, got {value!r}"
             )
-        dimensions = [{"Name": SCHEDULE_DIMENSION, "Value": schedule}]
+        dimensions.append({"Name": name, "Value": value})
     timestamp = datetime.fromtimestamp(timestamp_s, tz=timezone.utc)
     metric_data = []
     for metric, value in ((ENERGY_METRIC, energy_wh), (SAVED_METRIC, saved_wh)):
@@ -81,11 +84,13 @@ class EnergyPublisher:
         self.client = client
         self.namespace = namespace
 
-    def publish(self, energy_wh: float, saved_wh: float, timestamp_s: float, schedule: str | None = None) -> None:
+    def publish(
+        self, energy_wh: float, saved_wh: float, timestamp_s: float, schedule: str | None = None, cluster_id: str | None = None
+    ) -> None:
         """Send one datapoint of each metric (see ``energy_metric_data``) in one PutMetricData call.
 
         Raises ConfigError for bad values before any call; MetricsError when the call fails.
         """
-        metric_data = energy_metric_data(energy_wh, saved_wh, timestamp_s, schedule)
+        metric_data = energy_metric_data(energy_wh, saved_wh, timestamp_s, schedule, cluster_id)
         with calling("PutMetricData"):
             self.client.put_metric_data(Namespace=self.namespace, MetricData=metric_data)

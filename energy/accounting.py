@@ -15,6 +15,7 @@ model can see; without it, every schedule that does the same work on busy nodes 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -39,12 +40,13 @@ class ScheduleEnergy:
     ``slot_energy_wh``: (n_slots,), Wh used by the nodes on in each slot, start-up included.
     ``nodes``: (n_slots,) whole nodes on. ``node_slots``: sum of ``nodes``. ``switch_ons``: nodes
     started (sum of the increases of ``nodes``, from 0 before the first slot). ``boot_energy_wh``:
-    the part of the energy spent starting nodes. ``source``: "measured" or "modelled".
+    the part of the energy spent starting nodes. ``source``: "measured", "modelled", or "calibrated"
+    (modelled, then scaled to a measured run, see ``calibrated``).
     ``metric_totals``: for a measured schedule, each CloudWatch metric's total (Table IV's rows).
     """
 
     schedule: str
-    source: Literal["measured", "modelled"]
+    source: Literal["measured", "modelled", "calibrated"]
     slot_energy_wh: np.ndarray
     nodes: np.ndarray
     boot_energy_wh: float
@@ -101,19 +103,34 @@ def modelled_schedule(
     )
 
 
-def counterfactual_schedules(load: np.ndarray, max_nodes: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def calibrated(energy: ScheduleEnergy, factor: float) -> ScheduleEnergy:
+    """A modelled schedule's energy scaled by ``factor`` (a run's measured over modelled energy), so it
+    compares like with like with that measured run. Raises ConfigError unless factor is finite and > 0."""
+    if not (math.isfinite(factor) and factor > 0):
+        raise ConfigError(f"calibration factor must be a finite number > 0, got {factor!r}")
+    return dataclasses.replace(
+        energy, source="calibrated", slot_energy_wh=energy.slot_energy_wh * factor, boot_energy_wh=energy.boot_energy_wh * factor
+    )
+
+
+def counterfactual_schedules(
+    load: np.ndarray, max_nodes: float, on_slots: int | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{name: (capacity, assigned)} of the schedules compared against, for released work L_t ``(n_slots,)``.
 
-    "no provisioning": m_t = M (``max_nodes``) in every slot, x_t = min(L_t, M). "follow": m_t = x_t = L_t.
-    Raises ConfigError for a negative or non-finite load or M.
+    "no provisioning": m_t = M (``max_nodes``) in the first ``on_slots`` slots (default all), 0 after,
+    x_t = min(L_t, M). "follow": m_t = x_t = L_t. Raises ConfigError for a negative or non-finite load or M.
     """
     load = np.asarray(load, dtype=float)
     if load.ndim != 1 or not np.all(np.isfinite(load)) or np.any(load < 0):
         raise ConfigError("load L_t must be finite numbers >= 0 of shape (n_slots,)")
     if not (math.isfinite(max_nodes) and max_nodes >= 0):
         raise ConfigError(f"max_nodes M must be a finite number >= 0, got {max_nodes!r}")
+    always_on = np.full(load.shape, float(max_nodes))
+    if on_slots is not None:
+        always_on[on_slots:] = 0.0
     return {
-        NO_PROVISIONING: (np.full(load.shape, float(max_nodes)), np.minimum(load, max_nodes)),
+        NO_PROVISIONING: (always_on, np.minimum(load, always_on)),
         FOLLOW: (load, load),
     }
 
@@ -177,6 +194,7 @@ def schedules_report(
     max_nodes: float | None = None,
     io_utilisation: Literal["proportional", "zero"] = "proportional",
     notes: tuple[str, ...] = (),
+    on_slots: int | None = None,
 ) -> EnergyReport:
     """Modelled energy of planned schedules against follow and no provisioning (a replay's report).
 
@@ -184,8 +202,8 @@ def schedules_report(
     assigned x_t)}, each ``(horizon,)`` with horizon >= n_slots (a policy may finish deferred work
     after the window); everything is padded with idle slots to the longest. A schedule named "follow"
     replaces the counterfactual one. No provisioning keeps M = ``max_nodes`` nodes on, by default
-    ceil(max L_t), the fewest that run the peak without deferral. Raises ConfigError as
-    ``modelled_schedule`` does.
+    ceil(max L_t), the fewest that run the peak without deferral, for ``on_slots`` slots (default:
+    the whole horizon). Raises ConfigError as ``modelled_schedule`` does.
     """
     load = np.asarray(load, dtype=float)
     horizon = max([load.shape[0], *(np.shape(c)[0] for c, _ in schedules.values())])
@@ -195,12 +213,13 @@ def schedules_report(
         return np.concatenate([values, np.zeros(horizon - values.shape[0])])
 
     peak = float(whole_nodes(np.array([load.max(initial=0.0)]))[0]) if max_nodes is None else float(max_nodes)
-    planned = counterfactual_schedules(padded(load), peak)
+    planned = counterfactual_schedules(padded(load), peak, on_slots)
     planned.update({name: (padded(c), padded(x)) for name, (c, x) in schedules.items()})
     energies = tuple(modelled_schedule(name, c, x, slot_s, model, boot_s, io_utilisation) for name, (c, x) in planned.items())
     notes = (
         f"Every schedule is modelled, none measured: whole nodes ceil(m_t) at u = x_t/nodes, the {model.name} "
-        f"power model, {boot_s:g} s of idle power per node started; no provisioning keeps {peak:g} nodes on.",
+        f"power model, {boot_s:g} s of idle power per node started; no provisioning keeps {peak:g} nodes on "
+        f"for {on_slots or horizon} slots.",
         *notes,
     )
     return EnergyReport(title, start_s, slot_s, energies, model, boot_s, FOLLOW, notes)

@@ -99,7 +99,7 @@ def slots_csv(report: EnergyReport) -> str:
     for t in range(report.n_slots):
         cells: list = [t, _time(report.start_s + t * report.slot_s)]
         for energy in report.schedules:
-            cells += [f"{energy.slot_energy_wh[t]:.6g}", f"{energy.nodes[t]:g}"]
+            cells += [f"{energy.slot_energy_wh[t] + 0.0:.6g}", f"{energy.nodes[t] + 0.0:g}"]
         writer.writerow(cells)
     return out.getvalue()
 
@@ -132,17 +132,21 @@ def energy_png(report: EnergyReport) -> bytes:
 def _number(value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    value = round(value, 2) + 0.0  # no "-0.00"
     return f"{value:,.0f}" if abs(value) >= 1000 or float(value).is_integer() else f"{value:,.2f}"
 
 
 def _percent(base: float | None, own: float | None) -> str:
     if base is None or own is None or base == 0:
         return "-"
-    return f"{100 * (base - own) / base:.2f}"
+    return f"{round(100 * (base - own) / base, 2) + 0.0:.2f}"
 
 
 def _percent_text(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.2f} % less" if value >= 0 else f"{-value:.2f} % more"
+    if math.isnan(value):
+        return "-"
+    value = round(value, 2) + 0.0
+    return f"{value:.2f} % less" if value >= 0 else f"{-value:.2f} % more"
 
 
 def _time(seconds: float) -> str:

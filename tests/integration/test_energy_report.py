@@ -92,16 +92,21 @@ def test_report_measures_task_nodes_holds_one_gap_and_models_the_rest(
     assert "Not reported by any TASK instance: DiskReadOps, DiskWriteOps" in notes
     assert "7 of 8 node-slots from CloudWatch" in notes and "1 held" in notes and "1 had no data" in notes
 
-    # The counterfactuals, modelled from the logged L_t, computed here the same way by hand.
+    # The counterfactuals, modelled from the logged L_t, then scaled by the run's measured energy
+    # over its modelled energy (2 nodes, 1 job running, in each of the 4 slots).
+    run_modelled = modelled_schedule("run", np.full(4, 2.0), np.full(4, 1.0), SLOT_S, TABLE_III, boot_s=0.0)
+    factor = expected_wh / run_modelled.energy_wh
     follow = modelled_schedule("follow", np.array(loads), np.array(loads), SLOT_S, TABLE_III, boot_s=0.0)
-    assert schedules["follow"]["energy_wh"] == pytest.approx(follow.energy_wh)
+    assert schedules["follow"]["source"] == schedules["no provisioning"]["source"] == "calibrated"
+    assert schedules["follow"]["energy_wh"] == pytest.approx(factor * follow.energy_wh)
     assert schedules["no provisioning"]["energy_wh"] == pytest.approx(
-        sum(5 * 60.30 + (25.70 + 7.21 + 0.66) * load for load in loads) * SLOT_S / 3600
+        factor * sum(5 * 60.30 + (25.70 + 7.21 + 0.66) * load for load in loads) * SLOT_S / 3600
     )
+    assert f"scaled by that ratio, {factor:.3f}" in notes
 
     # Published: EnergyWh and SavedWh, read back from CloudWatch.
     stats = cloudwatch.get_metric_statistics(
-        Namespace="DeferralAutoscaler", MetricName="EnergyWh", StartTime=datetime.fromtimestamp(start_s, timezone.utc),
+        Namespace="DeferralAutoscaler", MetricName="EnergyWh", Dimensions=[{"Name": "ClusterId", "Value": cluster_id}], StartTime=datetime.fromtimestamp(start_s, timezone.utc),
         EndTime=datetime.fromtimestamp(start_s + 2 * HOUR_S, timezone.utc), Period=3600, Statistics=["Sum"],
     )  # fmt: skip
     assert sum(p["Sum"] for p in stats["Datapoints"]) == pytest.approx(expected_wh)
@@ -148,7 +153,7 @@ def test_daily_report_logs_each_schedule_and_publishes_yesterday(emr_cluster_id,
     assert energy["gcp-u (run)"]["energy_wh"] == pytest.approx(busy + idle, abs=1e-3)
     assert energy["gcp-u (run)"]["saved_wh"] == pytest.approx(energy["follow"]["energy_wh"] - energy["gcp-u (run)"]["energy_wh"], abs=2e-3)
     stats = cloudwatch_client("us-east-1", moto_endpoint, boto3.Session()).get_metric_statistics(
-        Namespace="DeferralAutoscaler", MetricName="SavedWh", StartTime=datetime.fromtimestamp(yesterday_s, timezone.utc),
+        Namespace="DeferralAutoscaler", MetricName="SavedWh", Dimensions=[{"Name": "ClusterId", "Value": cluster_id}], StartTime=datetime.fromtimestamp(yesterday_s, timezone.utc),
         EndTime=datetime.fromtimestamp(yesterday_s + 2 * 86400, timezone.utc), Period=86400, Statistics=["Sum"],
     )  # fmt: skip
     assert sum(p["Sum"] for p in stats["Datapoints"]) == pytest.approx(energy["gcp-u (run)"]["saved_wh"], abs=2e-3)
