@@ -43,6 +43,9 @@ class Clock(Protocol):
 class Cluster(Protocol):
     """The EMR cluster, through its TASK instance group and its steps. Calls block until AWS answers."""
 
+    def start_slot(self) -> None:
+        """Called as each slot begins, before any other call (the EMR adapter renews its client)."""
+
     def task_group(self) -> TaskGroup:
         """Read the TASK group. Raises ActuationError when the cluster or group is missing."""
 
@@ -52,8 +55,9 @@ class Cluster(Protocol):
     def add_step(self, job: Job) -> str:
         """Add the job's step (add_job_flow_steps) named with its job id; returns the step id."""
 
-    def steps(self, active_only: bool = False) -> list[StepStatus]:
-        """Our steps on the cluster (list_steps, all pages); only pending or running ones if ``active_only``."""
+    def steps(self, active_only: bool = False, newer_than: frozenset[str] | None = None) -> list[StepStatus]:
+        """Our steps on the cluster (list_steps, all pages); only pending or running ones if ``active_only``;
+        only those added after the newest step in ``newer_than`` (step ids) when given."""
 
     def step_state(self, step_id: str) -> str:
         """EMR's state of one step (describe_step)."""

@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 
 import boto3
 from botocore.client import BaseClient
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from autoscaler.adapters.aws import aws_client
 from autoscaler.errors import ConfigError, MetricsError
 from cloudwatch.queries import (
     MAX_QUERIES_PER_CALL,
@@ -31,8 +31,6 @@ from cloudwatch.queries import (
     slot_count,
 )
 
-RETRIES = {"mode": "standard", "max_attempts": 5}
-"""botocore's retry settings, as for EMR: a failing call is sent at most 6 times."""
 
 
 def cloudwatch_client(
@@ -47,18 +45,7 @@ def cloudwatch_client(
     ``session`` defaults to a new ``boto3.Session()``. Does not call AWS. Raises ConfigError when no
     region is given or configured.
     """
-    session = session or boto3.Session()
-    try:
-        return session.client(
-            "cloudwatch",
-            region_name=region,
-            endpoint_url=endpoint_url,
-            config=Config(retries=dict(RETRIES)),
-        )
-    except NoRegionError as error:
-        raise ConfigError(
-            "CloudWatch client: no AWS region; pass region or set AWS_DEFAULT_REGION (or a profile region)"
-        ) from error
+    return aws_client("cloudwatch", "CloudWatch", region, endpoint_url, session)
 
 
 @contextmanager

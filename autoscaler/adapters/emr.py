@@ -9,22 +9,18 @@ AWS error code.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import boto3
 from botocore.client import BaseClient
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from autoscaler.adapters.aws import aws_client
 from autoscaler.errors import ActuationError, ConfigError
 from autoscaler.model import Job
 from autoscaler.ports import StepStatus, TaskGroup, TaskInstance
 
-RETRIES = {"mode": "standard", "max_attempts": 5}
-"""botocore's retry settings. In a ``Config``, ``max_attempts`` counts retries after the first
-call, so a failing call is sent at most 6 times (``client.meta.config.retries`` shows
-``total_max_attempts: 6``)."""
 
 STEP_NAME_MAX_CHARS = 256
 """EMR's limit on a step name."""
@@ -55,18 +51,7 @@ def emr_client(
     ``session`` defaults to a new ``boto3.Session()``; tests and the daemon pass their own.
     Does not call AWS. Raises ConfigError when no region is given or configured.
     """
-    session = session or boto3.Session()
-    try:
-        return session.client(
-            "emr",
-            region_name=region,
-            endpoint_url=endpoint_url,
-            config=Config(retries=dict(RETRIES)),
-        )
-    except NoRegionError as error:
-        raise ConfigError(
-            "EMR client: no AWS region; pass region or set AWS_DEFAULT_REGION (or a profile region)"
-        ) from error
+    return aws_client("emr", "EMR", region, endpoint_url, session)
 
 
 def step_states_to_job_states(statuses: Iterable[StepStatus]) -> dict[str, str]:
@@ -97,15 +82,31 @@ class EmrCluster:
 
     Implements ``autoscaler.ports.Cluster``. Every method blocks until AWS answers (botocore's
     retries included) and raises ActuationError when the call still fails. ``client`` is an
-    EMR client, normally from ``emr_client``.
+    EMR client, normally from ``emr_client``; ``new_client``, if given, makes the fresh client
+    each slot starts with (``start_slot``).
     """
 
-    def __init__(self, client: BaseClient, cluster_id: str, step_prefix: str = "autoscaler:") -> None:
+    def __init__(
+        self,
+        client: BaseClient,
+        cluster_id: str,
+        step_prefix: str = "autoscaler:",
+        new_client: Callable[[], BaseClient] | None = None,
+    ) -> None:
         if not step_prefix:
             raise ConfigError("step_prefix must not be empty: it tells our steps from everyone else's")
         self.client = client
         self.cluster_id = cluster_id
         self.step_prefix = step_prefix
+        self.new_client = new_client
+
+    def start_slot(self) -> None:
+        """Begin a slot with a fresh client (when ``new_client`` was given). botocore's retry quota
+        belongs to a client and refills only as calls succeed; under sustained throttling it runs dry
+        and calls fail without a retry. A client per slot gives every slot the full quota, while
+        within a slot the quota still stops a retry storm."""
+        if self.new_client is not None:
+            self.client = self.new_client()
 
     def task_group(self) -> TaskGroup:
         """Read the TASK instance group (ListInstanceGroups, all pages): id, nodes requested and running.
@@ -190,13 +191,15 @@ class EmrCluster:
             )
         return response["StepIds"][0]
 
-    def steps(self, active_only: bool = False) -> list[StepStatus]:
-        """Every step of ours on the cluster (ListSteps, following Marker over all pages), oldest first.
+    def steps(self, active_only: bool = False, newer_than: frozenset[str] | None = None) -> list[StepStatus]:
+        """Steps of ours on the cluster (ListSteps, following Marker over the pages), oldest first.
 
         A step is ours when its name starts with ``step_prefix``; the rest of the name is the
         job id. EMR pages ListSteps at 50 steps and lists newest first; the order is reversed
         here. ``active_only`` asks only for PENDING, CANCEL_PENDING and RUNNING steps, which
-        keeps the per-slot call short on a cluster with a long history.
+        keeps the per-slot call short on a cluster with a long history. ``newer_than``: step ids
+        already known; listing stops at the first of them, so only the steps added after it are
+        read (one page, usually, rather than the cluster's whole history).
         Raises ActuationError when the call fails.
         """
         statuses: list[StepStatus] = []
@@ -204,6 +207,9 @@ class EmrCluster:
         with self._calling("ListSteps"):
             for page in self.client.get_paginator("list_steps").paginate(ClusterId=self.cluster_id, **filters):
                 for step in page.get("Steps", []):
+                    if newer_than is not None and step["Id"] in newer_than:
+                        statuses.reverse()
+                        return statuses
                     name = step.get("Name", "")
                     if name.startswith(self.step_prefix):
                         statuses.append(

@@ -38,6 +38,9 @@ class FakeCluster:
     _job_by_step: dict[str, str] = field(default_factory=dict)
     resizes: list[int] = field(default_factory=list)
 
+    def start_slot(self) -> None:
+        pass
+
     def task_group(self) -> TaskGroup:
         return TaskGroup(group_id="ig-fake", requested=self.requested, running=self.requested)
 
@@ -51,8 +54,11 @@ class FakeCluster:
         self._job_by_step[step_id] = job.job_id
         return step_id
 
-    def steps(self, active_only: bool = False) -> list[StepStatus]:
+    def steps(self, active_only: bool = False, newer_than: frozenset[str] | None = None) -> list[StepStatus]:
         statuses = [StepStatus(job_id, step_id, self._state(added, length)) for job_id, (step_id, added, length) in self._steps.items()]
+        if newer_than:
+            known = [i for i, s in enumerate(statuses) if s.step_id in newer_than]
+            statuses = statuses[known[-1] + 1 :] if known else statuses
         return [s for s in statuses if s.state == "RUNNING"] if active_only else statuses
 
     def step_state(self, step_id: str) -> str:

@@ -26,15 +26,13 @@ from pathlib import Path
 import boto3
 import structlog
 from botocore.client import BaseClient
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from autoscaler.adapters.aws import aws_client
 from autoscaler.errors import ConfigError, DeliveryError
 
 log = structlog.get_logger("autoscaler")
 
-RETRIES = {"mode": "standard", "max_attempts": 5}
-"""botocore's retry settings for SES, as for EMR: a failing call is sent at most 6 times."""
 
 MESSAGE_POLICY = email.policy.SMTP.clone(cte_type="7bit")
 """How messages are built and serialised: CRLF line ends (RFC 5322, for SMTP and SES alike) and
@@ -343,18 +341,7 @@ def ses_client(
     AWS_REGION / profile; AWS_ENDPOINT_URL_SES or AWS_ENDPOINT_URL). ``session`` defaults to a new
     ``boto3.Session()``. Does not call AWS. Raises ConfigError when no region is given or configured.
     """
-    session = session or boto3.Session()
-    try:
-        return session.client(
-            "ses",
-            region_name=region,
-            endpoint_url=endpoint_url,
-            config=Config(retries=dict(RETRIES)),
-        )
-    except NoRegionError as error:
-        raise ConfigError(
-            "SES client: no AWS region; pass region or set AWS_DEFAULT_REGION (or a profile region)"
-        ) from error
+    return aws_client("ses", "SES", region, endpoint_url, session)
 
 
 class SesSender:

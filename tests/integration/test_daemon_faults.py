@@ -60,9 +60,9 @@ def test_a_transient_failure_part_way_commits_what_was_added_and_repeats_nothing
     runner, store, cluster, clock = runner_for(tmp_path, FlakyCluster, fail_add_number=2)
     for j in (job("a", length_s=1.0), job("b"), job("c")):
         store.submit(j)
-    runner.run_slot()  # "a" is added, "b" fails: "a" is committed, "b" and "c" wait
-    assert {j.job_id: j.state for j in store.all_jobs()} == {"a": "released", "b": "queued", "c": "queued"}
-    for slot in (1, 2):  # "a" finishes; "b" and "c" are released by their start-by slot, 2
+    runner.run_slot()  # "a" is added, "b" fails and waits, "c" is added: all committed
+    assert {j.job_id: j.state for j in store.all_jobs()} == {"a": "released", "b": "queued", "c": "released"}
+    for slot in (1, 2):  # "a" finishes; "b" is looked for, not found, and released by its start-by slot, 2
         clock.time_s = slot * TAU
         runner.run_slot()
     assert Counter(cluster.adds) == Counter({"a": 1, "b": 2, "c": 1})  # b once failed, once added
@@ -110,3 +110,31 @@ def test_vfw_config_with_too_short_a_deadline_is_refused_at_load(tmp_path):
     path.write_text('policy = "vfw"\ndeadline_slots = 1\n[cluster]\nid = "j-ABC"\n')
     with pytest.raises(ConfigError, match="needs 0 < delta < deadline_slots"):
         load_settings(path)
+
+
+@dataclasses.dataclass
+class LosingCluster(FakeCluster):
+    """Adds the step, then loses the answer (as a 5xx after EMR processed the request would)."""
+
+    lose: frozenset = frozenset()
+    adds: list = dataclasses.field(default_factory=list)
+
+    def add_step(self, job: Job) -> str:
+        self.adds.append(job.job_id)
+        step_id = super().add_step(job)
+        if job.job_id in self.lose and self.adds.count(job.job_id) == 1:
+            raise ActuationError("EMR AddJobFlowSteps failed: InternalServerError")
+        return step_id
+
+
+def test_a_step_added_but_answered_with_an_error_is_found_not_added_again(tmp_path):
+    runner, store, cluster, clock = runner_for(tmp_path, LosingCluster, lose=frozenset({"b"}))
+    for j in (job("a"), job("b"), job("c")):
+        store.submit(j)
+    runner.run_slot()
+    assert {j.job_id: j.state for j in store.all_jobs()}["b"] == "queued"
+    clock.time_s = TAU
+    runner.run_slot()  # the listing since the newest recorded step finds b's step
+    assert Counter(cluster.adds) == Counter({"a": 1, "b": 1, "c": 1})
+    stored = {j.job_id: j for j in store.all_jobs()}
+    assert stored["b"].state in ("released", "running", "done") and stored["b"].step_id == cluster.steps()[1].step_id

@@ -1,0 +1,125 @@
+"""The daemon's /healthz and Prometheus /metrics, on a small HTTP server beside the slot loop.
+
+``Telemetry`` holds the metrics (prometheus-client, in its own registry) and the health rule: healthy
+while the last successful slot ran within two slots. ``serve`` answers GET /healthz (200 or 503,
+with a JSON body) and GET /metrics (Prometheus text format) on a daemon thread, bound to 127.0.0.1
+unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+
+from autoscaler.errors import ConfigError
+
+HEALTHY_SLOTS = 2
+"""/healthz fails once this many slots have passed without a successful one."""
+
+
+class Telemetry:
+    """Prometheus metrics of the slot loop, and whether it is healthy.
+
+    Metrics: capacity m_t (servers), task nodes requested, queue depth and jobs at risk (jobs),
+    jobs released and released late (counters), deadlines missed by tenant (counter), solve time
+    (histogram, seconds), modelled energy of the task nodes and modelled energy saved against
+    follow (Wh, eq. (13)-(14) at u = running jobs / nodes; no start-up energy), failed slots, and the
+    time of the last successful slot (Unix seconds).
+    """
+
+    def __init__(self, slot_s: float, registry: CollectorRegistry | None = None, clock=time.time) -> None:
+        self.slot_s = slot_s
+        self.registry = registry or CollectorRegistry()
+        self._clock = clock
+        self._started_s = clock()
+        self._last_success_s: float | None = None
+        r = self.registry
+        self.capacity = Gauge("autoscaler_capacity_servers", "m_t, the policy's capacity in the last slot", registry=r)
+        self.nodes = Gauge("autoscaler_nodes_requested", "task nodes requested in the last slot", registry=r)
+        self.queue_depth = Gauge("autoscaler_queue_depth_jobs", "jobs queued after the last slot's releases", registry=r)
+        self.at_risk = Gauge("autoscaler_jobs_at_risk", "queued jobs due within a slot and not released", registry=r)
+        self.released = Counter("autoscaler_jobs_released", "jobs released as EMR steps", registry=r)
+        self.late = Counter("autoscaler_jobs_released_late", "jobs released after their start-by slot", registry=r)
+        self.missed = Counter("autoscaler_deadlines_missed", "jobs whose start-by slot passed unreleased", ["tenant"], registry=r)
+        self.solve = Histogram(
+            "autoscaler_solve_seconds", "time to decide a slot", buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r
+        )
+        self.energy = Counter("autoscaler_energy_modelled_wh", "modelled energy of the task nodes, Wh", registry=r)
+        self.saved = Gauge("autoscaler_energy_saved_modelled_wh", "modelled energy saved against follow the workload, Wh", registry=r)
+        self.failures = Counter("autoscaler_slot_failures", "slots that failed and were retried next slot", registry=r)
+        self.last_success = Gauge("autoscaler_last_success_timestamp_seconds", "when the last slot succeeded", registry=r)
+
+    def slot_done(self, decision, solve_ms: float, energy_wh: float, follow_wh: float) -> None:
+        """Record a decided slot (``decision``: controller.Decision) and its modelled energies, Wh."""
+        self.capacity.set(decision.capacity)
+        self.nodes.set(decision.nodes)
+        self.queue_depth.set(decision.queue_depth)
+        self.at_risk.set(decision.at_risk)
+        self.released.inc(len(decision.release))
+        self.late.inc(len(decision.late))
+        for tenant, count in decision.missed_by_tenant.items():
+            self.missed.labels(tenant=tenant).inc(count)
+        self.solve.observe(solve_ms / 1000)
+        self.energy.inc(energy_wh)
+        self.saved.inc(follow_wh - energy_wh)
+        self.slot_ok()
+
+    def slot_ok(self) -> None:
+        """A slot ran to the end (decided, or found already decided)."""
+        self._last_success_s = self._clock()
+        self.last_success.set(self._last_success_s)
+
+    def slot_failed(self) -> None:
+        self.failures.inc()
+
+    def health(self) -> tuple[bool, dict]:
+        """(healthy, details): healthy while the last success (or the start) is within two slots."""
+        now_s = self._clock()
+        since_s = self._last_success_s if self._last_success_s is not None else self._started_s
+        age_s = now_s - since_s
+        healthy = age_s <= HEALTHY_SLOTS * self.slot_s
+        return healthy, {
+            "status": "ok" if healthy else "stale",
+            "seconds_since_last_success": round(age_s, 3),
+            "last_success_s": self._last_success_s,
+            "limit_s": HEALTHY_SLOTS * self.slot_s,
+        }
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, *_args) -> None:  # requests are not worth a log line each
+        pass
+
+
+def serve(telemetry: Telemetry, host: str = "127.0.0.1", port: int = 9464) -> WSGIServer:
+    """Serve /healthz and /metrics on ``host``:``port`` (0: a free port; ``server.server_port`` says
+    which) on a daemon thread; ``server.shutdown()`` stops it. Raises ConfigError if the address
+    cannot be bound (in use, or not an address of this machine)."""
+    metrics_app = make_wsgi_app(telemetry.registry)
+
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path == "/healthz":
+            healthy, details = telemetry.health()
+            start_response("200 OK" if healthy else "503 Service Unavailable", [("Content-Type", "application/json")])
+            return [json.dumps(details).encode()]
+        if path == "/metrics":
+            return metrics_app(environ, start_response)
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"not found: try /healthz or /metrics\n"]
+
+    try:
+        server = make_server(host, port, app, server_class=_Server, handler_class=_QuietHandler)
+    except OSError as error:
+        raise ConfigError(f"health_host/health_port: cannot listen on {host}:{port}: {error.strerror or error}") from None
+    threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
+    return server

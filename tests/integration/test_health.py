@@ -1,0 +1,90 @@
+"""/healthz and /metrics over HTTP on 127.0.0.1, with a clock the test moves."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from autoscaler.adapters.health import Telemetry, serve
+from autoscaler.controller import Decision
+from autoscaler.errors import ConfigError
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now_s = 1000.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@pytest.fixture
+def served():
+    clock = Clock()
+    telemetry = Telemetry(slot_s=300.0, clock=clock)
+    server = serve(telemetry, "127.0.0.1", 0)
+    try:
+        yield telemetry, clock, f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def decision(**fields) -> Decision:
+    base = dict(slot=3, capacity=2.5, work=2.5, nodes=3, release=("a", "b"), late=("b",), at_risk=1, queue_depth=4,
+                running=3, rounding_node_slots=0.5, missed=("b",), missed_by_tenant={"ads": 1}, load=2.0)  # fmt: skip
+    return Decision(**(base | fields))
+
+
+def test_healthz_is_ok_within_two_slots_of_the_last_success_then_503(served):
+    telemetry, clock, url = served
+    assert get(f"{url}/healthz")[0] == 200  # just started: the first slot has two slots to succeed
+    clock.now_s += 601
+    status, body = get(f"{url}/healthz")
+    assert status == 503 and json.loads(body)["status"] == "stale"
+    telemetry.slot_ok()
+    clock.now_s += 599
+    status, body = get(f"{url}/healthz")
+    assert status == 200 and json.loads(body)["seconds_since_last_success"] == pytest.approx(599)
+
+
+def test_metrics_count_what_the_slots_did(served):
+    telemetry, _, url = served
+    telemetry.slot_done(decision(), solve_ms=2.0, energy_wh=10.0, follow_wh=12.5)
+    telemetry.slot_done(decision(release=("c",), late=(), missed_by_tenant={}), solve_ms=1.0, energy_wh=5.0, follow_wh=4.0)
+    telemetry.slot_failed()
+    status, text = get(f"{url}/metrics")
+    assert status == 200
+    lines = set(text.splitlines())
+    for expected in (
+        "autoscaler_jobs_released_total 3.0",
+        "autoscaler_jobs_released_late_total 1.0",
+        'autoscaler_deadlines_missed_total{tenant="ads"} 1.0',
+        "autoscaler_capacity_servers 2.5",
+        "autoscaler_nodes_requested 3.0",
+        "autoscaler_queue_depth_jobs 4.0",
+        "autoscaler_energy_modelled_wh_total 15.0",
+        "autoscaler_energy_saved_modelled_wh 1.5",
+        "autoscaler_slot_failures_total 1.0",
+        "autoscaler_solve_seconds_count 2.0",
+    ):
+        assert expected in lines, expected
+    assert get(f"{url}/other")[0] == 404
+
+
+def test_a_port_in_use_is_a_clear_error(served):
+    _, _, url = served
+    port = int(url.rsplit(":", 1)[1])
+    with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}"):
+        serve(Telemetry(300.0), "127.0.0.1", port)
