@@ -28,16 +28,17 @@ DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
 """Workload A of the deferral paper, shipped as package data (BSD licence beside it)."""
 
 
-def _number(convert, noun: str, minimum: float, strict: bool):
-    """An argparse type: ``convert`` the text, then require a finite value above (``strict``) or at ``minimum``."""
-    bound = f"{'>' if strict else '>='} {minimum:g}"
+def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = math.inf):
+    """An argparse type: ``convert`` the text, then require a finite value above (``strict``) or at
+    ``minimum``, and at most ``maximum``."""
+    bound = f"{'>' if strict else '>='} {minimum:g}" + (f" and <= {maximum:g}" if math.isfinite(maximum) else "")
 
     def parse(text: str):
         try:
             value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
-        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum) or value > maximum:
             raise argparse.ArgumentTypeError(f"expected {'a finite number' if convert is float else noun} {bound}, got {text!r}")
         return value
 
@@ -48,6 +49,7 @@ _positive_float = _number(float, "a number", 0, strict=True)
 _non_negative_float = _number(float, "a number", 0, strict=False)
 _non_negative_int = _number(int, "a whole number", 0, strict=False)
 _positive_int = _number(int, "a whole number", 1, strict=False)
+_boot_s = _number(float, "a number of seconds", 0.0, strict=False, maximum=3600.0)
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -189,14 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--since", default=None, help="start: ISO-8601 time with a zone, or a duration ago like '24h' (default: the start of yesterday, UTC)")
     report.add_argument("--until", default=None, help="end: ISO-8601 time with a zone, or a duration ago (default: the start of today, UTC)")
     report.add_argument("--power-model", default=None, help="power model: table-iii (the paper's Table III) or ccf-aws (default: the config's, else table-iii)")
-    report.add_argument("--boot-s", type=_non_negative_float, default=None, help="seconds a started node draws idle power before it works (default: the config's, else 300)")
+    report.add_argument("--boot-s", type=_boot_s, default=None, help="seconds a started node draws idle power before it works, 0 to 3600 (default: the config's, else 300)")
     report.add_argument("--out", type=Path, default=None, help="folder for energy.md, energy-slots.csv and energy.png")
     report.add_argument("--format", choices=["markdown", "json"], default="markdown", help="stdout format")
     report.add_argument("--no-measure", action="store_true", help="model the actual schedule from the decision log; do not read CloudWatch")
     report.add_argument("--publish", action="store_true", help="publish EnergyWh and SavedWh to CloudWatch (with --config, not --replay)")
     report.add_argument("--email", action="store_true", help="send the report with its PNG by the config's [report] email settings")
     replay_group = report.add_argument_group("with --replay")
-    replay_group.add_argument("--policy", default="gcp-u,vfw", help="policies to compare, a comma list (follow is always the baseline)")
+    replay_group.add_argument("--policy", default=REPORT_POLICIES, help="policies to compare, a comma list or 'all' (follow is always the baseline)")
     replay_group.add_argument("--deadline", "-D", type=_non_negative_int, default=2, help="uniform deadline D in slots")
     replay_group.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
     replay_group.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
@@ -599,6 +601,9 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.adapters.lock import StoreLock
     from autoscaler.adapters.sqlite_store import SqliteJobStore
     from autoscaler.config import load_settings
+    import structlog
+
+    from autoscaler.adapters.health import Telemetry, serve
     from autoscaler.daemon import SlotRunner, run_forever
     from energy.power import power_model
 
@@ -608,9 +613,15 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
     settings = load_settings(args.config)
     configure_logging(settings.log_format)
     config = settings.controller_config(0.0)
-    cluster = EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)
+    def new_client():
+        return emr_client(settings.cluster.region, settings.cluster.endpoint_url)
+
+    cluster = EmrCluster(new_client(), settings.cluster.id, new_client=new_client)
     cluster.task_group()  # fail at start-up, not at the first slot, if the cluster is wrong
     with StoreLock(settings.store_path), SqliteJobStore(settings.store_path) as store:
+        telemetry = Telemetry(settings.slot_s)
+        server = serve(telemetry, settings.health_host, settings.health_port)
+        structlog.get_logger("autoscaler").info("serving", healthz=f"http://{settings.health_host}:{server.server_port}/healthz", metrics=f"http://{settings.health_host}:{server.server_port}/metrics")
         runner = SlotRunner(
             config=config,
             store=store,
@@ -619,14 +630,24 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
             policy_name=settings.policy,
             dry_run=args.dry_run,
             power_model=power_model(settings.report.power_model),
+            telemetry=telemetry,
         )
         daily = None
         if settings.report.daily and not args.dry_run:
-            from autoscaler.reporting import daily_report
+            from autoscaler.reporting import daily_report, mail_sender
 
+            if settings.report.email_to:
+                mail_sender(settings)  # a missing SMTP password stops the daemon now, not at 00:10
             daily = lambda: daily_report(settings)  # noqa: E731
-        run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily)
+        try:
+            run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily)
+        finally:
+            server.shutdown()
     return 0
+
+
+REPORT_POLICIES = "gcp-u,vfw"
+"""The policies ``autoscaler report --replay`` compares by default, as the paper's Table IV."""
 
 
 def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -638,6 +659,11 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise ConfigError("report: --publish is for the daemon's measured slots, not a --replay")
         params, length_model = CostParams(), LengthModel()
         names = [n for n in _policy_names(args.policy) if n != "follow"]
+        chosen = args.policy.strip() not in ("all", REPORT_POLICIES)
+        if not chosen and args.deadline < 2 and "vfw" in names:
+            names.remove("vfw")
+            err.print("note: vfw left out: it needs D >= 2", highlight=False)
+        options = reporting.energy_options(args, settings)
         with err.status("replaying the trace"):
             workload, _ = load_workload(
                 None if args.replay == "default" else args.replay,
@@ -645,8 +671,13 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                 window_slots=args.window,
                 skip_bad_lines=False,
                 length_model=length_model,
+                deadline_classes="gcp" in names,
+                classes_optional=not chosen,
             )
-            report = reporting.replay_report(workload, names, args.deadline, params, reporting.energy_options(args, settings))
+            if "gcp" in names and workload.active_by_deadline is None:
+                names.remove("gcp")
+                err.print("note: gcp left out: it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
+            report = reporting.replay_report(workload, names, args.deadline, params, options)
     else:
         if settings is None:
             raise ConfigError("report: --config FILE is required (or --replay TRACE for a modelled replay)")

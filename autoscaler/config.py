@@ -63,7 +63,8 @@ class ReportSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     power_model: Literal["table-iii", "ccf-aws"] = "table-iii"
-    boot_s: float = Field(default=300.0, ge=0)
+    node_vcpus: int = Field(default=1, ge=1, le=448)
+    boot_s: float = Field(default=300.0, ge=0, le=3600)
     max_hold_slots: int = Field(default=1, ge=0)
     daily: bool = False
     publish_metrics: bool = True
@@ -78,6 +79,17 @@ class ReportSettings(BaseModel):
     smtp_password_file: Path | None = None
     ses_region: str | None = None
     ses_endpoint_url: str | None = None
+
+    @model_validator(mode="after")
+    def _email_settings_hang_together(self) -> "ReportSettings":
+        for field_name, address in [("email_from", self.email_from)] + [(f"email_to[{i}]", a) for i, a in enumerate(self.email_to)]:
+            if address is not None and ("@" not in address or any(c in address for c in "\r\n, ")):
+                raise ValueError(f"{field_name}: expected one email address like 'ops@example.com', got {address!r}")
+        if self.email_to and not self.email_from:
+            raise ValueError("email_to is set but email_from is not: a report needs a sender")
+        if self.transport == "smtp" and self.smtp_username is not None and not self.smtp_starttls:
+            raise ValueError("smtp_username is set with smtp_starttls = false: the password would cross the network unencrypted")
+        return self
 
 
 class Settings(BaseSettings):
@@ -108,6 +120,9 @@ class Settings(BaseSettings):
     misfire_grace_s: float = Field(default=60.0, gt=0)
     known_tenants: list[str] = Field(default_factory=list)
     """Tenants allowed to submit; empty accepts any tenant."""
+    health_host: str = "127.0.0.1"
+    health_port: int = Field(default=9464, ge=0, le=65535)
+    """/healthz and /metrics; 0 picks a free port (logged at start)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
     tenants_n: int | None = Field(default=None, ge=1)
     """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of

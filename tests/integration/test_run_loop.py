@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -15,11 +17,17 @@ from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.cli import main
 
 
-def write_config(tmp_path, cluster_id: str, endpoint: str, slot_s: float = 300.0) -> str:
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def write_config(tmp_path, cluster_id: str, endpoint: str, slot_s: float = 300.0, health_port: int = 0) -> str:
     path = tmp_path / "config.toml"
     path.write_text(
         f'policy = "gcp-u"\ndeadline_slots = 2\nslot_s = {slot_s}\nstore_path = "{tmp_path / "jobs.db"}"\n'
-        f'log_format = "json"\nknown_tenants = ["ads", "search"]\n'
+        f'log_format = "json"\nknown_tenants = ["ads", "search"]\nhealth_port = {health_port}\n'
         f'[cluster]\nid = "{cluster_id}"\nregion = "us-east-1"\nendpoint_url = "{endpoint}"\nmax_nodes = 10\n'
     )
     return str(path)
@@ -88,13 +96,20 @@ def test_dry_run_changes_nothing_on_the_cluster_or_in_the_store(emr_cluster_id, 
 @pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
 def test_sigterm_finishes_the_current_slot_and_stops(emr_cluster_id, moto_server, tmp_path):
     client, cluster_id = emr_cluster_id
-    config = write_config(tmp_path, cluster_id, moto_server, slot_s=1.0)
+    port = free_port()
+    config = write_config(tmp_path, cluster_id, moto_server, slot_s=1.0, health_port=port)
     assert submit(config, "job-1") == 0
     process = subprocess.Popen(
         [sys.executable, "-m", "autoscaler", "run", "--config", config],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
     time.sleep(3.5)
+    # /healthz and /metrics, on the loopback.
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+        assert response.status == 200 and json.load(response)["status"] == "ok"
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        metrics = response.read().decode()
+    assert "autoscaler_jobs_released_total 1.0" in metrics and "autoscaler_capacity_servers" in metrics
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
