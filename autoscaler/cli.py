@@ -531,6 +531,8 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
         return "late" if missed(job) and job.state not in ("done", "failed") else job.state
 
     if args.by_tenant:
+        if args.state:
+            raise ConfigError("jobs: --by-tenant counts jobs in every state; leave out --state")
         return _print_tenants(jobs, missed, saved or {}, args.format, out)
     rows = [(job, shown_state(job)) for job in jobs]
     if args.state:
@@ -561,12 +563,13 @@ def _print_tenants(jobs: list, missed, saved_state: dict, fmt: str, out: Console
     for tenant, row in rows.items():
         row["dominant_share"] = shares.get(tenant)
     if fmt == "json":
-        sys.stdout.write(json.dumps(sorted(rows.values(), key=lambda r: r["tenant"])) + "\n")
+        sys.stdout.write(json.dumps(list(rows.values())) + "\n")
         return 0
-    table = Table(title=f"{len(rows)} tenants")
+    table = Table(title=f"{len(rows)} tenant{'' if len(rows) == 1 else 's'} (in order of arrival; shares once the daemon has run)")
     for column in ["tenant", "jobs", *JOB_STATES, "missed deadline", "dominant share"]:
         table.add_column(column, justify="left" if column == "tenant" else "right")
-    for tenant in sorted(rows):
+    arrival = {tenant: i for i, tenant in enumerate(saved_state.get("tenants", []))}
+    for tenant in sorted(rows, key=lambda t: (arrival.get(t, len(arrival)), t)):
         row = rows[tenant]
         share = "" if row["dominant_share"] is None else f"{row['dominant_share']:.4f}"
         table.add_row(tenant, str(row["jobs"]), *(str(row[s]) for s in JOB_STATES), str(row["missed"]), share)

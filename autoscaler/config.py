@@ -124,7 +124,7 @@ class Settings(BaseSettings):
     health_port: int = Field(default=9464, ge=0, le=65535)
     """/healthz and /metrics; 0 picks a free port (logged at start)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
-    tenants_n: int | None = Field(default=None, ge=1)
+    tenants_n: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
     """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
     known_tenants, or 10 when any tenant may submit."""
 
@@ -241,7 +241,7 @@ def describe_error(error: dict[str, Any]) -> str:
         return f"{field}: must be a finite number, got {given!r}"
     message = error["msg"].removeprefix("Value error, ")
     if kind == "value_error" or isinstance(given, dict):
-        return f"{field}: {message}"
+        return f"{field}: {message}" if field else message
     return f"{field}: {message}, got {given!r}"
 
 

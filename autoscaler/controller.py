@@ -36,6 +36,9 @@ from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
 
 CONTROLLER_POLICIES = ("gcp-u", "gcp", "vfw", "follow")
 
+SHARE_TOLERANCE = 1e-12
+"""A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
+
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -162,8 +165,9 @@ class Decision:
     ceil(m_t) clamped to [min, max] and raised for due jobs. ``release``: job ids to
     release now, EDF order. ``late``: ids released after their start-by slot.
     ``at_risk``: queued jobs whose start-by slot is within one slot and were not released.
-    ``overloaded``: the nodes wanted (the policy's, or those the due jobs need) exceed
-    ``max_nodes``, so free nodes went to tenants by dynamic DRF share. ``missed``: jobs that
+    ``nodes_wanted``: the policy's ceil(m_t), or the running jobs plus those due, whichever is more.
+    ``overloaded``: jobs are queued and ``nodes_wanted`` exceeds ``max_nodes``, so free nodes went
+    to tenants by dynamic DRF share. ``missed``: jobs that
     missed their start-by slot in this slot (held past it, or found past it), counted once;
     ``missed_by_tenant`` counts them per tenant. ``nodes_by_tenant``: nodes held by each tenant's
     running and just-released jobs. ``load``: L_t, the units of work that arrived for this slot
@@ -181,6 +185,7 @@ class Decision:
     running: int
     rounding_node_slots: float
     overloaded: bool = False
+    nodes_wanted: int = 0
     missed: tuple[str, ...] = ()
     missed_by_tenant: dict[str, int] = field(default_factory=dict)
     nodes_by_tenant: dict[str, int] = field(default_factory=dict)
@@ -287,11 +292,14 @@ def demand_vector(job: Job, config: ControllerConfig) -> np.ndarray:
 
     From the job's estimated (CPU seconds, disk bytes, network bytes), bytes divided by one
     node's disk and network rates; a job without sizes (or with all-zero ones) demands its
-    length in CPU seconds only.
+    length in CPU seconds only (a zero-length one, one CPU second).
     """
     cpu_s, disk_bytes, network_bytes = job.demand_vector or (0.0, 0.0, 0.0)
     vector = np.array([cpu_s, disk_bytes / config.node_disk_bytes_s, network_bytes / config.node_network_bytes_s])
-    return vector if vector.max() > 0 else np.array([job.length_s, 0.0, 0.0])
+    if vector.max() > 0:
+        return vector
+    # Only a vector's direction matters to DRF: a job of unknown (or zero) size needs CPU only.
+    return np.array([max(job.length_s, 1.0), 0.0, 0.0])
 
 
 def arrive_tenants(
@@ -343,7 +351,8 @@ def dispatch(
     )
     wanted = math.ceil(capacity - 1e-9)
     due = sum(1 for j in queued if start_by_slot(j, config) <= slot)
-    overloaded = max(wanted, len(running) + due) > config.max_nodes
+    nodes_wanted = max(wanted, len(running) + due)
+    overloaded = nodes_wanted > config.max_nodes and bool(queued)
     nodes = min(config.max_nodes, max(config.min_nodes, wanted))
     if overloaded:
         release = fair_release(queued, running, config.max_nodes - len(running), dominant_shares or {}, config)
@@ -375,6 +384,7 @@ def dispatch(
         running=len(running) + len(release),
         rounding_node_slots=nodes - capacity,
         overloaded=overloaded,
+        nodes_wanted=nodes_wanted,
         missed=tuple(j.job_id for j in missed),
         missed_by_tenant=missed_by_tenant,
         nodes_by_tenant=nodes_by_tenant,
@@ -418,7 +428,8 @@ def fair_release(
 
     def load(tenant: str) -> tuple[float, tuple]:
         weight = dominant_shares.get(tenant, 0.0)
-        return (held[tenant] / weight if weight > 0 else math.inf, _edf_key(queues[tenant][0], config))
+        # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
+        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _edf_key(queues[tenant][0], config))
 
     for _ in range(max(0, free_nodes)):
         if not queues:

@@ -269,7 +269,7 @@ class SlotRunner:
             log.warning(
                 "overload",
                 slot=decision.slot,
-                nodes_wanted=math.ceil(decision.capacity - 1e-9),
+                nodes_wanted=decision.nodes_wanted,
                 max_nodes=self.config.max_nodes,
                 nodes_by_tenant=decision.nodes_by_tenant,
                 missed_by_tenant=decision.missed_by_tenant,
@@ -299,7 +299,12 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily
             _logged(daily_report, "report_failed"), "cron", hour=0, minute=10, coalesce=True, misfire_grace_time=3600, id="report"
         )
 
+    stopping = []
+
     def stop(signum, _frame) -> None:
+        if stopping:  # a second signal while the slot finishes changes nothing
+            return
+        stopping.append(signum)
         log.info("stopping", signal=signal.Signals(signum).name)
         scheduler.shutdown(wait=True)
 

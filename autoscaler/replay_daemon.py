@@ -162,7 +162,8 @@ def _tenant_table(jobs: list[Job], decisions: list[dict], state: dict) -> Table:
     counts: dict[str, int] = {}
     for job in jobs:
         counts[job.tenant] = counts.get(job.tenant, 0) + 1
-    for tenant in sorted(counts):
+    arrival = {tenant: i for i, tenant in enumerate(state.get("tenants", []))}
+    for tenant in sorted(counts, key=lambda t: (arrival.get(t, len(arrival)), t)):
         share = shares.get(tenant)
         table.add_row(
             tenant,

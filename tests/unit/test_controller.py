@@ -257,3 +257,22 @@ def test_tenants_beyond_n_share_what_is_left():
     decision, state = tick(0.0, jobs, PolicyState(), config)
     np.testing.assert_allclose(state.dominant_shares, [1.0, 0.0], atol=1e-12)
     assert decision.nodes_by_tenant == {"A": 2}
+
+
+def test_a_first_job_of_zero_size_gives_its_tenant_a_cpu_demand_not_nan():
+    config = ControllerConfig(policy="follow", slot_s=TAU, max_nodes=2, tenants_n=2)
+    zero = dataclasses.replace(tenant_job("z0", "Z", 0.0, (0.0, 0.0, 0.0), length_s=0.0))
+    _, state = tick(0.0, [zero, tenant_job("a0", "A", 1.0, (0.0, 5e8, 0.0))], PolicyState(), config)
+    assert state.tenant_demands[0] == (1.0, 0.0, 0.0)
+    assert all(np.isfinite(state.dominant_shares))
+
+
+def test_rounding_dust_in_a_share_counts_as_zero():
+    from autoscaler.controller import fair_release
+
+    config = ControllerConfig(slot_s=TAU)
+    queued = [
+        dataclasses.replace(job("late-comer", 0.0, 60.0, TAU), tenant="X"),  # earliest deadline
+        dataclasses.replace(job("member", 0.0, 60.0, 2 * TAU), tenant="M"),
+    ]
+    assert fair_release(queued, [], 1, {"M": 0.1, "X": 3.7e-17}, config) == ["member"]
