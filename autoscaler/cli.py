@@ -50,6 +50,7 @@ _non_negative_float = _number(float, "a number", 0, strict=False)
 _non_negative_int = _number(int, "a whole number", 0, strict=False)
 _positive_int = _number(int, "a whole number", 1, strict=False)
 _boot_s = _number(float, "a number of seconds", 0.0, strict=False, maximum=3600.0)
+_agent_count = _number(int, "a whole number", 1, strict=False, maximum=10_000_000)
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -213,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_HelpFormatter,
     )
     drf.add_argument("--demands", type=Path, required=True, help="CSV with header agent,RESOURCE,...; one row per agent")
-    drf.add_argument("--n", type=_positive_int, default=None, help="total agents n that will arrive (default: the row count)")
+    drf.add_argument("--n", type=_agent_count, default=None, help="total agents n that will arrive, at most 10,000,000 (default: the row count)")
     drf.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
     drf.add_argument("--ratios", action="store_true", help="also the competitive ratios against the offline LP optimum at every step (one LP pair per step)")
     drf.add_argument("--yarn-out", type=Path, default=None, help="write the final shares as a YARN fair-scheduler allocation XML")

@@ -81,6 +81,12 @@ class ReportSettings(BaseModel):
     ses_endpoint_url: str | None = None
 
     @model_validator(mode="after")
+    def _no_nul_in_paths(self) -> "ReportSettings":
+        if self.smtp_password_file is not None and "\0" in str(self.smtp_password_file):
+            raise ValueError("smtp_password_file: a path cannot hold a NUL character")
+        return self
+
+    @model_validator(mode="after")
     def _email_settings_hang_together(self) -> "ReportSettings":
         for field_name, address in [("email_from", self.email_from)] + [(f"email_to[{i}]", a) for i, a in enumerate(self.email_to)]:
             if address is not None and ("@" not in address or any(c in address for c in "\r\n, ")):
@@ -153,6 +159,12 @@ class Settings(BaseSettings):
                     f"policy 'vfw' needs 0 < delta < deadline_slots (delta defaults to deadline_slots // 2), "
                     f"got delta = {delta} with deadline_slots = {self.deadline_slots}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _no_nul_in_store_path(self) -> "Settings":
+        if "\0" in str(self.store_path):
+            raise ValueError("store_path: a path cannot hold a NUL character")
         return self
 
     @model_validator(mode="after")

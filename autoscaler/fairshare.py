@@ -20,11 +20,16 @@ Pure: numpy (and cvxpy inside the LP functions); no files, no clock.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from autoscaler.errors import ConfigError, SolverError
+
+
+_XML_TEXT = re.compile("[\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+"""XML 1.0's Char production: the text a YARN allocation file may hold."""
 
 
 def normalized_demands(demands: np.ndarray, agents: list[str] | None = None) -> np.ndarray:
@@ -315,6 +320,8 @@ def yarn_allocation_xml(agents: list[str], shares: np.ndarray, n_agents: int) ->
     for agent, share in zip(agents, np.asarray(shares, dtype=float), strict=True):
         if not agent or agent != agent.strip() or "." in agent or any(c.isspace() for c in agent):
             raise ConfigError(f"agent {agent!r}: not a YARN queue name (no '.', no whitespace, not empty)")
+        if not _XML_TEXT.fullmatch(agent):
+            raise ConfigError(f"agent {agent!r}: holds a character an XML file cannot (a control character or a lone surrogate)")
         queue = ET.SubElement(root, "queue", name=agent)
         ET.SubElement(queue, "weight").text = f"{share * n_agents:.6g}"
     ET.indent(root)

@@ -158,7 +158,16 @@ def _job_id(job_id: str | None) -> str:
 def _non_empty(field: str, value: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise SubmitError(f"{field}: expected a non-empty text, got {value!r}")
+    _utf8(field, value)
     return value
+
+
+def _utf8(field: str, value: str) -> None:
+    """Text the store can keep: argv hands bytes that are not UTF-8 over as lone surrogates."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SubmitError(f"{field}: expected UTF-8 text, got {value!r} (bytes that are not UTF-8)") from None
 
 
 def _finite(field: str, value: float, unit: str, minimum: float, strictly: bool = False) -> float:
