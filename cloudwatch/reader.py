@@ -32,19 +32,13 @@ from cloudwatch.queries import (
 )
 
 
-
 def cloudwatch_client(
     region: str | None = None,
     endpoint_url: str | None = None,
     session: boto3.Session | None = None,
 ) -> BaseClient:
-    """Make the CloudWatch client every CloudWatch call of the project goes through.
-
-    ``region`` and ``endpoint_url`` default to the session's configuration (AWS_DEFAULT_REGION /
-    AWS_REGION / profile; AWS_ENDPOINT_URL_CLOUDWATCH or AWS_ENDPOINT_URL, which boto3 reads itself).
-    ``session`` defaults to a new ``boto3.Session()``. Does not call AWS. Raises ConfigError when no
-    region is given or configured.
-    """
+    """The CloudWatch client every CloudWatch call of the project goes through: ``aws_client`` (standard
+    retries, failed attempts logged). Does not call AWS; ConfigError when no region is configured."""
     return aws_client("cloudwatch", "CloudWatch", region, endpoint_url, session)
 
 

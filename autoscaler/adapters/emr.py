@@ -44,13 +44,8 @@ def emr_client(
     endpoint_url: str | None = None,
     session: boto3.Session | None = None,
 ) -> BaseClient:
-    """Make the EMR client every EMR call of the project goes through.
-
-    ``region`` and ``endpoint_url`` default to the session's configuration (AWS_DEFAULT_REGION /
-    AWS_REGION / profile; AWS_ENDPOINT_URL_EMR or AWS_ENDPOINT_URL, which boto3 reads itself).
-    ``session`` defaults to a new ``boto3.Session()``; tests and the daemon pass their own.
-    Does not call AWS. Raises ConfigError when no region is given or configured.
-    """
+    """The EMR client every EMR call of the project goes through: ``aws_client`` (standard
+    retries, failed attempts logged). Does not call AWS; ConfigError when no region is configured."""
     return aws_client("emr", "EMR", region, endpoint_url, session)
 
 

@@ -335,12 +335,8 @@ def ses_client(
     endpoint_url: str | None = None,
     session: boto3.Session | None = None,
 ) -> BaseClient:
-    """Make the SES (API v1) client the report is sent through, with botocore's standard retries.
-
-    ``region`` and ``endpoint_url`` default to the session's configuration (AWS_DEFAULT_REGION /
-    AWS_REGION / profile; AWS_ENDPOINT_URL_SES or AWS_ENDPOINT_URL). ``session`` defaults to a new
-    ``boto3.Session()``. Does not call AWS. Raises ConfigError when no region is given or configured.
-    """
+    """The SES client every SES call of the project goes through: ``aws_client`` (standard
+    retries, failed attempts logged). Does not call AWS; ConfigError when no region is configured."""
     return aws_client("ses", "SES", region, endpoint_url, session)
 
 
