@@ -41,8 +41,8 @@ class ClusterSettings(BaseModel):
     id: str = Field(pattern=r"^j-[0-9A-Za-z]+$", description="EMR cluster id, e.g. 'j-2AXXXXXXGAPLF'")
     region: str | None = None
     endpoint_url: str | None = None
-    min_nodes: int = Field(default=0, ge=0)
-    max_nodes: int = Field(default=20, ge=0)
+    min_nodes: int = Field(default=0, ge=0, le=100_000)
+    max_nodes: int = Field(default=20, ge=0, le=100_000)
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> ClusterSettings:
@@ -114,9 +114,9 @@ class Settings(BaseSettings):
 
     policy: Literal["gcp-u", "gcp", "vfw", "follow"] = "gcp-u"
     delta: int | None = Field(default=None, ge=1)
-    deadline_slots: int = Field(default=2, ge=0)
-    slot_s: float = Field(default=300.0, gt=0)
-    max_deadline_slots: int = Field(default=288, ge=1)
+    deadline_slots: int = Field(default=2, ge=0, le=100_000)
+    slot_s: float = Field(default=300.0, ge=1, le=86_400)
+    max_deadline_slots: int = Field(default=288, ge=1, le=100_000)
     e0: float = Field(default=1.0, ge=0)
     e1: float = Field(default=0.0, ge=0)
     beta: float = Field(default=12.0, ge=0)

@@ -56,6 +56,7 @@ class SlotRunner:
     telemetry: Telemetry | None = None
     _reconciled: bool = False
     _uncertain: dict = field(default_factory=dict)  # job id -> when its add failed (Unix s)
+    _degraded: bool = False  # this slot could not read or change something on EMR
 
     def _release(self, decision: Decision, jobs: list, steps: dict, released: dict, now_s: float) -> list[str]:
         """Add the decision's steps in EDF order into ``released``. A step EMR refuses outright
@@ -105,6 +106,7 @@ class SlotRunner:
                 found = self._recent_steps(min(self._uncertain[job_id] for job_id in due))
             except ActuationError as error:
                 log.warning("steps_unknown", waiting=due, error=str(error))
+                self._degraded = True
                 continue
             for job_id in due:
                 if job_id in found:
@@ -152,10 +154,12 @@ class SlotRunner:
                 self._uncertain.clear()
             except ActuationError as error:
                 log.warning("steps_unknown", waiting=sorted(self._uncertain), error=str(error))
+                self._degraded = True
         try:
             active = self.cluster.steps(active_only=True)
         except ActuationError as error:
             log.warning("steps_unknown", error=str(error))
+            self._degraded = True
             return steps
         steps.update((s.job_id, s) for s in active)
         for job in known.values():
@@ -193,6 +197,7 @@ class SlotRunner:
         return decision
 
     def _run_slot(self) -> Decision | None:
+        self._degraded = False
         self.cluster.start_slot()
         now_s = self.clock.now_s()
         started = time.perf_counter()
@@ -222,6 +227,7 @@ class SlotRunner:
         except ActuationError as error:
             # The group's size is unknown: hold it (no resize) and still release the jobs due.
             log.error("task_group_unknown", slot=decision.slot, error=str(error))
+            self._degraded = True
             group = None
         # Steps found for jobs the store has no step id for (added just before a crash): record them.
         released: dict[str, tuple[float, str]] = {
@@ -237,6 +243,7 @@ class SlotRunner:
                     # The jobs due still go out, on the nodes there are; the next slot finds the
                     # group at its old size and asks again. Nothing is scaled on a guess.
                     log.error("resize_failed", slot=decision.slot, nodes=decision.nodes, requested=group.requested, error=str(error))
+                    self._degraded = True
             refused = self._release(decision, jobs, steps, released, now_s)
             if refused:
                 self.store.set_states({job_id: "failed" for job_id in refused})
@@ -264,7 +271,11 @@ class SlotRunner:
             dry_run=self.dry_run,
         )
         if self.telemetry is not None and not self.dry_run:
-            self.telemetry.slot_done(decision, solve_ms, energy_wh, self._follow_energy_wh(decision))
+            sent = [job_id for job_id in decision.release if job_id in released]
+            late = [job_id for job_id in decision.late if job_id in released]
+            self.telemetry.slot_done(
+                decision, solve_ms, energy_wh, self._follow_energy_wh(decision), sent, late, healthy=not self._degraded and not self._uncertain
+            )
         if decision.overloaded or decision.missed:
             log.warning(
                 "overload",

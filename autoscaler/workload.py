@@ -346,10 +346,19 @@ def workload_from_curve(load: np.ndarray, *, slot_s: float = 300.0, source: str 
     return Workload(source=source, slot_s=slot_s, released=curve, active=curve.copy(), n_jobs=0)
 
 
+MAX_TRACE_BYTES = 2 * 1024**3
+"""Largest trace or load curve read: 2 GiB (the whole file is held in memory)."""
+
+
 def _read_text(name: str) -> str:
     try:
         with open(name, "rb") as handle:
-            raw = handle.read()
+            if not os.path.isfile(name):
+                raise TraceError(name, None, "not a regular file (a device, pipe or folder); expected a trace file")
+            # One byte past the limit tells a file that is too long without reading all of it.
+            raw = handle.read(MAX_TRACE_BYTES + 1)
+            if len(raw) > MAX_TRACE_BYTES:
+                raise TraceError(name, None, f"larger than {MAX_TRACE_BYTES // 1024**3} GiB; expected a trace that fits in memory")
     except FileNotFoundError:
         raise TraceError(name, None, "no such file") from None
     except OSError as exc:

@@ -51,23 +51,40 @@ class Telemetry:
         )
         self.energy = Counter("autoscaler_energy_modelled_wh", "modelled energy of the task nodes, Wh", registry=r)
         self.saved = Gauge("autoscaler_energy_saved_modelled_wh", "modelled energy saved against follow the workload, Wh", registry=r)
-        self.failures = Counter("autoscaler_slot_failures", "slots that failed and were retried next slot", registry=r)
+        self.failures = Counter("autoscaler_slot_failures", "slots that failed, or could not read or change EMR", registry=r)
         self.last_success = Gauge("autoscaler_last_success_timestamp_seconds", "when the last slot succeeded", registry=r)
 
-    def slot_done(self, decision, solve_ms: float, energy_wh: float, follow_wh: float) -> None:
-        """Record a decided slot (``decision``: controller.Decision) and its modelled energies, Wh."""
+    def slot_done(
+        self,
+        decision,
+        solve_ms: float,
+        energy_wh: float,
+        follow_wh: float,
+        released: list[str] | None = None,
+        late: list[str] | None = None,
+        healthy: bool = True,
+    ) -> None:
+        """Record a decided slot (``decision``: controller.Decision) and its modelled energies, Wh.
+
+        ``released`` and ``late``: the job ids whose steps were really added (default: the
+        decision's). ``healthy``: False when the slot could not read or change something on EMR; it
+        then counts as a failed slot, and /healthz turns 503 if no healthy slot follows within two.
+        """
         self.capacity.set(decision.capacity)
         self.nodes.set(decision.nodes)
         self.queue_depth.set(decision.queue_depth)
         self.at_risk.set(decision.at_risk)
-        self.released.inc(len(decision.release))
-        self.late.inc(len(decision.late))
+        self.released.inc(len(decision.release if released is None else released))
+        self.late.inc(len(decision.late if late is None else late))
         for tenant, count in decision.missed_by_tenant.items():
             self.missed.labels(tenant=tenant).inc(count)
         self.solve.observe(solve_ms / 1000)
         self.energy.inc(energy_wh)
         self.saved.inc(follow_wh - energy_wh)
-        self.slot_ok()
+        if healthy:
+            self.slot_ok()
+        else:
+            self.slot_failed()
 
     def slot_ok(self) -> None:
         """A slot ran to the end (decided, or found already decided)."""

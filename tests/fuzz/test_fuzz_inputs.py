@@ -673,10 +673,12 @@ def cli_outcome(run: CliRun, leftovers: str = "") -> Outcome:
         return unexpected("partial write", leftovers)
     lines = run.stderr.rstrip("\n").split("\n")
     if run.usage:
-        errors = [line for line in lines if ": error: " in line]
-        if len(errors) != 1 or errors[0] != lines[-1] or not lines[0].startswith("usage:"):
+        # argparse's usage, then one "PROG: error: ..." line. "unrecognized arguments" echoes the arguments
+        # as given, so one holding a newline carries the message onto the next line: that is still one message.
+        errors = [i for i, line in enumerate(lines) if line.startswith(("autoscaler: error: ", "autoscaler ")) and ": error: " in line]
+        if len(errors) != 1 or not lines[0].startswith("usage:") or (errors[0] != len(lines) - 1 and "unrecognized arguments" not in lines[errors[0]]):
             return unexpected("argparse message", run.stderr)
-        return refused("usage", errors[0])
+        return refused("usage", lines[errors[0]])
     starts = [i for i, line in enumerate(lines) if line.startswith("autoscaler: error: ")]
     if len(starts) != 1:
         return unexpected("no single 'autoscaler: error:' line", run.stderr)
@@ -1178,6 +1180,9 @@ def test_the_harness_calls_an_escaped_exception_and_a_multi_line_message_unexpec
     assert cli_outcome(two_lines).kind == "message on more than one line"
     left = CliRun(code=2, stdout="", stderr="autoscaler: error: a\n", error=AutoscalerError("a"))
     assert cli_outcome(left, "out/replay.png").kind == "partial write"
+    # argparse echoes unrecognised arguments as given; a newline inside one is the user's, not a second message.
+    echoed = CliRun(code=2, stdout="", stderr="usage: autoscaler [-h] COMMAND ...\nautoscaler: error: unrecognized arguments: a\nb\n", usage=True)
+    assert cli_outcome(echoed).kind == "usage"
 
 
 # -- inputs that once escaped as tracebacks, each pinned by its minimal input

@@ -138,3 +138,31 @@ def test_a_step_added_but_answered_with_an_error_is_found_not_added_again(tmp_pa
     assert Counter(cluster.adds) == Counter({"a": 1, "b": 1, "c": 1})
     stored = {j.job_id: j for j in store.all_jobs()}
     assert stored["b"].state in ("released", "running", "done") and stored["b"].step_id == cluster.steps()[1].step_id
+
+
+@dataclasses.dataclass
+class UnreachableCluster(FakeCluster):
+    """EMR answers nothing: every call fails after botocore's retries."""
+
+    def task_group(self):
+        raise ActuationError("EMR ListInstanceGroups failed: EndpointConnectionError")
+
+    def steps(self, active_only: bool = False, newer_than=None):
+        raise ActuationError("EMR ListSteps failed: EndpointConnectionError")
+
+
+def test_slots_that_cannot_reach_emr_make_health_fail(tmp_path):
+    from autoscaler.adapters.health import Telemetry
+
+    now = [0.0]
+    runner, store, cluster, clock = runner_for(tmp_path)
+    runner.telemetry = Telemetry(TAU, clock=lambda: now[0])
+    store.submit(job("a"))
+    runner.run_slot()  # reachable: healthy
+    assert runner.telemetry.health()[0]
+    runner.cluster = UnreachableCluster(clock=clock)
+    for slot in (1, 2, 3):
+        clock.time_s = now[0] = slot * TAU
+        runner.run_slot()  # decided from what is known, but nothing could be read from EMR
+    healthy, details = runner.telemetry.health()
+    assert not healthy and details["seconds_since_last_success"] == 3 * TAU
