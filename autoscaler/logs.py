@@ -42,6 +42,10 @@ def _redact(value: Any) -> Any:
     return value
 
 
+QUIET_LOGGERS = ("botocore.credentials", "apscheduler")
+"""Logged from WARNING up only."""
+
+
 def configure_logging(fmt: str = "auto", stream: TextIO | None = None, level: int | str = logging.INFO) -> None:
     """Send structlog and standard-library logging to ``stream`` (default: stderr).
 
@@ -87,6 +91,9 @@ def configure_logging(fmt: str = "auto", stream: TextIO | None = None, level: in
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level_no)
+    # Libraries' routine lines (one per AWS client made, one per scheduler run) would bury ours.
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(level_no, logging.WARNING))
 
     structlog.configure(
         processors=[
