@@ -710,7 +710,7 @@ def read_demands_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
 
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet may write a BOM
     except UnicodeDecodeError:
         raise TraceError(name, None, "not UTF-8 text") from None
     except OSError as exc:

@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     )
 
     policy: Literal["gcp-u", "gcp", "vfw", "follow"] = "gcp-u"
-    delta: int | None = Field(default=None, ge=1)
+    delta: int | None = Field(default=None, ge=1, le=100_000)
     deadline_slots: int = Field(default=2, ge=0, le=100_000)
     slot_s: float = Field(default=300.0, ge=1, le=86_400)
     max_deadline_slots: int = Field(default=288, ge=1, le=100_000)

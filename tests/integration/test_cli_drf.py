@@ -96,3 +96,12 @@ def test_n_below_the_row_count_and_empty_file_are_refused(hand_csv, tmp_path, ca
     empty.write_text("agent,cpu\n")
     assert main(["drf", "--demands", str(empty)]) == 2
     assert "no agents" in capsys.readouterr().err
+
+
+def test_a_demand_csv_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    from autoscaler.cli import main
+
+    path = tmp_path / "demands.csv"
+    path.write_bytes("\ufeffagent,cpu,mem\na,1,0.5\nb,0.5,1\n".encode("utf-8"))
+    assert main(["drf", "--demands", str(path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["resources"] == ["cpu", "mem"]
