@@ -14,7 +14,6 @@ from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams, Job, StepSpec
 from autoscaler.policies import plan
 from autoscaler.workload import workload_from_trace
-from autoscaler.model import Trace, TraceJob
 
 TAU = 300.0
 
@@ -119,8 +118,6 @@ def test_every_job_starts_by_its_start_by_slot_and_none_is_lost(spec, policy, de
 
 
 def test_replaying_workload_a_through_the_controller_gives_replays_capacity():
-    from autoscaler.cli import load_workload
-    from autoscaler.model import LengthModel
     from autoscaler.workload import estimate_length_s, read_swim
     from importlib import resources
 
