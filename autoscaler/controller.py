@@ -30,7 +30,7 @@ import numpy as np
 
 from autoscaler.errors import ConfigError
 from autoscaler.fairshare import dynamic_drf_step
-from autoscaler.model import MIB, CostParams, Job
+from autoscaler.model import MIB, CostParams, Job, require_positive
 from autoscaler.policies.gcp import GcpState, gcp_step
 from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
 
@@ -71,14 +71,10 @@ class ControllerConfig:
             raise ConfigError(f"nodes: expected 0 <= min_nodes <= max_nodes, got {self.min_nodes} and {self.max_nodes}")
         if self.deadline_slots < 0 or self.max_deadline_slots < 1:
             raise ConfigError("deadline_slots must be >= 0 and max_deadline_slots >= 1")
-        if not (math.isfinite(self.slot_s) and self.slot_s > 0):
-            raise ConfigError(f"slot_s must be a finite number > 0, got {self.slot_s!r}")
         if self.tenants_n < 1:
             raise ConfigError(f"tenants_n must be >= 1 (the tenants dynamic DRF plans for), got {self.tenants_n}")
-        for name in ("node_disk_bytes_s", "node_network_bytes_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+        for name in ("slot_s", "node_disk_bytes_s", "node_network_bytes_s"):
+            require_positive(name, getattr(self, name))
         if self.policy == "vfw" and not (0 < self.vfw_delta < self.deadline_slots):
             raise ConfigError(
                 f"vfw needs 0 < delta < deadline_slots, got delta = {self.vfw_delta} with deadline_slots = {self.deadline_slots}"

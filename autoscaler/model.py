@@ -66,9 +66,9 @@ class LengthModel:
 
     def __post_init__(self) -> None:
         for name in ("block_bytes", "read_mb_s", "write_mb_s", "network_mb_s"):
-            _require_positive(name, getattr(self, name))
+            require_positive(name, getattr(self, name))
         for name in ("map_s_per_mb", "reduce_s_per_mb"):
-            _require_non_negative(name, getattr(self, name))
+            require_non_negative(name, getattr(self, name))
         for name in ("map_rounds", "reduce_rounds"):
             if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be a whole number >= 1, got {getattr(self, name)!r}")
@@ -117,11 +117,11 @@ class CostParams:
     max_servers: float | None = None
 
     def __post_init__(self) -> None:
-        _require_non_negative("e0", self.e0)
-        _require_non_negative("e1", self.e1)
-        _require_non_negative("beta", self.beta)
+        require_non_negative("e0", self.e0)
+        require_non_negative("e1", self.e1)
+        require_non_negative("beta", self.beta)
         if self.max_servers is not None:
-            _require_positive("max_servers", self.max_servers)
+            require_positive("max_servers", self.max_servers)
 
 
 @dataclass(frozen=True)
@@ -163,12 +163,12 @@ class Schedule:
         )
 
 
-def _require_positive(name: str, value: float) -> None:
+def require_positive(name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
 
 
-def _require_non_negative(name: str, value: float) -> None:
+def require_non_negative(name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
         raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
 
