@@ -81,7 +81,23 @@ def test_the_overloaded_replay_and_jobs_count_the_same_late_jobs(tmp_path, capsy
     summary = int(re.search(r"jobs late \(missed their deadline\) │ ([\d,]+)", printed).group(1).replace(",", ""))
     per_tenant = [int(n.replace(",", "")) for n in re.findall(r"│ tenant-\d │ [\d,]+ │ ([\d,]+) │", printed)]
     with SqliteJobStore(store_path) as store:
-        counted_as_they_happened = sum(sum(d["missed_by_tenant"].values()) for d in store.decisions())
+        decisions = store.decisions()
+    counted_as_they_happened = sum(sum(d["missed_by_tenant"].values()) for d in decisions)
     assert main(["jobs", "--store", str(store_path), "--state", "late", "--format", "json"]) == 0
     listed = len(json.loads(capsys.readouterr().out))
     assert summary == sum(per_tenant) == listed == counted_as_they_happened > 1000
+
+    # Rounding m_t up costs node-slots, never saves them; what the node cap took away is its own row.
+    def row(label: str) -> str:
+        return re.search(re.escape(label) + r" │ ([^│]+) │", printed).group(1).strip()
+
+    whole = [math.ceil(d["capacity"] - 1e-9) for d in decisions]
+    capacity = sum(d["capacity"] for d in decisions)
+    rounded = row("m_t rounded up to whole nodes, node-slots")
+    assert rounded == f"{sum(whole):,} (+{100 * (sum(whole) / capacity - 1):.2f} %)"
+    held = sum(max(w - d["nodes"], 0) for w, d in zip(whole, decisions))
+    raised = sum(max(d["nodes"] - w, 0) for w, d in zip(whole, decisions))
+    assert row("fewer nodes than that: max nodes").startswith(f"-{held:,} in ") and held > 0
+    assert row("more nodes than that: due jobs, min nodes").startswith(f"+{raised:,} in ")
+    assert row("node-slots run") == f"{sum(d['nodes'] for d in decisions):,}" == f"{sum(whole) - held + raised:,}"
+    assert "cost of rounding" not in printed
