@@ -19,9 +19,10 @@ from rich.console import Console
 
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.errors import AutoscalerError, ConfigError
+from autoscaler.intake import SAME_DEADLINE_RULE
+from autoscaler.lateness import LATE_HELP
 from autoscaler.model import JOB_STATES, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
-from autoscaler.lateness import LATE_HELP
 from autoscaler.traces import DEFAULT_NAME, SHIPPED, TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
 from autoscaler.traces import label as trace_label
 
@@ -120,14 +121,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="queue a job with a deadline for the daemon to release as an EMR step",
         description="Queue a job. Give its length (--length-s) or its three SWIM sizes (--sizes) to estimate it "
         "from, and its step: --command (run with command-runner.jar) or --jar with --args. "
-        "With --id the submission is idempotent: the same id and content again changes nothing.",
+        "With --id the submission is idempotent: the same id and content again changes nothing, and the "
+        f"same id with other content is refused, saying what differs. For the deadline, {SAME_DEADLINE_RULE}.",
         formatter_class=_HelpFormatter,
     )
     _add_store_arguments(submit)
     submit.add_argument("--id", dest="job_id", default=None, help="client job id ([A-Za-z0-9._-], up to 64); makes resubmission safe")
     submit.add_argument("--name", required=True, help="job name")
     submit.add_argument("--tenant", required=True, help="tenant the job belongs to")
-    submit.add_argument("--deadline", required=True, help="a duration from now (90m, 2h, 1h30m, 600) or an ISO-8601 time with zone")
+    submit.add_argument(
+        "--deadline", required=True,
+        help="a duration from now (90m, 2h, 1h30m, 600) or an ISO-8601 time with zone; retried with the same --id, "
+        "the same duration keeps the first submission's deadline",
+    )  # fmt: skip
     length_or_sizes = submit.add_mutually_exclusive_group(required=True)
     length_or_sizes.add_argument("--length-s", type=_positive_float, help="estimated run time in seconds")
     length_or_sizes.add_argument(
@@ -484,7 +490,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     import time
 
-    from autoscaler.intake import build_job
+    from autoscaler.intake import build_job, utc_text
 
     if (args.command is None) == (args.jar is None):
         raise ConfigError("submit: give the step as --command ... (last) or as --jar JAR [--args ...]")
@@ -506,23 +512,13 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             main_class=args.main_class,
             known_tenants=set(settings.known_tenants) if settings and settings.known_tenants else None,
         )
-        existing = next((j for j in store.all_jobs() if j.job_id == job.job_id), None) if args.job_id else None
-        if existing is not None and _is_duration(args.deadline):
-            # A retried "--deadline 2h" means the deadline given the first time, not two hours from now.
-            job = dataclasses.replace(job, deadline_s=existing.deadline_s, submit_s=existing.submit_s)
         added = store.submit(job)
+        if not added:
+            job = next(j for j in store.all_jobs() if j.job_id == job.job_id)
     out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
+    kept = "" if added else " (the first submission's)"
+    err.print(f"deadline {utc_text(job.deadline_s)}{kept}", highlight=False)
     return 0
-
-
-def _is_duration(deadline: str) -> bool:
-    import datetime
-
-    try:
-        datetime.datetime.fromisoformat(deadline.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    return False
 
 
 def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 from numbers import Real
 
 from autoscaler.errors import ConfigError, SubmitError
@@ -105,7 +105,54 @@ def build_job(
         length_s=length_s,
         step=step,
         demand_vector=demand_vector,
+        deadline_text=deadline.strip(),
     )
+
+
+SAME_DEADLINE_RULE = (
+    "a resubmission with the same --id is the same job when its deadline is the same duration as the "
+    "first time (2h, 120m and 7200 are one; the first submission's time is kept, so retries agree) or "
+    "the same absolute time; any other deadline is other content and is refused"
+)
+"""The rule :func:`deadline_difference` applies, in the words of --help and the README."""
+
+
+def deadline_difference(first: Job, again: Job) -> str | None:
+    """None when ``again`` (a resubmission of ``first``'s id) has the same deadline; else what differs,
+    e.g. "deadline: first 2h (2026-12-01T10:00Z), now 3h (2026-12-01T11:05Z)".
+
+    Two durations are the same deadline when they are equal (the first one's absolute time is kept);
+    otherwise the absolute times must be equal. A job stored before deadline texts were kept
+    (``deadline_text`` None) matches any duration, as such a retry always did.
+    """
+    first_duration = _duration_s(first.deadline_text) if first.deadline_text is not None else None
+    again_duration = _duration_s(again.deadline_text) if again.deadline_text is not None else None
+    if first_duration is not None and again_duration is not None:
+        same = first_duration == again_duration
+    elif first.deadline_text is None and again_duration is not None:
+        same = True
+    else:
+        same = first.deadline_s == again.deadline_s
+    if same:
+        return None
+    if first.deadline_text is None and again.deadline_text is None:
+        return f"deadline_s: stored {first.deadline_s!r}, given {again.deadline_s!r}"
+    return f"deadline: first {_deadline_words(first)}, now {_deadline_words(again)}"
+
+
+def _deadline_words(job: Job) -> str:
+    when = utc_text(job.deadline_s)
+    if job.deadline_text is None:
+        return when
+    return f"{job.deadline_text} ({when})" if _duration_s(job.deadline_text) is not None else job.deadline_text
+
+
+def utc_text(seconds: float) -> str:
+    """Unix seconds as an ISO-8601 UTC time to the minute ("2026-12-01T10:00Z"), or seconds if out of range."""
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds:,.0f} s (Unix time)"
 
 
 def parse_deadline(deadline: str, now_s: float) -> float:
