@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from autoscaler.intake import SAME_DEADLINE_RULE
 from autoscaler.lateness import LATE_HELP
 from autoscaler.model import JOB_STATES, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
+from autoscaler.readable import number_text
 from autoscaler.traces import DEFAULT_NAME, SHIPPED, TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
 from autoscaler.traces import label as trace_label
 
@@ -33,7 +35,7 @@ DEFAULT_TRACE = SHIPPED[DEFAULT_NAME].file_name
 def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = math.inf):
     """An argparse type: ``convert`` the text, then require a finite value above (``strict``) or at
     ``minimum``, and at most ``maximum``."""
-    bound = f"{'>' if strict else '>='} {minimum:g}" + (f" and <= {maximum:g}" if math.isfinite(maximum) else "")
+    bound = f"{'>' if strict else '>='} {number_text(minimum)}" + (f" and <= {number_text(maximum)}" if math.isfinite(maximum) else "")
 
     def parse(text: str):
         try:
@@ -287,19 +289,27 @@ def _model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
 
 
 def parse_deadlines(text: str) -> list[int]:
-    """'1-12' or '2,4,8' -> whole numbers >= 0; ConfigError naming --deadlines otherwise."""
+    """'1-12' or '2,4,8' -> whole numbers >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
+    forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0"
+    span = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", text)
+    if span:
+        low, high = int(span.group(1)), int(span.group(2))
+        if low < 0 or high < 0:
+            raise ConfigError(f"--deadlines: {text!r} has a negative deadline; expected {forms}")
+        if low > high:
+            raise ConfigError(f"--deadlines: the range {text!r} runs backwards ({low} > {high}); write it smaller first: {high}-{low}")
+        if high - low > 10_000:
+            raise ConfigError(f"--deadlines: {text!r} is {high - low + 1:,} deadlines to sweep; expected at most 10,001")
+        return list(range(low, high + 1))
     try:
-        if "-" in text:
-            low, high = (int(part) for part in text.split("-", 1))
-            if high - low > 10_000:
-                raise ConfigError(f"--deadlines: {text!r} is more than 10,000 deadlines to sweep")
-            values = list(range(low, high + 1))
-        else:
-            values = [int(part) for part in text.split(",") if part.strip()]
+        values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ConfigError(f"--deadlines: expected a range like 1-12 or a list like 2,4,8, got {text!r}") from None
-    if not values or min(values) < 0:
-        raise ConfigError(f"--deadlines: expected whole numbers >= 0, got {text!r}")
+        both = " (a range or a list, not both)" if "-" in text and "," in text else ""
+        raise ConfigError(f"--deadlines: expected {forms}{both}, got {text!r}") from None
+    if not values:
+        raise ConfigError(f"--deadlines: expected {forms}, got {text!r}")
+    if min(values) < 0:
+        raise ConfigError(f"--deadlines: {text!r} has a negative deadline ({min(values)}); expected {forms}")
     return values
 
 
@@ -490,7 +500,8 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     import time
 
-    from autoscaler.intake import build_job, utc_text
+    from autoscaler.readable import utc_text
+    from autoscaler.intake import build_job
 
     if (args.command is None) == (args.jar is None):
         raise ConfigError("submit: give the step as --command ... (last) or as --jar JAR [--args ...]")
@@ -841,9 +852,31 @@ def _check_out_folder(folder: Path | None) -> None:
         raise ConfigError(f"--out: {folder} exists and is not a folder")
 
 
+_DASH_VALUE_OPTIONS = ("--deadline", "--deadlines", "--since", "--until")
+"""Options whose value may begin with a dash and a digit ('-1h', '12-1' is fine, '-1-12' is not)."""
+
+
+def _attach_dash_values(argv: list[str]) -> list[str]:
+    """'--deadline -1h' as '--deadline=-1h': argparse takes '-1h' for an unknown option and says only
+    'expected one argument'; attached, the value reaches the check that says what is wrong with it.
+    Everything from --command, --args or '--' on is left as it is (it is the job's own command line)."""
+    attached: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--command", "--args", "--"):
+            return attached + argv[i:]
+        if argv[i] in _DASH_VALUE_OPTIONS and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
+            attached.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        attached.append(argv[i])
+        i += 1
+    return attached
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_dash_values(sys.argv[1:] if argv is None else list(argv)))
     out = Console()
     if not out.is_terminal:
         # Piped or redirected: rich would assume 80 columns and squeeze the tables.

@@ -28,6 +28,7 @@ from pydantic_settings import (
 from autoscaler.controller import ControllerConfig
 from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams
+from autoscaler.readable import number_text
 
 ENV_PREFIX = "AUTOSCALER_"
 ENV_NESTED_DELIMITER = "__"
@@ -331,7 +332,7 @@ def describe_error(error: dict[str, Any]) -> str:
     comparisons = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
     if kind in comparisons:
         bound = next(iter(ctx.values()))
-        return f"{field}: must be {comparisons[kind]} {bound:g}, got {given!r}"
+        return f"{field}: must be {comparisons[kind]} {number_text(bound)}, got {given!r}"
     if kind == "literal_error":
         return f"{field}: expected one of {ctx.get('expected')}, got {given!r}"
     if kind == "string_pattern_mismatch" and field == "cluster.id":

@@ -108,13 +108,13 @@ def test_negative_slot_s_is_named_with_its_bound_and_value(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     "line, named",
-    [("slot_s = 1e308", "slot_s: must be <= 86400"), ("slot_s = 1e-300", "slot_s: must be >= 1"),
-     ("deadline_slots = 999999999999", "deadline_slots: must be <= 100000")],
+    [("slot_s = 1e308", "slot_s: must be <= 86,400"), ("slot_s = 1e-300", "slot_s: must be >= 1"),
+     ("deadline_slots = 999999999999", "deadline_slots: must be <= 100,000")],
 )  # fmt: skip
 def test_absurd_numbers_are_refused_at_load(tmp_path: Path, line: str, named: str) -> None:
     assert named in config_error(write(tmp_path, f'{line}\n[cluster]\nid = "j-ABC"\n'))
     message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\nmax_nodes = 99999999999999999999\n'))
-    assert "cluster.max_nodes: must be <= 100000" in message
+    assert "cluster.max_nodes: must be <= 100,000" in message
 
 
 def test_bad_value_from_environment_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
