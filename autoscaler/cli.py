@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs = commands.add_parser(
         "jobs",
         help="list the queued, released, running, done, failed and late jobs",
-        description=f"List the jobs of the store with their state and whether they are late. A job is {LATE_HELP}.",
+        description=f"List the jobs of the store with their state, and whether each is late. A job is {LATE_HELP}.",
         formatter_class=_HelpFormatter,
     )
     _add_store_arguments(jobs)

@@ -19,7 +19,7 @@ from autoscaler.controller import ControllerConfig, start_by_slot
 from autoscaler.model import Job
 
 LATE_HELP = (
-    "late = missed its deadline: not released by the end of its start-by slot (deadline - length), "
+    "late (missed its deadline): not released by the end of its start-by slot (deadline - length), "
     "so released in a later slot or still queued after it; a late job stays late when it runs or is done"
 )
 """The definition in the words every --help uses."""

@@ -62,7 +62,7 @@ def test_a_late_job_stays_late_in_every_state_and_every_listing_agrees(tmp_path,
 
     assert main(["jobs", "--store", str(store_path)]) == 0
     table = capsys.readouterr().out
-    assert "7 jobs, 4 late" in table and "late = missed its deadline" in " ".join(table.split())
+    assert "7 jobs, 4 late" in table and "late (missed its deadline): not released by the end of its start-by slot" in " ".join(table.split())
 
 
 def test_a_queued_job_passed_over_in_its_start_by_slot_is_late_before_the_slot_ends():
