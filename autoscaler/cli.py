@@ -11,9 +11,8 @@ import argparse
 import dataclasses
 import json
 import math
+import re
 import sys
-from contextlib import ExitStack
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +20,22 @@ from rich.console import Console
 
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.errors import AutoscalerError, ConfigError
+from autoscaler.intake import SAME_DEADLINE_RULE
+from autoscaler.lateness import LATE_HELP
 from autoscaler.model import JOB_STATES, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
+from autoscaler.readable import number_text
+from autoscaler.traces import DEFAULT_NAME, SHIPPED, TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
+from autoscaler.traces import label as trace_label
 
-DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
+DEFAULT_TRACE = SHIPPED[DEFAULT_NAME].file_name
 """Workload A of the deferral paper, shipped as package data (BSD licence beside it)."""
 
 
 def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = math.inf):
     """An argparse type: ``convert`` the text, then require a finite value above (``strict``) or at
     ``minimum``, and at most ``maximum``."""
-    bound = f"{'>' if strict else '>='} {minimum:g}" + (f" and <= {maximum:g}" if math.isfinite(maximum) else "")
+    bound = f"{'>' if strict else '>='} {number_text(minimum)}" + (f" and <= {number_text(maximum)}" if math.isfinite(maximum) else "")
 
     def parse(text: str):
         try:
@@ -80,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--trace",
         default=None,
-        help="SWIM trace (.tsv, 6 tab-separated columns) or load curve (.csv with header slot,released); "
-        "default: the embedded Workload A (FB-2009 sample 0)",
+        help="SWIM trace (.tsv, 6 tab-separated columns) or load curve (.csv with header slot,released): "
+        f"{TRACE_NAMES_HELP} (default: A)",
     )
     replay.add_argument(
         "--policy",
@@ -104,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_HelpFormatter,
     )
     sweep.add_argument(
-        "--trace", action="append", default=None, help="trace or load curve, repeatable (default: the embedded Workload A)"
+        "--trace", action="append", default=None, help=f"trace or load curve, repeatable: {TRACE_NAMES_HELP} (default: A)"
     )
     sweep.add_argument("--deadlines", default="1-12", help="deadlines D in slots: a range 'A-B' or a comma list")
     sweep.add_argument("--policy", default="offline,gcp-u,vfw", help="comma list of uniform-deadline policies")
@@ -119,14 +123,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="queue a job with a deadline for the daemon to release as an EMR step",
         description="Queue a job. Give its length (--length-s) or its three SWIM sizes (--sizes) to estimate it "
         "from, and its step: --command (run with command-runner.jar) or --jar with --args. "
-        "With --id the submission is idempotent: the same id and content again changes nothing.",
+        "With --id the submission is idempotent: the same id and content again changes nothing, and the "
+        f"same id with other content is refused, saying what differs. For the deadline, {SAME_DEADLINE_RULE}.",
         formatter_class=_HelpFormatter,
     )
     _add_store_arguments(submit)
     submit.add_argument("--id", dest="job_id", default=None, help="client job id ([A-Za-z0-9._-], up to 64); makes resubmission safe")
     submit.add_argument("--name", required=True, help="job name")
     submit.add_argument("--tenant", required=True, help="tenant the job belongs to")
-    submit.add_argument("--deadline", required=True, help="a duration from now (90m, 2h, 1h30m, 600) or an ISO-8601 time with zone")
+    submit.add_argument(
+        "--deadline", required=True,
+        help="a duration from now (90m, 2h, 1h30m, 600) or an ISO-8601 time with zone; retried with the same --id, "
+        "the same duration keeps the first submission's deadline",
+    )  # fmt: skip
     length_or_sizes = submit.add_mutually_exclusive_group(required=True)
     length_or_sizes.add_argument("--length-s", type=_positive_float, help="estimated run time in seconds")
     length_or_sizes.add_argument(
@@ -149,12 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
     jobs = commands.add_parser(
         "jobs",
         help="list the queued, released, running, done, failed and late jobs",
+        description=f"List the jobs of the store with their state, and whether each is late. A job is {LATE_HELP}.",
         formatter_class=_HelpFormatter,
     )
     _add_store_arguments(jobs)
-    jobs.add_argument("--state", choices=["queued", "released", "running", "done", "failed", "late"], default=None, help="only this state")
+    jobs.add_argument(
+        "--state", choices=["queued", "released", "running", "done", "failed", "late"], default=None,
+        help="only jobs in this state, or only the late ones (in any state)",
+    )  # fmt: skip
     jobs.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
-    jobs.add_argument("--by-tenant", action="store_true", help="one row per tenant: jobs by state, deadlines missed, dominant share")
+    jobs.add_argument("--by-tenant", action="store_true", help="one row per tenant: jobs by state, late jobs (missed deadlines), dominant share")
     jobs.set_defaults(handler=_run_jobs)
 
     run = commands.add_parser(
@@ -168,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--config", type=Path, default=None, help="TOML config (fields also from AUTOSCALER_* variables)")
     run.add_argument("--dry-run", action="store_true", help="log what would be done; change nothing")
-    run.add_argument("--replay", default=None, metavar="TRACE", help="replay a SWIM trace through the daemon ('default': the embedded Workload A)")
+    run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon: {TRACE_NAMES_HELP}")
     run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
     run.add_argument("--policy", choices=["gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else gcp-u)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
@@ -188,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_HelpFormatter,
     )
     report.add_argument("--config", type=Path, default=None, help="TOML config: the store, cluster, and [report] email settings")
-    report.add_argument("--replay", nargs="?", const="default", default=None, metavar="TRACE", help="model a replay of TRACE ('default': the embedded Workload A) instead of the daemon's slots")
+    report.add_argument("--replay", nargs="?", const="default", default=None, metavar="TRACE", help=f"model a replay of TRACE instead of the daemon's slots: {TRACE_NAMES_HELP} (alone: A)")
     report.add_argument("--since", default=None, help="start: ISO-8601 time with a zone, or a duration ago like '24h' (default: the start of yesterday, UTC)")
     report.add_argument("--until", default=None, help="end: ISO-8601 time with a zone, or a duration ago (default: the start of today, UTC)")
     report.add_argument("--power-model", default=None, help="power model: table-iii (the paper's Table III) or ccf-aws (default: the config's, else table-iii)")
@@ -276,19 +289,27 @@ def _model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
 
 
 def parse_deadlines(text: str) -> list[int]:
-    """'1-12' or '2,4,8' -> whole numbers >= 0; ConfigError naming --deadlines otherwise."""
+    """'1-12' or '2,4,8' -> whole numbers >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
+    forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0"
+    span = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", text)
+    if span:
+        low, high = int(span.group(1)), int(span.group(2))
+        if low < 0 or high < 0:
+            raise ConfigError(f"--deadlines: {text!r} has a negative deadline; expected {forms}")
+        if low > high:
+            raise ConfigError(f"--deadlines: the range {text!r} runs backwards ({low} > {high}); write it smaller first: {high}-{low}")
+        if high - low > 10_000:
+            raise ConfigError(f"--deadlines: {text!r} is {high - low + 1:,} deadlines to sweep; expected at most 10,001")
+        return list(range(low, high + 1))
     try:
-        if "-" in text:
-            low, high = (int(part) for part in text.split("-", 1))
-            if high - low > 10_000:
-                raise ConfigError(f"--deadlines: {text!r} is more than 10,000 deadlines to sweep")
-            values = list(range(low, high + 1))
-        else:
-            values = [int(part) for part in text.split(",") if part.strip()]
+        values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ConfigError(f"--deadlines: expected a range like 1-12 or a list like 2,4,8, got {text!r}") from None
-    if not values or min(values) < 0:
-        raise ConfigError(f"--deadlines: expected whole numbers >= 0, got {text!r}")
+        both = " (a range or a list, not both)" if "-" in text and "," in text else ""
+        raise ConfigError(f"--deadlines: expected {forms}{both}, got {text!r}") from None
+    if not values:
+        raise ConfigError(f"--deadlines: expected {forms}, got {text!r}")
+    if min(values) < 0:
+        raise ConfigError(f"--deadlines: {text!r} has a negative deadline ({min(values)}); expected {forms}")
     return values
 
 
@@ -301,8 +322,10 @@ def load_workload(
     length_model: LengthModel,
     deadline_classes: bool = False,
     classes_optional: bool = False,
+    flag: str = "--trace",
 ):
-    """Read the trace (or the embedded default) into workload curves.
+    """Read the trace into workload curves: ``trace`` is a name or a path as :func:`open_trace`
+    reads it (None: Workload A); ``flag`` names the option in errors.
 
     With ``deadline_classes`` (and a SWIM trace without a deadline column) each job
     gets a k-means class deadline (§VI-A) and the workload carries L_{d,t}; with
@@ -313,15 +336,7 @@ def load_workload(
     from autoscaler.classes import assign_deadlines, job_length_slots
 
     assignment = None
-    with ExitStack() as stack:
-        if trace is None:
-            path = stack.enter_context(resources.as_file(resources.files("autoscaler") / "data" / DEFAULT_TRACE))
-            source = f"Workload A ({DEFAULT_TRACE}, embedded)"
-        else:
-            if not str(trace).strip():
-                raise ConfigError("--trace: expected a file path, got an empty string")
-            path = Path(trace)
-            source = str(trace)
+    with open_trace(trace, flag) as (path, source):
         if path.suffix.lower() == ".csv":
             load = workload.read_load_curve(path)
             if window_slots is not None:
@@ -346,6 +361,18 @@ def load_workload(
     return result, assignment
 
 
+def _note_shadowed_file(trace: str | None, flag: str, err: Console) -> None:
+    """Say so when a trace name (A, B, default) is also a file here: the name wins."""
+    path = shadowed_file(trace)
+    if path is not None:
+        err.print(
+            f"note: {flag} {trace} is the embedded {shipped(trace).title}; the file {trace} here is not read "
+            f"(give ./{trace} to read it)",
+            markup=False,
+            highlight=False,
+        )
+
+
 def _with_source(w: Workload, source: str) -> Workload:
     from dataclasses import replace
 
@@ -362,6 +389,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     if every and args.deadline < 2:
         names.remove("vfw")
         err.print("note: vfw left out of 'all': it needs D >= 2", highlight=False)
+    _note_shadowed_file(args.trace, "--trace", err)
     with err.status("reading the trace"):
         workload, assignment = load_workload(
             args.trace,
@@ -427,7 +455,13 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise ConfigError(f"--delta-deadline: VFW needs D >= 2, got {args.delta_deadline}")
     params, length_model = _model(args)
     workloads = {}
+    given: dict[str, str] = {}
     for trace in args.trace or [None]:
+        _note_shadowed_file(trace, "--trace", err)
+        name = trace_label(trace)
+        if name in given:
+            raise ConfigError(f"--trace: {given[name]!r} and {trace!r} are the same trace ({name}); give each trace once")
+        given[name] = trace
         workload, _ = load_workload(
             trace,
             slot_s=args.slot_s,
@@ -437,7 +471,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             deadline_classes=True,
             classes_optional=True,
         )
-        workloads[Path(trace).name if trace else "Workload A (embedded)"] = workload
+        workloads[name] = workload
     shortest = min(w.n_slots for w in workloads.values())
     if max(deadlines) > shortest:
         raise ConfigError(f"--deadlines: D = {max(deadlines)} is longer than the window ({shortest} slots)")
@@ -466,6 +500,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     import time
 
+    from autoscaler.readable import utc_text
     from autoscaler.intake import build_job
 
     if (args.command is None) == (args.jar is None):
@@ -488,23 +523,13 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             main_class=args.main_class,
             known_tenants=set(settings.known_tenants) if settings and settings.known_tenants else None,
         )
-        existing = next((j for j in store.all_jobs() if j.job_id == job.job_id), None) if args.job_id else None
-        if existing is not None and _is_duration(args.deadline):
-            # A retried "--deadline 2h" means the deadline given the first time, not two hours from now.
-            job = dataclasses.replace(job, deadline_s=existing.deadline_s, submit_s=existing.submit_s)
         added = store.submit(job)
+        if not added:
+            job = next(j for j in store.all_jobs() if j.job_id == job.job_id)
     out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
+    kept = "" if added else " (the first submission's)"
+    err.print(f"deadline {utc_text(job.deadline_s)}{kept}", highlight=False)
     return 0
-
-
-def _is_duration(deadline: str) -> bool:
-    import datetime
-
-    try:
-        datetime.datetime.fromisoformat(deadline.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    return False
 
 
 def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -512,46 +537,48 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from rich.table import Table
 
-    from autoscaler.controller import ControllerConfig, start_by_slot
+    from autoscaler.controller import ControllerConfig
+    from autoscaler.lateness import slots_late
 
     store, settings = _open_store(args, must_exist=True)
     with store:
         jobs = store.all_jobs()
         saved = store.load_state()
+        last_slot = store.last_slot()
     config = settings.controller_config(0.0) if settings else ControllerConfig()
     now_s = time.time()
-
-    def missed(job) -> bool:
-        """Released (or, if queued, still waiting) after its start-by slot."""
-        if job.state != "queued" and job.released_s is None:
-            return False
-        released_s = now_s if job.state == "queued" else job.released_s
-        return config.slot_of(released_s) > start_by_slot(job, config)
-
-    def shown_state(job) -> str:
-        return "late" if missed(job) and job.state not in ("done", "failed") else job.state
+    late = {job.job_id: slots_late(job, config, now_s, last_slot) for job in jobs}
 
     if args.by_tenant:
         if args.state:
             raise ConfigError("jobs: --by-tenant counts jobs in every state; leave out --state")
-        return _print_tenants(jobs, missed, saved or {}, args.format, out)
-    rows = [(job, shown_state(job)) for job in jobs]
-    if args.state:
-        rows = [(job, state) for job, state in rows if state == args.state or job.state == args.state]
+        return _print_tenants(jobs, late, saved or {}, args.format, out)
+    if args.state == "late":
+        jobs = [job for job in jobs if late[job.job_id]]
+    elif args.state:
+        jobs = [job for job in jobs if job.state == args.state]
     if args.format == "json":
-        sys.stdout.write(json.dumps([{**dataclasses.asdict(job), "shown_state": state} for job, state in rows]) + "\n")
+        rows = [{**dataclasses.asdict(job), "shown_state": job.state, "late": late[job.job_id] > 0, "slots_late": late[job.job_id]} for job in jobs]
+        sys.stdout.write(json.dumps(rows) + "\n")
         return 0
-    table = Table(title=f"{len(rows)} jobs")
-    for column in ["id", "name", "tenant", "state", "submitted (UTC)", "deadline (UTC)", "length s", "step"]:
+    n_late = sum(1 for job in jobs if late[job.job_id])
+    table = Table(title=f"{_count(len(jobs), 'job')}, {n_late:,} late", caption=LATE_HELP if n_late else None)
+    for column in ["id", "name", "tenant", "state", "late", "submitted (UTC)", "deadline (UTC)", "length s", "step"]:
         table.add_column(column, no_wrap=True)
-    for job, state in rows:
-        table.add_row(job.job_id, job.name, job.tenant, state, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:.0f}", job.step_id or "")
+    for job in jobs:
+        behind = late[job.job_id]
+        shown_late = "" if not behind else f"by {_count(behind, 'slot')}"
+        table.add_row(job.job_id, job.name, job.tenant, job.state, shown_late, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:,.0f}", job.step_id or "")
     out.print(table)
     return 0
 
 
-def _print_tenants(jobs: list, missed, saved_state: dict, fmt: str, out: Console) -> int:
-    """Per tenant: jobs by state, deadlines missed (start-by slot passed before release), dominant share."""
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _print_tenants(jobs: list, late: dict[str, int], saved_state: dict, fmt: str, out: Console) -> int:
+    """Per tenant: jobs by state, late jobs (``late``: {job id: slots late}, see autoscaler.lateness), dominant share."""
     from rich.table import Table
 
     shares = dict(zip(saved_state.get("tenants", []), saved_state.get("dominant_shares", [])))
@@ -560,20 +587,20 @@ def _print_tenants(jobs: list, missed, saved_state: dict, fmt: str, out: Console
         row = rows.setdefault(job.tenant, {"tenant": job.tenant, "jobs": 0, **{s: 0 for s in JOB_STATES}, "missed": 0})
         row["jobs"] += 1
         row[job.state] += 1
-        row["missed"] += missed(job)
+        row["missed"] += late[job.job_id] > 0
     for tenant, row in rows.items():
         row["dominant_share"] = shares.get(tenant)
     if fmt == "json":
         sys.stdout.write(json.dumps(list(rows.values())) + "\n")
         return 0
-    table = Table(title=f"{len(rows)} tenant{'' if len(rows) == 1 else 's'} (in order of arrival; shares once the daemon has run)")
-    for column in ["tenant", "jobs", *JOB_STATES, "missed deadline", "dominant share"]:
+    table = Table(title=f"{_count(len(rows), 'tenant')} (in order of arrival; shares once the daemon has run)", caption=LATE_HELP)
+    for column in ["tenant", "jobs", *JOB_STATES, "late (missed deadline)", "dominant share"]:
         table.add_column(column, justify="left" if column == "tenant" else "right")
     arrival = {tenant: i for i, tenant in enumerate(saved_state.get("tenants", []))}
     for tenant in sorted(rows, key=lambda t: (arrival.get(t, len(arrival)), t)):
         row = rows[tenant]
         share = "" if row["dominant_share"] is None else f"{row['dominant_share']:.4f}"
-        table.add_row(tenant, str(row["jobs"]), *(str(row[s]) for s in JOB_STATES), str(row["missed"]), share)
+        table.add_row(tenant, f"{row['jobs']:,}", *(f"{row[s]:,}" for s in JOB_STATES), f"{row['missed']:,}", share)
     out.print(table)
     return 0
 
@@ -597,6 +624,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise ConfigError("run: --dry-run and --replay do not go together (a replay changes nothing real)")
         settings = _settings_or_none(args.config)
         configure_logging(settings.log_format if settings else "auto")
+        _note_shadowed_file(args.replay, "--replay", err)
         return replay_through_daemon(args, settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
@@ -668,9 +696,11 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             names.remove("vfw")
             err.print("note: vfw left out: it needs D >= 2", highlight=False)
         options = reporting.energy_options(args, settings)
+        _note_shadowed_file(args.replay, "--replay", err)
         with err.status("replaying the trace"):
             workload, _ = load_workload(
-                None if args.replay == "default" else args.replay,
+                args.replay,
+                flag="--replay",
                 slot_s=args.slot_s,
                 window_slots=args.window,
                 skip_bad_lines=False,
@@ -822,9 +852,31 @@ def _check_out_folder(folder: Path | None) -> None:
         raise ConfigError(f"--out: {folder} exists and is not a folder")
 
 
+_DASH_VALUE_OPTIONS = ("--deadline", "--deadlines", "--since", "--until")
+"""Options whose value may begin with a dash and a digit ('-1h', '12-1' is fine, '-1-12' is not)."""
+
+
+def _attach_dash_values(argv: list[str]) -> list[str]:
+    """'--deadline -1h' as '--deadline=-1h': argparse takes '-1h' for an unknown option and says only
+    'expected one argument'; attached, the value reaches the check that says what is wrong with it.
+    Everything from --command, --args or '--' on is left as it is (it is the job's own command line)."""
+    attached: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--command", "--args", "--"):
+            return attached + argv[i:]
+        if argv[i] in _DASH_VALUE_OPTIONS and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
+            attached.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        attached.append(argv[i])
+        i += 1
+    return attached
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_dash_values(sys.argv[1:] if argv is None else list(argv)))
     out = Console()
     if not out.is_terminal:
         # Piped or redirected: rich would assume 80 columns and squeeze the tables.

@@ -2,9 +2,10 @@
 
 Environment variables win over the file; nested fields use ``__``, e.g.
 ``AUTOSCALER_CLUSTER__ID=j-2AXXXXXXGAPLF`` or ``AUTOSCALER_SLOT_S=60``; lists are JSON,
-e.g. ``AUTOSCALER_KNOWN_TENANTS='["ads", "search"]'``. An unknown field in the file is
-an error, so a typo never silently falls back to a default. See
-``deploy/example-config.toml`` for every field.
+e.g. ``AUTOSCALER_KNOWN_TENANTS='["ads", "search"]'``. An unknown field in the file, and an
+``AUTOSCALER_*`` variable that names no field (nor the SMTP password variable,
+``report.smtp_password_env``), is an error, so a typo never silently falls back to a default.
+See ``deploy/example-config.toml`` for every field.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from pydantic_settings import (
 from autoscaler.controller import ControllerConfig
 from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams
+from autoscaler.readable import number_text
+
+ENV_PREFIX = "AUTOSCALER_"
+ENV_NESTED_DELIMITER = "__"
 
 # The file load_settings is reading; a context variable so the source chain stays the
 # library's own and concurrent loads (threads, tests) do not see each other's path.
@@ -105,8 +110,8 @@ class Settings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix="AUTOSCALER_",
-        env_nested_delimiter="__",
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_NESTED_DELIMITER,
         extra="forbid",
         frozen=True,
         allow_inf_nan=False,
@@ -211,11 +216,22 @@ def load_settings(path: str | os.PathLike | None) -> Settings:
             raise ConfigError(f"{toml_path}: cannot read config file: {error.strerror or error}") from None
     token = _toml_path.set(toml_path)
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as error:
-        where = f"{toml_path} (and AUTOSCALER_* environment)" if toml_path else "AUTOSCALER_* environment"
-        problems = "\n".join(f"  {describe_error(e)}" for e in error.errors())
-        raise ConfigError(f"invalid settings in {where}:\n{problems}") from None
+        unknown = unknown_variables(os.environ, _password_variables(toml_path))
+        # An unknown nested variable (AUTOSCALER_CLUSTER__NODES) also shows as an unknown field: say it once, as the variable.
+        from_unknown = {_field_of(name) for name in unknown}
+        errors = [e for e in error.errors() if not (e["type"] == "extra_forbidden" and tuple(map(str, e["loc"])) in from_unknown)]
+        variables = [_variable_setting(e["loc"]) for e in errors]
+        sections = []
+        if errors:
+            from_file = toml_path is not None and None in variables
+            where = f"{toml_path} (and AUTOSCALER_* environment)" if from_file else "AUTOSCALER_* environment"
+            problems = [describe_error(e) + (f" (from {v})" if v else "") for e, v in zip(errors, variables)]
+            sections.append(f"invalid settings in {where}:\n" + "\n".join(f"  {p}" for p in problems))
+        if unknown:
+            sections.append(_unknown_variables_text(unknown, _password_variables(toml_path)))
+        raise ConfigError("\n".join(sections)) from None
     except SettingsError as error:
         # A complex field (a list) whose AUTOSCALER_* variable is not JSON.
         cause = f": {error.__cause__}" if error.__cause__ else ""
@@ -225,6 +241,78 @@ def load_settings(path: str | os.PathLike | None) -> Settings:
         raise ConfigError(f"{toml_path}: not valid TOML: {error}") from None
     finally:
         _toml_path.reset(token)
+    password = {settings.report.smtp_password_env} if settings.report.smtp_password_env else set()
+    unknown = unknown_variables(os.environ, password)
+    if unknown:
+        raise ConfigError(_unknown_variables_text(unknown, password))
+    return settings
+
+
+def known_variables(password_variables: set[str] = frozenset()) -> list[str]:
+    """Every AUTOSCALER_* variable the settings read: one per field, one per field of a nested table
+    (``AUTOSCALER_CLUSTER__ID``), plus ``password_variables`` (where the SMTP password is read)."""
+    names = []
+    for name, info in Settings.model_fields.items():
+        names.append(f"{ENV_PREFIX}{name.upper()}")
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            names += [f"{ENV_PREFIX}{name.upper()}{ENV_NESTED_DELIMITER}{sub.upper()}" for sub in info.annotation.model_fields]
+    names += sorted(v for v in password_variables if v.upper().startswith(ENV_PREFIX) and v.upper() not in names)
+    return names
+
+
+def unknown_variables(environ, password_variables: set[str] = frozenset()) -> list[str]:
+    """The AUTOSCALER_* names in ``environ`` (any case, as pydantic-settings reads them) that no setting
+    reads: pydantic-settings would ignore them without a word."""
+    known = {name.upper() for name in known_variables(password_variables)}
+    return sorted(name for name in environ if name.upper().startswith(ENV_PREFIX) and name.upper() not in known)
+
+
+def _unknown_variables_text(unknown: list[str], password_variables: set[str]) -> str:
+    known = known_variables(password_variables)
+    lines = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        lines.append(f"  unknown variable {name}{hint}: no setting reads it")
+    return (
+        f"invalid settings in AUTOSCALER_* environment:\n" + "\n".join(lines)
+        + f"\n  known variables: {', '.join(f'{v} (the SMTP password)' if v in password_variables else v for v in known)}"
+    )
+
+
+def _password_variables(toml_path: Path | None) -> set[str]:
+    """Where the SMTP password may be read from when the settings did not load: the default, and the
+    name the environment or the file give (read leniently; the file's own errors are reported apart)."""
+    import tomllib
+
+    names = {ReportSettings.model_fields["smtp_password_env"].default}
+    for name, value in os.environ.items():
+        if name.upper() == f"{ENV_PREFIX}REPORT{ENV_NESTED_DELIMITER}SMTP_PASSWORD_ENV":
+            names.add(value)
+    if toml_path is not None:
+        try:
+            value = tomllib.loads(toml_path.read_text(encoding="utf-8")).get("report", {}).get("smtp_password_env")
+        except (OSError, ValueError, AttributeError):
+            value = None
+        if isinstance(value, str):
+            names.add(value)
+    return names
+
+
+def _field_of(variable: str) -> tuple[str, ...]:
+    """The field path an AUTOSCALER_* variable would set: AUTOSCALER_CLUSTER__NODES -> ('cluster', 'nodes')."""
+    return tuple(part.lower() for part in variable[len(ENV_PREFIX):].split(ENV_NESTED_DELIMITER))
+
+
+def _variable_setting(loc: tuple) -> str | None:
+    """The AUTOSCALER_* variable that sets the field at ``loc`` (or the table holding it), if the
+    environment has one: the error is then the variable's, not the file's."""
+    parts = [str(part) for part in loc]
+    for depth in range(len(parts), 0, -1):
+        variable = ENV_PREFIX + ENV_NESTED_DELIMITER.join(parts[:depth]).upper()
+        if any(name.upper() == variable for name in os.environ):
+            return variable
+    return None
 
 
 def describe_error(error: dict[str, Any]) -> str:
@@ -244,7 +332,7 @@ def describe_error(error: dict[str, Any]) -> str:
     comparisons = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
     if kind in comparisons:
         bound = next(iter(ctx.values()))
-        return f"{field}: must be {comparisons[kind]} {bound:g}, got {given!r}"
+        return f"{field}: must be {comparisons[kind]} {number_text(bound)}, got {given!r}"
     if kind == "literal_error":
         return f"{field}: expected one of {ctx.get('expected')}, got {given!r}"
     if kind == "string_pattern_mismatch" and field == "cluster.id":

@@ -9,6 +9,7 @@ import numpy as np
 
 from autoscaler.errors import ScheduleError
 from autoscaler.model import CostBreakdown, CostParams, Schedule
+from autoscaler.readable import number_text
 
 
 def pad_to_horizon(load: np.ndarray, deadline_slots: int) -> np.ndarray:
@@ -78,7 +79,7 @@ def check_schedule(
     _first_violation(name, "x_t >= 0", -x, tol)
     _first_violation(name, "x_t <= m_t", x - m, tol)
     if max_servers is not None:
-        _first_violation(name, f"m_t <= M = {max_servers:g}", m - max_servers, tol)
+        _first_violation(name, f"m_t <= M = {number_text(max_servers)}", m - max_servers, tol)
     cum_x = np.cumsum(x)
     _first_violation(name, "deadline constraint C1 (cumulative x >= cumulative l)", np.cumsum(due) - cum_x, tol)
     _first_violation(name, "release constraint C2 (cumulative x <= cumulative L)", cum_x - np.cumsum(released), tol)

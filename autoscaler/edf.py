@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autoscaler.errors import ConfigError, ScheduleError
+from autoscaler.readable import duration_text
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def split_preemptive(
     if deadline_slots < ell:
         raise ConfigError(
             f"job {job_id!r}: deadline D = {deadline_slots} slots is shorter than the job's length "
-            f"ell = {ell} slots (T_J = {float(length_s):g} s at {float(slot_s):g} s/slot); a preemptive "
+            f"ell = {ell:,} slots (T_J = {duration_text(float(length_s))} in slots of {duration_text(float(slot_s))}); a preemptive "
             f"split needs D >= ell so that the piece deadline floor(D/ell) - 1 is >= 0"
         )
     stride = deadline_slots // ell  # k = floor(D / ell), >= 1 here

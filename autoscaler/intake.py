@@ -12,6 +12,7 @@ import uuid
 from datetime import datetime
 from numbers import Real
 
+from autoscaler.readable import duration_text, utc_text
 from autoscaler.errors import ConfigError, SubmitError
 from autoscaler.model import Job, LengthModel, StepSpec
 from autoscaler.workload import estimate_demand_vector, estimate_length_s
@@ -84,13 +85,16 @@ def build_job(
     deadline_s = parse_deadline(deadline, now_s)
     if deadline_s - now_s > MAX_DEADLINE_S:
         raise SubmitError(
-            f"deadline: {deadline!r} is {(deadline_s - now_s) / 86400:,.0f} days away; expected at most "
+            f"deadline: {deadline!r} is {duration_text(deadline_s - now_s)} away ({utc_text(deadline_s)}); expected at most "
             f"{MAX_DEADLINE_S / 86400:.0f} days (the daemon plans slots, not years)"
         )
     if now_s + length_s > deadline_s:
+        needs, leaves = duration_text(length_s), duration_text(deadline_s - now_s)
+        if needs == leaves:
+            needs, leaves = f"{length_s:,.6g} s", f"{deadline_s - now_s:,.6g} s"
         raise SubmitError(
-            f"deadline: the job needs {length_s:g} s but the deadline {deadline!r} leaves only "
-            f"{deadline_s - now_s:g} s; expected a deadline at least {length_s:g} s from now"
+            f"deadline: the job needs {needs} but the deadline {deadline!r} leaves only {leaves}; "
+            f"expected a deadline at least {needs} from now"
         )
     step = _step(jar, args, command, main_class)
     demand_vector = None
@@ -105,7 +109,47 @@ def build_job(
         length_s=length_s,
         step=step,
         demand_vector=demand_vector,
+        deadline_text=deadline.strip(),
     )
+
+
+SAME_DEADLINE_RULE = (
+    "a resubmission with the same --id is the same job when its deadline is the same duration as the "
+    "first time (2h, 120m and 7200 are one; the first submission's time is kept, so retries agree) or "
+    "the same absolute time; any other deadline is other content and is refused"
+)
+"""The rule :func:`deadline_difference` applies, in the words of --help and the README."""
+
+
+def deadline_difference(first: Job, again: Job) -> str | None:
+    """None when ``again`` (a resubmission of ``first``'s id) has the same deadline; else what differs,
+    e.g. "deadline: first 2h (2026-12-01T10:00Z), now 3h (2026-12-01T11:05Z)".
+
+    Two durations are the same deadline when they are equal (the first one's absolute time is kept);
+    otherwise the absolute times must be equal. A job stored before deadline texts were kept
+    (``deadline_text`` None) matches any duration, as such a retry always did.
+    """
+    first_duration = _duration_s(first.deadline_text) if first.deadline_text is not None else None
+    again_duration = _duration_s(again.deadline_text) if again.deadline_text is not None else None
+    if first_duration is not None and again_duration is not None:
+        same = first_duration == again_duration
+    elif first.deadline_text is None and again_duration is not None:
+        same = True
+    else:
+        same = first.deadline_s == again.deadline_s
+    if same:
+        return None
+    if first.deadline_text is None and again.deadline_text is None:
+        return f"deadline_s: stored {first.deadline_s!r}, given {again.deadline_s!r}"
+    return f"deadline: first {_deadline_words(first)}, now {_deadline_words(again)}"
+
+
+def _deadline_words(job: Job) -> str:
+    when = utc_text(job.deadline_s)
+    if job.deadline_text is None:
+        return when
+    return f"{job.deadline_text} ({when})" if _duration_s(job.deadline_text) is not None else job.deadline_text
+
 
 
 def parse_deadline(deadline: str, now_s: float) -> float:
@@ -115,6 +159,11 @@ def parse_deadline(deadline: str, now_s: float) -> float:
         raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}")
     text = deadline.strip()
     seconds = _duration_s(text)
+    if seconds is None and text.startswith("-") and _duration_s(text[1:].strip()) is not None:
+        raise SubmitError(
+            f"deadline: {deadline!r} is a duration into the past; expected a duration from now such as "
+            f"{text[1:].strip()!r}, or a time with a timezone"
+        )
     if seconds is not None:
         deadline_s = now_s + seconds
     else:
@@ -129,8 +178,13 @@ def parse_deadline(deadline: str, now_s: float) -> float:
         deadline_s = moment.timestamp()
     if not math.isfinite(deadline_s):
         raise SubmitError(f"deadline: {deadline!r} is too far away; expected {_DEADLINE_FORMS}")
-    if deadline_s <= now_s:
-        raise SubmitError(f"deadline: {deadline!r} is not in the future ({now_s - deadline_s:g} s ago); expected a later time")
+    if deadline_s == now_s:
+        raise SubmitError(f"deadline: {deadline!r} is now; expected a time after now")
+    if deadline_s < now_s:
+        raise SubmitError(
+            f"deadline: {deadline!r} is {duration_text(now_s - deadline_s)} ago; "
+            f"expected a time after now ({utc_text(now_s)})"
+        )
     return deadline_s
 
 
@@ -245,6 +299,8 @@ def parse_past_time(text: str, now_s: float, what: str) -> float:
     seconds = _duration_s(text.strip())
     if seconds is not None:
         return now_s - seconds
+    if text.strip().startswith("-") and _duration_s(text.strip()[1:].strip()) is not None:
+        raise ConfigError(f"{what}: {text!r} is negative; a duration here counts back from now: write {text.strip()[1:].strip()!r}")
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

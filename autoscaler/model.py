@@ -175,8 +175,8 @@ def require_non_negative(name: str, value: float) -> None:
 
 JOB_STATES = ("queued", "released", "running", "done", "failed")
 """A job's life: queued (in our store) -> released (an EMR step was added) -> running -> done | failed.
-"Late" is not a state: a job is late when it is released after its start-by slot or still
-running past its deadline; ``autoscaler jobs`` shows it."""
+"Late" is not a state: a job is late (missed its deadline) when it was not released by the end of
+its start-by slot, whatever its state since; see ``autoscaler.lateness``."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,9 @@ class Job:
     §V-A model). ``deadline_s`` is when it must be finished. The job is released as an
     EMR step whose name carries ``job_id``. ``demand_vector`` is its estimated resource use
     (CPU seconds, disk bytes, network bytes) when its sizes were given (``estimate_demand_vector``),
-    else None; its tenant's dynamic DRF demand comes from it.
+    else None; its tenant's dynamic DRF demand comes from it. ``deadline_text``: the deadline as
+    submitted ("2h", or an ISO-8601 time), which decides whether a resubmission is the same job
+    (``autoscaler.intake.deadline_difference``); None for jobs not submitted that way (a trace's).
     """
 
     job_id: str
@@ -210,3 +212,4 @@ class Job:
     released_s: float | None = None
     step_id: str | None = None
     demand_vector: tuple[float, float, float] | None = None
+    deadline_text: str | None = None

@@ -8,6 +8,7 @@ import io
 import numpy as np
 from rich.table import Table
 
+from autoscaler.readable import duration_text, number_text
 from autoscaler.replay import ReplayResult, to_dict
 
 SUMMARY_COLUMNS = [
@@ -33,11 +34,16 @@ def summary_table(result: ReplayResult) -> Table:
     p = result.params
     w = result.workload
     title = (
-        f"{w.source}: {w.n_slots} slots of {w.slot_s:g} s, D = {result.deadline_slots}, "
+        f"{w.source}: {w.n_slots:,} slots of {duration_text(w.slot_s)}, D = {result.deadline_slots}, "
         f"e0 = {p.e0:g}, e1 = {p.e1:g}, beta = {p.beta:g}"
-        + (f", M = {p.max_servers:g}" if p.max_servers is not None else "")
+        + (f", M = {number_text(p.max_servers)}" if p.max_servers is not None else "")
     )
-    table = Table(title=title, caption="saving: against follow the workload; m: servers on")
+    span = next(iter(result.policies.values())).span_slots if result.policies else w.n_slots
+    table = Table(
+        title=title,
+        caption=f"saving: against follow the workload; m: servers on; peak and mean m over the {span:,} slots of the "
+        f"window and after it, where deferred work runs",
+    )
     for column, justify in [
         ("policy", "left"),
         ("cost", "right"),
@@ -52,9 +58,9 @@ def summary_table(result: ReplayResult) -> Table:
     for row in summary_rows(result):
         table.add_row(
             row["policy"],
-            f"{row['cost']:.1f}",
-            f"{row['operating_cost']:.1f}",
-            f"{row['switching_cost']:.1f}",
+            f"{row['cost']:,.1f}",
+            f"{row['operating_cost']:,.1f}",
+            f"{row['switching_cost']:,.1f}",
             f"{row['saving_pct']:.2f} %",
             f"{row['peak_servers']:.2f}",
             f"{row['mean_servers']:.2f}",
@@ -86,7 +92,7 @@ def workload_summary(result: ReplayResult) -> str:
     """One paragraph on what the reader and the curves did to the input."""
     w = result.workload
     parts = [_count(w.n_jobs, "job") if w.n_jobs else "load curve"]
-    parts.append(f"sum of L_t {float(w.active.sum()):,.6g} server-slots, peak {float(w.active.max(initial=0)):g}")
+    parts.append(f"sum of L_t {float(w.active.sum()):,.6g} server-slots, peak {number_text(float(w.active.max(initial=0)))}")
     if w.jobs_after_window:
         parts.append(f"{_count(w.jobs_after_window, 'job')} submitted after the window left out")
     if w.clipped_jobs:

@@ -12,6 +12,7 @@ import numpy as np
 from autoscaler.cost import schedule_cost
 from autoscaler.model import CostBreakdown, CostParams, Schedule, Workload
 from autoscaler.policies import POLICIES, plan
+from autoscaler.readable import number_text
 from autoscaler.errors import ConfigError
 
 BASELINE = "follow"
@@ -19,23 +20,28 @@ BASELINE = "follow"
 
 @dataclass(frozen=True)
 class PolicyResult:
-    """One policy's schedule, its cost and its saving against ``follow`` (in %)."""
+    """One policy's schedule, its cost and its saving against ``follow`` (in %).
+
+    ``span_slots``: the slots its peak and mean m are taken over, the replay's horizon (the longest
+    policy's: the window plus D, or plus gcp's largest class deadline nu), the same for every policy.
+    """
 
     schedule: Schedule
     cost: CostBreakdown
     saving_pct: float
-    window_slots: int
+    span_slots: int
     note: str = ""
 
     @property
     def peak_servers(self) -> float:
+        """Largest m_t over the span (servers)."""
         return float(self.schedule.capacity.max(initial=0.0))
 
     @property
     def mean_servers(self) -> float:
-        """Server-slots over the whole horizon per slot of the window, so policies with
-        longer horizons (gcp's class deadlines, large D) stay comparable."""
-        return float(self.schedule.capacity.sum()) / max(1, self.window_slots)
+        """Mean m_t over ``span_slots`` (servers): the slots the peak is taken over, so mean <= peak,
+        and the same slots for every policy, so policies with a longer horizon stay comparable."""
+        return float(self.schedule.capacity.sum()) / max(1, self.span_slots)
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ def replay(
             # baseline is then follow without the cap, and the result says so.
             run_params = replace(params, max_servers=None)
             note = (
-                f"follow exceeds M = {params.max_servers:g} (peak L_t = {workload.active.max():g}); "
+                f"follow exceeds M = {number_text(params.max_servers)} (peak L_t = {number_text(workload.active.max())}); "
                 "the baseline is follow without the cap"
             )
         schedule = plan(
@@ -108,6 +114,8 @@ def replay(
             baseline_total = cost.total
         saving = 100.0 * (1.0 - cost.total / baseline_total) + 0.0 if baseline_total > 0 else 0.0
         results[name] = PolicyResult(schedule, cost, round(saving, 9) + 0.0, workload.n_slots, note)
+    span = max(r.schedule.capacity.shape[0] for r in results.values())
+    results = {name: replace(r, span_slots=span) for name, r in results.items()}
     return ReplayResult(workload=workload, deadline_slots=deadline_slots, params=params, policies=results)
 
 

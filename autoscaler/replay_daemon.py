@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -27,12 +26,12 @@ from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.controller import ControllerConfig
 from autoscaler.daemon import SlotRunner
 from autoscaler.errors import ConfigError
+from autoscaler.lateness import LATE_HELP, slots_late
 from autoscaler.model import CostParams, Job, StepSpec
 from autoscaler.policies import plan
+from autoscaler.traces import open_trace
 from autoscaler.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
-
-DEFAULT_TRACE = "FB-2009_samples_24_times_1hr_0.tsv"
-
+from energy.accounting import whole_nodes
 
 def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1) -> list[Job]:
     """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
@@ -66,12 +65,12 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     policy = args.policy or (settings.policy if settings else "gcp-u")
     deadline_slots = args.deadline if args.deadline is not None else (settings.deadline_slots if settings else 2)
     slot_s = settings.slot_s if settings else 300.0
-    with resources.as_file(resources.files("autoscaler") / "data" / DEFAULT_TRACE) as default_path:
-        path = default_path if args.replay == "default" else Path(args.replay)
+    with open_trace(args.replay, "--replay") as (path, _):
         trace = read_swim(path)
     workload = workload_from_trace(trace, slot_s=slot_s)
     window_slots = workload.n_slots
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
+    capped = args.max_nodes is not None or settings is not None
     max_nodes = args.max_nodes if args.max_nodes is not None else (settings.cluster.max_nodes if settings else 1_000_000)
     config = ControllerConfig(
         policy=policy,
@@ -116,18 +115,29 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         elapsed = time.perf_counter() - started
         decisions = store.decisions()
         final_state = store.load_state() or {}
+        stored_jobs = store.all_jobs()
+        late = {job.job_id: slots_late(job, config, clock.time_s, store.last_slot()) for job in stored_jobs}
     capacity = np.array([d["capacity"] for d in decisions])
-    nodes = np.array([d["nodes"] for d in decisions])
-    late = sum(len(d["late"]) for d in decisions)
-    table = Table(title=f"{path.name} through the daemon: {policy}, D = {deadline_slots}, {len(decisions)} slots in {elapsed:.1f} s")
+    nodes = np.array([d["nodes"] for d in decisions], dtype=float)
+    whole = whole_nodes(capacity)
+    below, above = np.maximum(whole - nodes, 0.0), np.maximum(nodes - whole, 0.0)
+    table = Table(
+        title=f"{path.name} through the daemon: {policy}, D = {deadline_slots}, {len(decisions):,} slots in {elapsed:.1f} s",
+        caption=LATE_HELP if any(late.values()) else None,
+    )
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("jobs released", str(sum(len(d["release"]) for d in decisions)))
-    table.add_row("jobs released late", str(late))
-    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d['overloaded'] for d in decisions)} (max nodes {max_nodes:,})")
-    table.add_row("capacity server-slots (sum m_t)", f"{capacity.sum():.1f}")
-    table.add_row("node-slots after rounding up", f"{nodes.sum():.0f}")
-    table.add_row("cost of rounding", f"{100 * (nodes.sum() / max(capacity.sum(), 1e-12) - 1):.2f} %")
+    table.add_row("jobs released", f"{sum(len(d['release']) for d in decisions):,}")
+    table.add_row("jobs late (missed their deadline)", f"{sum(1 for n in late.values() if n):,}")
+    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d['overloaded'] for d in decisions):,} (max nodes {max_nodes:,})" if capped else "0 (no max nodes)")
+    table.add_row("capacity m_t, server-slots (sum of m_t)", f"{capacity.sum():,.1f}")
+    rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
+    table.add_row("m_t rounded up to whole nodes, node-slots", f"{whole.sum():,.0f} (+{rounding_pct:.2f} %)")
+    if below.any():
+        table.add_row("  fewer nodes than that: max nodes", f"-{below.sum():,.0f} in {_count(int((below > 0).sum()), 'slot')}")
+    if above.any():
+        table.add_row("  more nodes than that: due jobs, min nodes", f"+{above.sum():,.0f} in {_count(int((above > 0).sum()), 'slot')}")
+    table.add_row("node-slots run", f"{nodes.sum():,.0f}")
     status = 0
     if policy in ("gcp-u", "follow", "vfw"):
         expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
@@ -140,28 +150,28 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         table.add_row("max |m_t - autoscaler replay's m_t|", f"{difference:.3g}")
         status = 0 if difference <= 1e-6 else 1
     out.print(table)
-    out.print(_tenant_table(jobs, decisions, final_state))
+    out.print(_tenant_table(stored_jobs, late, decisions, final_state))
     err.print(f"store: {store_path}", highlight=False)
     return status
 
 
-def _tenant_table(jobs: list[Job], decisions: list[dict], state: dict) -> Table:
-    """Per tenant: jobs, deadlines missed (start-by slot passed before release), dominant share."""
-    missed: dict[str, int] = {}
+def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[dict], state: dict) -> Table:
+    """Per tenant: jobs, late jobs (``late``: {job id: slots late}, see autoscaler.lateness), node-slots
+    held in overloaded slots, dominant share."""
     overloaded_node_slots: dict[str, int] = {}
     for decision in decisions:
-        for tenant, count in decision["missed_by_tenant"].items():
-            missed[tenant] = missed.get(tenant, 0) + count
         if decision["overloaded"]:
             for tenant, nodes in decision["nodes_by_tenant"].items():
                 overloaded_node_slots[tenant] = overloaded_node_slots.get(tenant, 0) + nodes
     shares = dict(zip(state.get("tenants", []), state.get("dominant_shares", [])))
     table = Table(title="tenants (dynamic DRF shares divide the nodes in overloaded slots)")
-    for column in ("tenant", "jobs", "missed deadline", "node-slots when overloaded", "dominant share"):
+    for column in ("tenant", "jobs", "late (missed deadline)", "node-slots when overloaded", "dominant share"):
         table.add_column(column, justify="left" if column == "tenant" else "right")
     counts: dict[str, int] = {}
+    missed: dict[str, int] = {}
     for job in jobs:
         counts[job.tenant] = counts.get(job.tenant, 0) + 1
+        missed[job.tenant] = missed.get(job.tenant, 0) + (late.get(job.job_id, 0) > 0)
     arrival = {tenant: i for i, tenant in enumerate(state.get("tenants", []))}
     for tenant in sorted(counts, key=lambda t: (arrival.get(t, len(arrival)), t)):
         share = shares.get(tenant)
@@ -173,6 +183,10 @@ def _tenant_table(jobs: list[Job], decisions: list[dict], state: dict) -> Table:
             "" if share is None else f"{share:.4f}",
         )
     return table
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _cluster(settings, clock: SimulatedClock):

@@ -23,6 +23,7 @@ from rich.console import Console
 
 from autoscaler.errors import ActuationError, AutoscalerError, ConfigError, DeliveryError, MetricsError
 from autoscaler.model import CostParams, Workload
+from autoscaler.readable import duration_text
 
 log = structlog.get_logger("autoscaler")
 
@@ -99,7 +100,7 @@ def report_window(since: str | None, until: str | None, now_s: float, slot_s: fl
         raise ConfigError(f"--since: expected a time within {MAX_REPORT_S / DAY_S:.0f} days of now, got {since!r}")
     first, end = math.ceil(since_s / slot_s), math.floor(until_s / slot_s)
     if end <= first:
-        raise ConfigError(f"--since/--until: no whole {slot_s:g}-s slot between {_utc(since_s)} and {_utc(until_s)}")
+        raise ConfigError(f"--since/--until: no whole slot of {duration_text(slot_s)} between {_utc(since_s)} and {_utc(until_s)}")
     return first, end
 
 

@@ -7,27 +7,25 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from autoscaler.cli import load_workload
 from autoscaler.model import CostParams, LengthModel
 from autoscaler.sweep import sweep
+from autoscaler.traces import label as trace_label
 
-TRACES = [
-    Path(__file__).resolve().parents[1] / "../shared/traces/FB-2009_samples_24_times_1hr_0.tsv",
-    Path(__file__).resolve().parents[1] / "../shared/traces/FB-2009_samples_24_times_1hr_1.tsv",
-]
+TRACES = ["A", "B"]
+"""The shipped Workloads A and B, by name (autoscaler.traces)."""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("traces", nargs="*", type=Path, default=TRACES, help="SWIM traces (default: Workloads A and B)")
+    parser.add_argument("traces", nargs="*", default=TRACES, help="SWIM traces: A, B or paths (default: A and B)")
     args = parser.parse_args()
     started = time.perf_counter()
     workloads = {}
-    for path in args.traces:
-        workloads[path.name], _ = load_workload(
-            str(path), slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel(), deadline_classes=True
+    for trace in args.traces:
+        workloads[trace_label(trace)], _ = load_workload(
+            trace, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel(), deadline_classes=True
         )
     loaded = time.perf_counter()
     sweep(workloads, list(range(1, 13)), ["offline", "gcp-u", "vfw"], CostParams(), 12)

@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 
 from autoscaler.errors import ConfigError
+from autoscaler.readable import duration_text, number_text
 from energy.power import TABLE_III, PowerModel, modelled_energy_wh
 
 DEFAULT_BOOT_S = 300.0
@@ -141,6 +142,8 @@ class EnergyReport:
 
     ``start_s``: Unix seconds (or trace seconds) where slot 0 starts; ``slot_s``: slot length.
     ``notes``: what the reader must know (what was measured or modelled, what was missing).
+    ``window_slots``: for a replay, the slots of the trace's window; the report's slots after them
+    are where deferred work runs (None: every slot is the window).
     """
 
     title: str
@@ -151,6 +154,7 @@ class EnergyReport:
     boot_s: float
     baseline: str = FOLLOW
     notes: tuple[str, ...] = ()
+    window_slots: int | None = None
 
     def __post_init__(self) -> None:
         names = [s.schedule for s in self.schedules]
@@ -213,13 +217,21 @@ def schedules_report(
         return np.concatenate([values, np.zeros(horizon - values.shape[0])])
 
     peak = float(whole_nodes(np.array([load.max(initial=0.0)]))[0]) if max_nodes is None else float(max_nodes)
+    on_slots = horizon if on_slots is None else min(on_slots, horizon)
     planned = counterfactual_schedules(padded(load), peak, on_slots)
     planned.update({name: (padded(c), padded(x)) for name, (c, x) in schedules.items()})
     energies = tuple(modelled_schedule(name, c, x, slot_s, model, boot_s, io_utilisation) for name, (c, x) in planned.items())
+    window = load.shape[0]
+    if on_slots == horizon:
+        kept_on = f"in all {horizon:,} slots"
+    elif on_slots > window:
+        kept_on = f"in the first {on_slots:,} of the {horizon:,} slots (the window and {on_slots - window:,} more), then none"
+    else:
+        kept_on = f"in the first {on_slots:,} of the {horizon:,} slots, then none"
     notes = (
         f"Every schedule is modelled, none measured: whole nodes ceil(m_t) at u = x_t/nodes, the {model.name} "
-        f"power model, {boot_s:g} s of idle power per node started; no provisioning keeps {peak:g} nodes on "
-        f"for {on_slots or horizon} slots.",
+        f"power model, {duration_text(boot_s)} of idle power per node started; no provisioning keeps "
+        f"{number_text(peak)} nodes on {kept_on}.",
         *notes,
     )
-    return EnergyReport(title, start_s, slot_s, energies, model, boot_s, FOLLOW, notes)
+    return EnergyReport(title, start_s, slot_s, energies, model, boot_s, FOLLOW, notes, window_slots=window)

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from autoscaler.readable import duration_text
 from energy.accounting import NO_PROVISIONING, EnergyReport
 
 METRIC_ROWS = (
@@ -63,13 +64,10 @@ def table_rows(report: EnergyReport) -> tuple[list[str], list[list[str]]]:
 def markdown(report: EnergyReport) -> str:
     """The report as Markdown: title, period, the Table IV-shaped table, savings and notes."""
     header, rows = table_rows(report)
-    start = _time(report.start_s)
-    end = _time(report.start_s + report.n_slots * report.slot_s)
     lines = [
         f"# Energy report: {report.title}",
         "",
-        f"{report.n_slots} slots of {report.slot_s:g} s, {start} to {end}; power model {report.model.name} "
-        f"({report.model.source}).",
+        f"{_period(report)}; power model {report.model.name} ({report.model.source}).",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
@@ -147,6 +145,28 @@ def _percent_text(value: float) -> str:
         return "-"
     value = round(value, 2) + 0.0
     return f"{value:.2f} % less" if value >= 0 else f"{-value:.2f} % more"
+
+
+def _period(report: EnergyReport) -> str:
+    """'290 slots of 5 min, 0 h to 24 h 10 min: the 288-slot window (to 24 h) and 2 slots after it,
+    where deferred work runs', or with dates for the daemon's slots."""
+    start_s, slot_s, n = report.start_s, report.slot_s, report.n_slots
+    text = f"{n:,} slots of {duration_text(slot_s)}, {_time_words(start_s)} to {_time_words(start_s + n * slot_s)}"
+    window = report.window_slots
+    if window is not None and window < n:
+        after = n - window
+        text += (
+            f": the {window:,}-slot window (to {_time_words(start_s + window * slot_s)}) and "
+            f"{after:,} slot{'' if after == 1 else 's'} after it, where deferred work runs"
+        )
+    return text
+
+
+def _time_words(seconds: float) -> str:
+    """A report's time in a heading: a UTC date and time, or for a replay the time from the trace's start."""
+    if seconds < 946_684_800:
+        return "0 h" if seconds == 0 else duration_text(seconds)
+    return _time(seconds)
 
 
 def _time(seconds: float) -> str:

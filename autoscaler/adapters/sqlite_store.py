@@ -24,14 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from autoscaler.errors import StoreError, SubmitError
+from autoscaler.intake import deadline_difference
 from autoscaler.model import JOB_STATES, Job, StepSpec
 
 APPLICATION_ID = 0x44464153
 """``PRAGMA application_id`` of our files: the bytes 'DFAS' (deferral autoscaler), a signed 32-bit int."""
 
 APPLICATION = "deferral-autoscaler"
-SCHEMA_VERSION = 2
-"""Version 2 added ``jobs.demand_vector``; a version-1 store is migrated when opened."""
+SCHEMA_VERSION = 3
+"""Version 2 added ``jobs.demand_vector``, version 3 ``jobs.deadline_text``; older stores are migrated when opened."""
 
 ACTIVE_STATES = ("queued", "released", "running")
 
@@ -52,18 +53,20 @@ _SCHEMA = (
         state TEXT NOT NULL,
         released_s REAL,
         step_id TEXT,
-        demand_vector TEXT
+        demand_vector TEXT,
+        deadline_text TEXT
     )""",
     "CREATE INDEX jobs_by_state ON jobs (state)",
     "CREATE TABLE controller_state (id INTEGER PRIMARY KEY CHECK (id = 1), slot INTEGER NOT NULL, state TEXT NOT NULL)",
     "CREATE TABLE decisions (slot INTEGER PRIMARY KEY, decision TEXT NOT NULL)",
 )
 
-_JOB_COLUMNS = "job_id, name, tenant, submit_s, deadline_s, length_s, step, state, released_s, step_id, demand_vector"
+_JOB_COLUMNS = "job_id, name, tenant, submit_s, deadline_s, length_s, step, state, released_s, step_id, demand_vector, deadline_text"
 
 # What a resubmission must match to be "the same job": what the client submitted, not what has
-# happened to it since (state, release) nor when it was sent (submit_s).
-_SUBMITTED_FIELDS = ("name", "tenant", "deadline_s", "length_s", "step", "demand_vector")
+# happened to it since (state, release) nor when it was sent (submit_s). The deadline is compared by
+# intake.deadline_difference: a duration retried is the same deadline, counted from the first time.
+_SUBMITTED_FIELDS = ("name", "tenant", "length_s", "step", "demand_vector")
 
 
 class SqliteJobStore:
@@ -110,7 +113,8 @@ class SqliteJobStore:
 
     def submit(self, job: Job) -> bool:
         """Add a job (normally queued); True if added. False if the same job id is already stored
-        with the same name, tenant, deadline, length and step (a retried submission; nothing changes).
+        with the same name, tenant, deadline, length and step (a retried submission; nothing changes,
+        and the stored job keeps its deadline: see ``intake.deadline_difference``).
 
         Raises SubmitError if the id is stored with different content (naming the fields that
         differ), or if the job's state is not one of JOB_STATES.
@@ -122,11 +126,16 @@ class SqliteJobStore:
             stored = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job.job_id,)).fetchone()
             if stored is not None:
                 existing = _job_from_row(stored)
-                differing = [f for f in _SUBMITTED_FIELDS if getattr(existing, f) != getattr(job, f)]
+                differing = [
+                    f"{f}: stored {getattr(existing, f)!r}, given {getattr(job, f)!r}"
+                    for f in _SUBMITTED_FIELDS
+                    if getattr(existing, f) != getattr(job, f)
+                ]
+                deadline = deadline_difference(existing, job)
+                if deadline is not None:
+                    differing.insert(0, deadline)
                 if differing:
-                    details = "; ".join(
-                        f"{f}: stored {getattr(existing, f)!r}, given {getattr(job, f)!r}" for f in differing
-                    )
+                    details = "; ".join(differing)
                     raise SubmitError(
                         f"job_id {job.job_id!r} is already stored with different content ({details}); "
                         "use a new job id for a different job"
@@ -265,9 +274,12 @@ class SqliteJobStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             verdict = _inspect(conn, self.path)
-            if verdict == "version 1":
-                # Additive: old rows get no demand vector, as if submitted with a length only.
-                conn.execute("ALTER TABLE jobs ADD COLUMN demand_vector TEXT")
+            if verdict in ("version 1", "version 2"):
+                # Additive: old rows get no demand vector (as if submitted with a length only) and no
+                # deadline text (a retry with a duration keeps their deadline, as it always did).
+                if verdict == "version 1":
+                    conn.execute("ALTER TABLE jobs ADD COLUMN demand_vector TEXT")
+                conn.execute("ALTER TABLE jobs ADD COLUMN deadline_text TEXT")
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
             if verdict == "empty":
                 for statement in _SCHEMA:
@@ -321,7 +333,7 @@ def _refuse_if_not_ours(path: Path) -> str:
 
 def _inspect(conn: sqlite3.Connection, path: Path) -> str:
     """'empty' for a database with no tables and no application id, 'ours' for one with our marker
-    and schema version, 'version 1' for one of ours to migrate; StoreError for anything else."""
+    and schema version, 'version 1' or 'version 2' for one of ours to migrate; StoreError for anything else."""
     application_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables and application_id == 0:
@@ -334,8 +346,8 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> str:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     if meta.get("application") != APPLICATION:
         raise StoreError(f"{path}: meta table names application {meta.get('application')!r}, expected {APPLICATION!r}; left unchanged")
-    if meta.get("schema_version") == "1":
-        return "version 1"
+    if meta.get("schema_version") in ("1", "2"):
+        return f"version {meta['schema_version']}"
     if meta.get("schema_version") != str(SCHEMA_VERSION):
         raise StoreError(
             f"{path}: job store schema version {meta.get('schema_version')!r}, this program reads version "
@@ -384,6 +396,8 @@ def _job_row(job: Job) -> tuple:
                 f"job {job.job_id!r}: demand_vector must be three finite numbers >= 0 "
                 f"(CPU seconds, disk bytes, network bytes), got {vector!r}"
             )
+    if job.deadline_text is not None and not isinstance(job.deadline_text, str):
+        raise SubmitError(f"job {job.job_id!r}: deadline_text must be the deadline as text or None, got {job.deadline_text!r}")
     step = json.dumps({"jar": job.step.jar, "args": list(job.step.args), "main_class": job.step.main_class})
     released_s = None if job.released_s is None else float(job.released_s)
     return (
@@ -398,11 +412,12 @@ def _job_row(job: Job) -> tuple:
         released_s,
         job.step_id,
         None if job.demand_vector is None else json.dumps([float(v) for v in job.demand_vector]),
+        job.deadline_text,
     )
 
 
 def _job_from_row(row: tuple) -> Job:
-    job_id, name, tenant, submit_s, deadline_s, length_s, step_json, state, released_s, step_id, demand_json = row
+    job_id, name, tenant, submit_s, deadline_s, length_s, step_json, state, released_s, step_id, demand_json, deadline_text = row
     step = json.loads(step_json)
     return Job(
         job_id=job_id,
@@ -416,4 +431,5 @@ def _job_from_row(row: tuple) -> Job:
         released_s=released_s,
         step_id=step_id,
         demand_vector=None if demand_json is None else tuple(json.loads(demand_json)),
+        deadline_text=deadline_text,
     )

@@ -108,13 +108,13 @@ def test_negative_slot_s_is_named_with_its_bound_and_value(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     "line, named",
-    [("slot_s = 1e308", "slot_s: must be <= 86400"), ("slot_s = 1e-300", "slot_s: must be >= 1"),
-     ("deadline_slots = 999999999999", "deadline_slots: must be <= 100000")],
+    [("slot_s = 1e308", "slot_s: must be <= 86,400"), ("slot_s = 1e-300", "slot_s: must be >= 1"),
+     ("deadline_slots = 999999999999", "deadline_slots: must be <= 100,000")],
 )  # fmt: skip
 def test_absurd_numbers_are_refused_at_load(tmp_path: Path, line: str, named: str) -> None:
     assert named in config_error(write(tmp_path, f'{line}\n[cluster]\nid = "j-ABC"\n'))
     message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\nmax_nodes = 99999999999999999999\n'))
-    assert "cluster.max_nodes: must be <= 100000" in message
+    assert "cluster.max_nodes: must be <= 100,000" in message
 
 
 def test_bad_value_from_environment_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,3 +197,48 @@ def test_tenants_n_defaults_to_the_known_tenants_and_may_not_be_fewer(tmp_path: 
     assert load_settings(write(tmp_path, known + "tenants_n = 5\n" + base)).controller_config(0.0).tenants_n == 5
     message = config_error(write(tmp_path, known + "tenants_n = 2\n" + base))
     assert "tenants_n (2) must be at least the number of known_tenants (3)" in message
+
+
+def test_unknown_environment_variable_stops_loading_naming_it_and_the_known_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_POLCY", "vfw")
+    message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\n'))
+    assert "invalid settings in AUTOSCALER_* environment" in message
+    assert "unknown variable AUTOSCALER_POLCY (did you mean AUTOSCALER_POLICY?)" in message
+    known = message.split("known variables: ")[1].split(", ")
+    assert {"AUTOSCALER_POLICY", "AUTOSCALER_CLUSTER__ID", "AUTOSCALER_REPORT__SMTP_PORT", "AUTOSCALER_SMTP_PASSWORD (the SMTP password)"} <= set(known)
+    assert str(tmp_path) not in message  # the file is not to blame
+
+
+def test_unknown_nested_variable_is_blamed_on_the_environment_not_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_CLUSTER__NODES", "3")
+    message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\n'))
+    assert "unknown variable AUTOSCALER_CLUSTER__NODES" in message
+    assert "unknown field 'cluster.nodes'" not in message and str(tmp_path) not in message
+
+
+def test_the_password_variable_the_file_names_is_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_MAIL_SECRET", "hunter2")
+    monkeypatch.setenv("AUTOSCALER_SMTP_PASSWORD", "left over")
+    path = write(tmp_path, '[cluster]\nid = "j-ABC"\n[report]\nsmtp_password_env = "AUTOSCALER_MAIL_SECRET"\n')
+    message = config_error(path)  # the default name is no longer read, so it is unknown now
+    assert "unknown variable AUTOSCALER_SMTP_PASSWORD" in message and "AUTOSCALER_MAIL_SECRET" not in message.split("known variables")[0]
+    assert "hunter2" not in message
+    monkeypatch.delenv("AUTOSCALER_SMTP_PASSWORD")
+    assert load_settings(path).report.smtp_password_env == "AUTOSCALER_MAIL_SECRET"
+
+
+def test_every_field_and_nested_field_can_be_set_by_its_variable_without_being_called_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autoscaler.config import known_variables, unknown_variables
+
+    names = known_variables({"AUTOSCALER_SMTP_PASSWORD"})
+    assert unknown_variables({name: "" for name in names} | {"autoscaler_policy": "vfw"}, {"AUTOSCALER_SMTP_PASSWORD"}) == []
+    assert unknown_variables({"AUTOSCALER_POLCY": "", "PATH": ""}) == ["AUTOSCALER_POLCY"]
+    monkeypatch.setenv("AUTOSCALER_CLUSTER__ID", "j-ENV")
+    monkeypatch.setenv("AUTOSCALER_HEALTH_PORT", "9999")  # the Docker health check's variable is a field
+    assert load_settings(None).health_port == 9999
+
+
+def test_a_bad_value_set_by_a_variable_names_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_CLUSTER__MAX_NODES", "-1")
+    message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\n'))
+    assert "cluster.max_nodes: must be >= 0, got '-1' (from AUTOSCALER_CLUSTER__MAX_NODES)" in message

@@ -1,0 +1,53 @@
+"""Numbers, durations and times as people write them, for messages and report headings ("10,000,000",
+"4 h 10 min", "6.9 years", "2026-12-01T10:00Z"), instead of what a float prints ("1e+07",
+"15000 s", "2.18273e+08 s")."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+YEAR_S = 365.25 * 86400.0
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` in the largest units that read well: "0.5 s", "45 s", "5 min", "1 h 30 min",
+    "26 h", "3 days 4 h", "6.9 years". Whole minutes from an hour up, whole hours from two days up."""
+    if not math.isfinite(seconds):
+        return f"{seconds} s"
+    if seconds < 0:
+        return "-" + duration_text(-seconds)
+    if seconds < 59.5:
+        return f"{seconds:.0f} s" if seconds >= 10 or float(seconds).is_integer() else f"{seconds:.2g} s"
+    if seconds < 3600 - 0.5:
+        whole = round(seconds)
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min" + (f" {rest} s" if rest else "")
+    if seconds < 2 * 86400 - 30:
+        hours, minutes = divmod(round(seconds / 60), 60)
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    if seconds < YEAR_S:
+        days, hours = divmod(round(seconds / 3600), 24)
+        return f"{days} days" + (f" {hours} h" if hours else "")
+    years = seconds / YEAR_S
+    return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"
+
+
+def utc_text(seconds: float) -> str:
+    """Unix seconds as an ISO-8601 UTC time to the minute ("2026-12-01T10:00Z"); a time no calendar
+    holds as its seconds ("1e+20 s (Unix time)")."""
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds:.6g} s (Unix time)"
+
+
+def number_text(value: float) -> str:
+    """A number with thousands separators and no exponent: "10,000,000", "86,400", "0.5", "1,234.57"."""
+    if not math.isfinite(value):
+        return str(value)
+    if float(value).is_integer() and abs(value) < 1e18:
+        return f"{int(value):,}"
+    if abs(value) >= 1e5:
+        return f"{value:,.0f}"
+    return f"{value:,.6g}" if abs(value) >= 1e-4 else f"{value:.3g}"

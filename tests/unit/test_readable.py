@@ -1,0 +1,33 @@
+"""Numbers, durations and times as people write them."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoscaler.readable import duration_text, number_text, utc_text
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0.5, "0.5 s"), (45, "45 s"), (59.4, "59 s"), (59.6, "1 min"), (300, "5 min"), (330, "5 min 30 s"),
+        (3600, "1 h"), (15_000, "4 h 10 min"), (21_300, "5 h 55 min"), (87_000, "24 h 10 min"),
+        (3 * 86400 + 4 * 3600, "3 days 4 h"), (2.18273e8, "6.9 years"), (-5400, "-1 h 30 min"),
+    ],
+)  # fmt: skip
+def test_durations_read_as_written(seconds, text):
+    assert duration_text(seconds) == text
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0, "0"), (10_000_000, "10,000,000"), (1e6, "1,000,000"), (86400.0, "86,400"), (0.5, "0.5"), (1234.5678, "1,234.57"),
+     (2.18273e8 + 0.5, "218,273,000")],
+)  # fmt: skip
+def test_numbers_have_no_exponent(value, text):
+    assert number_text(value) == text
+
+
+def test_utc_text_to_the_minute_and_out_of_range():
+    assert utc_text(1_795_910_400.0) == "2026-11-29T00:00Z"
+    assert utc_text(1e20) == "1e+20 s (Unix time)"
