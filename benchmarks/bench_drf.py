@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 
@@ -51,12 +52,12 @@ def main() -> None:
     for k in (10**2, 10**3, 10**4, 10**5):
         n = k
         d, previous = synthetic_state(k, n, args.resources, rng)
-        linear_ms, (level, _) = timed_ms(lambda: fairshare.dynamic_drf_step(d, previous, n), repeats=20)
+        linear_ms, (level, _) = timed_ms(partial(fairshare.dynamic_drf_step, d, previous, n), repeats=20)
         row = {"linear": f"{linear_ms:10.3f}", "LP": f"{'skipped':>10}", "wf": f"{'skipped':>11}"}
         gaps = ["", ""]
         if "LP" not in too_slow:
             try:
-                lp_ms, (lp_level, _) = timed_ms(lambda: fairshare.dynamic_drf_step_lp(d, previous, n), repeats=1)
+                lp_ms, (lp_level, _) = timed_ms(partial(fairshare.dynamic_drf_step_lp, d, previous, n), repeats=1)
             except SolverError as exc:
                 lp_ms, row["LP"], gaps[0] = np.inf, f"{exc.status:>10}", "-"
             else:
@@ -65,7 +66,7 @@ def main() -> None:
             if lp_ms / 1e3 > args.budget_s:  # an inaccurate solve also stops the LP column
                 too_slow.add("LP")
         if "wf" not in too_slow:
-            wf_ms, (wf_level, _) = timed_ms(lambda: fairshare.dynamic_drf_step_water_filling(d, previous, n, 1e-3 / n), repeats=1)
+            wf_ms, (wf_level, _) = timed_ms(partial(fairshare.dynamic_drf_step_water_filling, d, previous, n, 1e-3 / n), repeats=1)
             row["wf"] = f"{wf_ms:11.1f}"
             gaps[1] = f"{level - wf_level:.1e}"
             if wf_ms / 1e3 > args.budget_s:

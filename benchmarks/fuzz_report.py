@@ -12,6 +12,7 @@ import importlib.util
 import sys
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     with Progress(*columns, console=err, transient=True) as progress:
         for target in targets:
             task = progress.add_task(target.name, total=args.n)
-            results[target.name] = explore(target, args.n, lambda: progress.advance(task))
+            results[target.name] = explore(target, args.n, partial(progress.advance, task))
     for name, (counts, first, seconds) in results.items():
         out.print(target_table(name, counts, first, seconds))
     out.print(summary_table(results, args.n))

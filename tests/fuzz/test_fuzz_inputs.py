@@ -255,7 +255,7 @@ def swim_lines(draw) -> list[str]:
     separators = ["\t"] * len(rows)
     if _chance(draw, 6):
         separators[draw(st.integers(0, len(rows) - 1))] = draw(st.sampled_from([" ", ",", "\t\t", ";", "  "]))
-    lines = [separator.join(row) for separator, row in zip(separators, rows)]
+    lines = [separator.join(row) for separator, row in zip(separators, rows, strict=True)]
     return _with_blank_lines(draw, lines, ("", " ", "\t", "\t" * 5))
 
 

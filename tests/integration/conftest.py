@@ -7,6 +7,10 @@ real boto3 client, tests can reach moto's backend objects. That is used for one 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 
@@ -81,20 +85,24 @@ def emr_cluster_id(request: pytest.FixtureRequest, emr) -> tuple[object, str]:
     return emr, response["JobFlowId"]
 
 
-def _moto_step(cluster_id: str, step_id: str):
-    """moto's backend object for a step, found in whichever account/region holds the cluster."""
+def _moto_cluster(cluster_id: str):
+    """moto's backend object for a cluster, found in whichever account/region holds it."""
     from moto.emr.models import emr_backends
 
     for account_id in list(emr_backends.keys()):
         for region in list(emr_backends[account_id].keys()):
             cluster = emr_backends[account_id][region].clusters.get(cluster_id)
-            if cluster is None:
-                continue
-            for step in cluster.steps:
-                if step.id == step_id:
-                    return step
-            raise LookupError(f"moto: cluster {cluster_id} has no step {step_id}")
+            if cluster is not None:
+                return cluster
     raise LookupError(f"moto: no cluster {cluster_id} in any account or region")
+
+
+def _moto_step(cluster_id: str, step_id: str):
+    """moto's backend object for a step of a cluster."""
+    for step in list(_moto_cluster(cluster_id).steps):
+        if step.id == step_id:
+            return step
+    raise LookupError(f"moto: cluster {cluster_id} has no step {step_id}")
 
 
 def _set_step_state(cluster_id: str, step_id: str, state: str) -> None:
@@ -140,3 +148,124 @@ def backdate_task_group() -> Callable[[str, float], None]:
 def moto_step() -> Callable[[str, str], object]:
     """``moto_step(cluster_id, step_id)``: moto's backend object for a step, to check what was sent."""
     return _moto_step
+
+
+class ProcessLog:
+    """A child process's stderr, read on a thread as it comes: every line, and its JSON log lines
+    parsed as events (dicts). Tests wait on what the process logged, never on the wall clock."""
+
+    def __init__(self, process: subprocess.Popen, on_event: Callable[[dict], None] | None = None) -> None:
+        """``on_event``, if given, is called on the reading thread with each event as it is logged;
+        what it raises is raised again by ``wait_for`` and ``finish``."""
+        self.process = process
+        self.on_event = on_event
+        self._error: BaseException | None = None
+        self.lines: list[str] = []
+        self.events: list[dict] = []
+        self._closed = False
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            with self._changed:
+                self.lines.append(line)
+                event = _event(line)
+                if event is not None:
+                    self.events.append(event)
+                self._changed.notify_all()
+            if event is not None and self.on_event is not None and self._error is None:
+                try:
+                    self.on_event(event)
+                except BaseException as error:  # raised again on the test's thread
+                    self._error = error
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def of(self, event: str) -> list[dict]:
+        """The events named ``event`` logged so far."""
+        with self._changed:
+            return [e for e in self.events if e.get("event") == event]
+
+    def count(self, event: str) -> int:
+        return len(self.of(event))
+
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = 120.0) -> bool:
+        """Wait until ``condition()`` holds; False if the process closed stderr (ended) first.
+        Raises AssertionError, with the last lines logged, when ``timeout_s`` passes first."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not condition():
+                self._raise_on_event_error()
+                if self._closed:
+                    return False
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    tail = "".join(self.lines[-20:])
+                    raise AssertionError(f"waited {timeout_s:g} s for {what}; the process logged last:\n{tail}")
+                self._changed.wait(left)
+            return True
+
+    def wait_for_count(self, event: str, count: int, timeout_s: float = 120.0) -> bool:
+        """Wait until ``count`` events named ``event`` are logged; as ``wait_for``."""
+        return self.wait_for(lambda: self.count(event) >= count, f"{count} {event!r} events", timeout_s)
+
+    def finish(self, timeout_s: float = 120.0) -> int:
+        """Wait for the process to end and its stderr to be read; returns its exit code."""
+        code = self.process.wait(timeout=timeout_s)
+        self._reader.join(timeout=timeout_s)
+        self._raise_on_event_error()
+        return code
+
+    def _raise_on_event_error(self) -> None:
+        if self._error is not None:
+            raise AssertionError(f"on_event failed: {self._error!r}") from self._error
+
+    @property
+    def text(self) -> str:
+        with self._changed:
+            return "".join(self.lines)
+
+
+def _event(line: str) -> dict | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return None  # a line cut off by SIGKILL
+
+
+class StepsRunForTheirLength:
+    """EMR running the steps that a daemon in another process adds to a cluster in moto: each step
+    completes when its job's length has passed on the daemon's simulated clock, which the test
+    follows through the slots the daemon logs. ``ProcessLog(process, on_event=runner)``.
+
+    A step is taken as started in the first slot logged after it appeared (a slot whose log line a
+    kill cut off counts as the next one), and is completed before the first slot that starts at
+    least its job's length (``lengths_s``, by job id) after that, as ``set_step_state`` does in the
+    tests that drive the slots themselves.
+    """
+
+    def __init__(self, cluster_id: str, lengths_s: dict[str, float], slot_s: float, prefix: str = "autoscaler:") -> None:
+        self.cluster_id = cluster_id
+        self.lengths_s = lengths_s
+        self.slot_s = slot_s
+        self.prefix = prefix
+        self.started_slot: dict[str, int] = {}
+        self.completed = 0
+
+    def __call__(self, event: dict) -> None:
+        if event.get("event") != "slot":
+            return
+        next_slot_s = (event["slot"] + 1) * self.slot_s
+        for step in list(_moto_cluster(self.cluster_id).steps):
+            if not step.name.startswith(self.prefix):
+                continue
+            started = self.started_slot.setdefault(step.id, event["slot"])
+            length_s = self.lengths_s[step.name[len(self.prefix):]]
+            if step.state in ("PENDING", "RUNNING") and started * self.slot_s + length_s <= next_slot_s:
+                step.state = "COMPLETED"
+                self.completed += 1

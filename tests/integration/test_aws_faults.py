@@ -1,6 +1,6 @@
 """AWS faults injected into the real boto3 client (a botocore ``before-send`` hook) against moto's
-EMR server: throttling and 5xx on 30 % of calls over a replayed day (8 hours by default, the whole
-day with ``-m slow``), and a resize that keeps failing.
+EMR server: throttling and 5xx on 30 % of calls over a replayed day (2 hours by default, 8 hours and
+the whole day with ``-m slow``), and a resize that keeps failing.
 
 The hook answers in place of the server, so an injected failure is a request AWS never processed:
 what botocore's standard retry mode retries. Retries wait botocore's jittered exponential backoff,
@@ -27,6 +27,7 @@ from autoscaler.controller import ControllerConfig, start_by_slot
 from autoscaler.daemon import SlotRunner
 from autoscaler.errors import AutoscalerError
 from autoscaler.replay_daemon import trace_jobs
+
 from conftest import REGION
 from test_daemon import TAU, our_steps, workload_a
 
@@ -107,7 +108,12 @@ def replay_day(client, cluster_id: str, set_step_state, store, window_slots: int
 
 
 @pytest.mark.parametrize(
-    "window_slots", [pytest.param(96, id="8h"), pytest.param(288, id="whole-day", marks=pytest.mark.slow)]
+    "window_slots",
+    [
+        pytest.param(24, id="2h"),
+        pytest.param(96, id="8h", marks=pytest.mark.slow),
+        pytest.param(288, id="whole-day", marks=pytest.mark.slow),
+    ],
 )
 @pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
 def test_thirty_percent_throttled_and_5xx_calls_over_a_day_lose_and_repeat_nothing(

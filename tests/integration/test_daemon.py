@@ -29,6 +29,8 @@ from autoscaler.policies import plan
 from autoscaler.replay_daemon import trace_jobs
 from autoscaler.workload import read_swim, workload_from_trace
 
+from conftest import ProcessLog, StepsRunForTheirLength
+
 TAU = 300.0
 WINDOW_SLOTS = 48  # the paper's cluster experiment: 4 hours of 5-minute slots (§VII-A)
 
@@ -39,6 +41,16 @@ def workload_a(window_slots: int) -> Trace:
     return Trace(trace.path, tuple(j for j in trace.jobs if j.submit_s < window_slots * TAU))
 
 
+def write_swim(path, trace: Trace) -> None:
+    """``trace``'s jobs as a SWIM file (six tab-separated columns), for ``autoscaler run --replay``."""
+    path.write_text(
+        "".join(
+            f"{j.job_id}\t{j.submit_s:g}\t{j.gap_s:g}\t{j.map_input_bytes:g}\t{j.shuffle_bytes:g}\t{j.reduce_output_bytes:g}\n"
+            for j in trace.jobs
+        )
+    )
+
+
 def our_steps(client, cluster_id: str) -> list[dict]:
     steps = []
     for page in client.get_paginator("list_steps").paginate(ClusterId=cluster_id):
@@ -46,7 +58,9 @@ def our_steps(client, cluster_id: str) -> list[dict]:
     return steps
 
 
-@pytest.mark.parametrize("window_slots", [pytest.param(288, id="whole-day")])
+@pytest.mark.parametrize(
+    "window_slots", [pytest.param(48, id="4h"), pytest.param(288, id="whole-day", marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
 def test_slots_follow_the_policy_and_release_every_job_by_edf_before_its_deadline(
     emr_cluster_id, set_step_state, tmp_path, window_slots
@@ -95,47 +109,77 @@ def test_slots_follow_the_policy_and_release_every_job_by_edf_before_its_deadlin
         assert config.slot_of(stored[job.job_id].released_s) <= start_by_slot(job, config)
 
 
+@pytest.mark.parametrize(
+    "kills_planned, window_slots",
+    [pytest.param(6, 48, id="6-kills-4h"), pytest.param(20, 96, id="20-kills-8h", marks=pytest.mark.slow)],
+)
 @pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
-def test_sigkill_at_random_points_loses_no_job_and_submits_none_twice(emr_cluster_id, moto_server, tmp_path):
+def test_sigkill_at_random_points_loses_no_job_and_submits_none_twice(
+    emr_cluster_id, moto_server, tmp_path, kills_planned, window_slots
+):
     client, cluster_id = emr_cluster_id
-    trace_path = tmp_path / "four-hours.tsv"
-    trace = workload_a(WINDOW_SLOTS)
-    trace_path.write_text(
-        "".join(
-            f"{j.job_id}\t{j.submit_s:g}\t{j.gap_s:g}\t{j.map_input_bytes:g}\t{j.shuffle_bytes:g}\t{j.reduce_output_bytes:g}\n"
-            for j in trace.jobs
-        )
-    )
+    trace_path = tmp_path / "trace.tsv"
+    trace = workload_a(window_slots)
+    write_swim(trace_path, trace)
+    store_path = tmp_path / "jobs.db"
     config_path = tmp_path / "config.toml"
     config_path.write_text(
-        f'policy = "gcp-u"\ndeadline_slots = 2\nstore_path = "{tmp_path / "jobs.db"}"\nlog_format = "json"\n'
+        f'policy = "gcp-u"\ndeadline_slots = 2\nstore_path = "{store_path}"\nlog_format = "json"\n'
         f'[cluster]\nid = "{cluster_id}"\nregion = "us-east-1"\nendpoint_url = "{moto_server}"\nmax_nodes = 100000\n'
     )
+    slot_real_s = 0.05
     command = [
         sys.executable, "-m", "autoscaler", "run", "--config", str(config_path), "--replay", str(trace_path),
-        "--store", str(tmp_path / "jobs.db"), "--speedup", str(TAU / 0.05),
+        "--store", str(store_path), "--speedup", str(TAU / slot_real_s),
     ]  # fmt: skip
-    rng = random.Random(20)
-    kills = 0
-    while kills < 20:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
-        time.sleep(rng.uniform(0.7, 2.5))  # start-up (imports) takes about half a second
-        if process.poll() is not None:
-            break  # it finished the replay before this kill
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        kills += 1
-    final = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert final.returncode == 0, final.stderr[-2000:]
+
+    def committed_slots() -> int:
+        if not store_path.exists():
+            return 0
+        with SqliteJobStore(store_path) as store:
+            return len(store.decisions())
 
     config = ControllerConfig(policy="gcp-u", deadline_slots=2, slot_s=TAU, max_nodes=100_000)
-    jobs = {j.job_id: j for j in trace_jobs(trace, 2, TAU, WINDOW_SLOTS * TAU)}
+    jobs = {j.job_id: j for j in trace_jobs(trace, 2, TAU, window_slots * TAU)}
+    # EMR runs the steps, so the cluster's list of active steps stays as short as it would be.
+    emr_runs = StepsRunForTheirLength(cluster_id, {job_id: j.length_s for job_id, j in jobs.items()}, TAU)
+
+    # Each run is killed after it has logged 1 to 3 slots, at a random point of the pause and the
+    # slot after (as long as its last slot took): what it has done decides when, not the wall
+    # clock, so every kill lands mid-replay however slow the machine.
+    rng = random.Random(20)
+    kills = []  # per kill: (slots the run logged, slots it committed)
+    while len(kills) < kills_planned:
+        committed_before = committed_slots()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+        log = ProcessLog(process, on_event=emr_runs)
+        logged_before_kill = rng.randint(1, 3)
+        try:
+            running = log.wait_for_count("slot", logged_before_kill)
+            if running:
+                slot_work_s = log.of("slot")[-1]["slot_ms"] / 1000
+                time.sleep(rng.uniform(0.0, slot_real_s + slot_work_s))
+        finally:
+            process.send_signal(signal.SIGKILL)
+            log.finish()
+        if not running:
+            break  # the replay ended before this kill
+        kills.append((log.count("slot"), committed_slots() - committed_before))
+    # The rest of the day uninterrupted, with shorter pauses between slots: nothing is timed in it.
+    command[-1] = str(TAU / 0.01)
+    final = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    log = ProcessLog(final, on_event=emr_runs)
+    assert log.finish(timeout_s=600) == 0, log.text[-2000:]
+    print(f"\n{len(kills)} kills; slots logged and committed by each killed run: {kills}; steps completed: {emr_runs.completed}")
+
     steps = our_steps(client, cluster_id)
     names = Counter(s["Name"] for s in steps)
-    assert kills >= 10, "the replay finished before most kills; slow it down"
+    assert len(kills) == kills_planned, f"the replay ended after {len(kills)} of {kills_planned} kills"
+    # A slot is logged after it is committed: a kill can cut off at most the log line of one slot.
+    assert all(committed - logged in (0, 1) for logged, committed in kills), kills
     assert all(count == 1 for count in names.values()), [n for n, c in names.items() if c > 1]
     assert set(names) == {f"autoscaler:{job_id}" for job_id in jobs}
-    with SqliteJobStore(tmp_path / "jobs.db") as store:
+    with SqliteJobStore(store_path) as store:
         stored = {j.job_id: j for j in store.all_jobs()}
         decisions = store.decisions()
     assert set(stored) == set(jobs)

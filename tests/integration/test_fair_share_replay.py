@@ -5,14 +5,30 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
+
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.cli import main
 from autoscaler.controller import ControllerConfig, start_by_slot
 
+from test_daemon import workload_a, write_swim
 
-def test_an_overloaded_replay_reports_missed_deadlines_per_tenant(tmp_path, capsys):
+
+@pytest.mark.parametrize(
+    "hours, max_nodes",
+    [
+        pytest.param(4, 20, id="first-4h-on-20-nodes"),  # Workload A wants up to 29 nodes in its first 4 hours
+        pytest.param(24, 60, id="whole-day-on-60-nodes", marks=pytest.mark.slow),  # and up to 86 over the day
+    ],
+)
+def test_an_overloaded_replay_reports_missed_deadlines_per_tenant(tmp_path, capsys, hours, max_nodes):
+    trace = "default"
+    if hours < 24:
+        trace = tmp_path / "trace.tsv"
+        write_swim(trace, workload_a(hours * 12))
     store_path = tmp_path / "replay.db"
-    assert main(["run", "--replay", "default", "--max-nodes", "60", "--tenants", "3", "--store", str(store_path)]) == 0
+    argv = ["run", "--replay", str(trace), "--max-nodes", str(max_nodes), "--tenants", "3", "--store", str(store_path)]
+    assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "missed deadline" in printed and "tenant-3" in printed
     with SqliteJobStore(store_path) as store:
@@ -29,7 +45,7 @@ def test_an_overloaded_replay_reports_missed_deadlines_per_tenant(tmp_path, caps
         reported.update(decision["missed_by_tenant"])
     assert reported == late_by_tenant and sum(late_by_tenant.values()) > 0
     overloaded = [d for d in decisions if d["overloaded"]]
-    assert overloaded and all(d["nodes"] == 60 for d in overloaded)
+    assert overloaded and all(d["nodes"] == max_nodes for d in overloaded)
     assert state["tenants"] == ["tenant-1", "tenant-2", "tenant-3"]
     assert state["dominant_shares"] == sorted(state["dominant_shares"], reverse=True)  # earlier tenants never hold less
 

@@ -8,13 +8,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.cli import main
+
+from conftest import ProcessLog
 
 
 def free_port() -> int:
@@ -55,7 +56,7 @@ def test_submit_is_idempotent_and_bad_submissions_change_nothing(emr_cluster_id,
     for extra in bad:
         argv = ["submit", "--config", config, "--id", "job-2", "--name", "n", "--tenant", "ads", "--deadline", "2h",
                 "--length-s", "600", "--command", "true"]  # fmt: skip
-        for flag, value in zip(extra[::2], extra[1::2]):
+        for flag, value in zip(extra[::2], extra[1::2], strict=True):
             argv[argv.index(flag) + 1] = value
         assert main(argv) == 2
         assert "Traceback" not in capsys.readouterr().err
@@ -74,20 +75,24 @@ def test_dry_run_changes_nothing_on_the_cluster_or_in_the_store(emr_cluster_id, 
     before = (tmp_path / "jobs.db").read_bytes()
     process = subprocess.Popen(
         [sys.executable, "-m", "autoscaler", "run", "--config", config, "--dry-run"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
-    time.sleep(4)
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
-    slots = [json.loads(line) for line in err.splitlines() if line.startswith("{") and '"event": "slot"' in line]
-    assert slots and all(s["dry_run"] for s in slots)
-    assert slots[0]["jobs_released"] == 1  # what it would do
+    log = ProcessLog(process)
+    try:
+        assert log.wait_for_count("slot", 2), log.text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        returncode = log.finish(timeout_s=60)
+    assert returncode == 0, log.text
+    slots = [e for e in log.events if e["event"] == "slot"]
+    assert len(slots) >= 2 and all(s["dry_run"] for s in slots)
+    assert [s["jobs_released"] for s in slots[:2]] == [1, 1]  # what it would do, every slot: nothing was done
     # One node running one job: Table III at u = 1, 60.30 + 25.70 + 7.21 + 0.66 W, for a 1-s slot.
     assert slots[0]["energy_wh_modelled"] == round(93.87 / 3600, 3)
     assert client.list_steps(ClusterId=cluster_id)["Steps"] == []
     groups = client.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"]
     assert [g["RequestedInstanceCount"] for g in groups if g["InstanceGroupType"] == "TASK"] == [0]
+    assert (tmp_path / "jobs.db").read_bytes() == before
     with SqliteJobStore(tmp_path / "jobs.db") as store:
         assert [j.state for j in store.all_jobs()] == ["queued"]
         assert store.decisions() == []
@@ -101,19 +106,22 @@ def test_sigterm_finishes_the_current_slot_and_stops(emr_cluster_id, moto_server
     assert submit(config, "job-1") == 0
     process = subprocess.Popen(
         [sys.executable, "-m", "autoscaler", "run", "--config", config],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
-    time.sleep(3.5)
-    # /healthz and /metrics, on the loopback.
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
-        assert response.status == 200 and json.load(response)["status"] == "ok"
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        metrics = response.read().decode()
+    log = ProcessLog(process)
+    try:
+        assert log.wait_for_count("slot", 2), log.text
+        # /healthz and /metrics, on the loopback.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            assert response.status == 200 and json.load(response)["status"] == "ok"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            metrics = response.read().decode()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        returncode = log.finish(timeout_s=60)
     assert "autoscaler_jobs_released_total 1.0" in metrics and "autoscaler_capacity_servers" in metrics
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
-    events = [json.loads(line)["event"] for line in err.splitlines() if line.startswith("{")]
+    assert returncode == 0, log.text
+    events = [e["event"] for e in log.events]
     assert "stopping" in events and events.count("slot") >= 2
     assert "slot_failed" not in events
     steps = client.list_steps(ClusterId=cluster_id)["Steps"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from autoscaler.config import Settings, load_settings
@@ -185,7 +186,7 @@ def test_controller_config_carries_every_setting(tmp_path: Path) -> None:
 
 def test_settings_are_frozen() -> None:
     settings = load_settings(EXAMPLE)
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
         settings.slot_s = 1.0  # type: ignore[misc]
 
 

@@ -118,8 +118,9 @@ def test_every_job_starts_by_its_start_by_slot_and_none_is_lost(spec, policy, de
 
 
 def test_replaying_workload_a_through_the_controller_gives_replays_capacity():
-    from autoscaler.workload import estimate_length_s, read_swim
     from importlib import resources
+
+    from autoscaler.workload import estimate_length_s, read_swim
 
     with resources.as_file(resources.files("autoscaler") / "data" / "FB-2009_samples_24_times_1hr_0.tsv") as path:
         trace = read_swim(path)
@@ -128,7 +129,7 @@ def test_replaying_workload_a_through_the_controller_gives_replays_capacity():
     deadline_slots = 2
     jobs = [
         job(j.job_id, j.submit_s, float(length), j.submit_s + float(length) + deadline_slots * TAU)
-        for j, length in zip(trace.jobs, lengths)
+        for j, length in zip(trace.jobs, lengths, strict=True)
         if j.submit_s < 86400
     ]
     config = ControllerConfig(policy="gcp-u", deadline_slots=deadline_slots, slot_s=TAU, max_nodes=10**6)
@@ -187,7 +188,7 @@ def test_under_overload_one_tenant_gets_plain_edf():
 )
 def test_without_overload_tenants_change_nothing(spec, tenants, policy):
     jobs = []
-    for i, ((submit, length, slack), tenant) in enumerate(zip(spec, tenants)):
+    for i, ((submit, length, slack), tenant) in enumerate(zip(spec, tenants, strict=False)):  # 40 tenants drawn for up to 40 jobs
         deadline = (np.floor(submit / TAU) + np.ceil(length / TAU) + slack + 1) * TAU
         jobs.append(dataclasses.replace(job(f"j{i}", submit, length, deadline), tenant=tenant))
     config = ControllerConfig(policy=policy, deadline_slots=2, slot_s=TAU, max_nodes=10_000, max_deadline_slots=12)
@@ -210,7 +211,7 @@ def test_fair_release_balances_nodes_per_share(queued, running, weights, free_no
     from autoscaler.controller import fair_release
 
     config = ControllerConfig(slot_s=TAU)
-    shares = dict(zip("PQRS", weights))
+    shares = dict(zip("PQRS", weights, strict=True))
     queued_jobs = sorted(
         (dataclasses.replace(job(f"q{i}", 0.0, 60.0, (slack + 1) * TAU), tenant=t) for i, (t, slack) in enumerate(queued)),
         key=lambda j: (start_by_slot(j, config), j.deadline_s, j.submit_s, j.job_id),

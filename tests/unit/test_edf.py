@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -167,9 +168,9 @@ def test_preemptive_pieces_meet_deadline_and_carry_all_work(release_slot, length
     assert all(p.due_slot <= release_slot + deadline_slots for p in pieces)
     assert pieces[0].release_slot == release_slot
     releases = [p.release_slot for p in pieces]
-    assert all(a < b for a, b in zip(releases, releases[1:]))
+    assert all(a < b for a, b in pairwise(releases))
     # each piece's window closes before the next one opens (precedence kept)
-    assert all(a.due_slot < b.release_slot for a, b in zip(pieces, pieces[1:]))
+    assert all(a.due_slot < b.release_slot for a, b in pairwise(pieces))
     assert all(0.0 <= p.work <= 1.0 for p in pieces)
     assert math.isclose(sum(p.work for p in pieces), length_s / SLOT_S, rel_tol=1e-12, abs_tol=1e-12)
 
@@ -185,7 +186,7 @@ def test_non_preemptive_three_slots_deadline_five_latest_scheduler():
     assert [(p.index, p.release_slot, p.deadline_slots) for p, _ in ran] == [(1, 10, 2), (2, 13, 0), (3, 14, 0)]
     slots = [slot for _, slot in ran]
     assert slots == [12, 13, 14]
-    assert all(b == a + 1 for a, b in zip(slots, slots[1:]))  # consecutive: never preempted
+    assert all(b == a + 1 for a, b in pairwise(slots))  # consecutive: never preempted
     assert slots[-1] == 10 + 5 - 1 <= 10 + 5
 
 
@@ -259,7 +260,7 @@ def test_non_preemptive_runs_consecutively_and_meets_deadline(release_slot, leng
     slots = [slot for _, slot in ran]
     assert len(slots) == length_slots
     assert all(p.release_slot <= slot <= p.due_slot for p, slot in ran)
-    assert all(b == a + 1 for a, b in zip(slots, slots[1:]))
+    assert all(b == a + 1 for a, b in pairwise(slots))
     assert release_slot <= slots[0] and slots[-1] <= release_slot + deadline_slots
 
 

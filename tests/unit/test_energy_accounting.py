@@ -81,7 +81,7 @@ def test_report_compares_each_schedule_with_follow():
     assert report.get("no provisioning").node_slots == 8
     header, rows = table_rows(report)
     assert header == ["metric", "no provisioning (modelled)", "% reduction", "follow (modelled)", "smooth (modelled)", "% reduction"]
-    energy_row = dict(zip(header, rows[0]))
+    energy_row = dict(zip(header, rows[0], strict=True))
     assert float(energy_row["follow (modelled)"]) == pytest.approx(follow.energy_wh / 1000, abs=0.005)
 
 

@@ -93,7 +93,7 @@ def test_hand_worked_three_agents_two_resources():
 
 def test_one_resource_splits_it_equally_as_agents_arrive():
     steps = fairshare.run_dynamic_drf(np.array([[0.5], [0.1], [0.9], [0.3]]))
-    for k, (level, x) in enumerate(steps, start=1):
+    for k, (_level, x) in enumerate(steps, start=1):
         np.testing.assert_allclose(x, np.full(k, 0.25))
 
 

@@ -171,10 +171,26 @@ def test_exact_gcp_opt_matches_cvxpy(work, previous):
 @settings(max_examples=40, deadline=None)
 @given(load=loads, deadline_slots=st.integers(min_value=0, max_value=4))
 def test_gcp_u_with_cvxpy_solver_costs_what_the_exact_solver_costs_per_slot(load, deadline_slots):
-    # Both back ends solve GCP-OPT to optimality; their schedules may differ where the
-    # optimum is not unique, but each must be feasible (checked by plan()).
-    from autoscaler.policies.gcp import plan_uniform
+    # Both back ends solve GCP-OPT to optimality. Their schedules may differ where the optimum
+    # is not unique (and so may the states the next slots start from), so each slot's GCP-OPT,
+    # as the cvxpy run met it, is solved exactly too and the two objectives are compared; the
+    # schedule must also be feasible (checked by plan_uniform and again here).
+    from autoscaler.policies import gcp
 
-    schedule = plan_uniform(load, deadline_slots, PAPER, solver="CLARABEL")
+    objectives = []  # per slot: (cvxpy's, the exact solver's)
+
+    class Compared(GcpOptProblem):
+        def solve(self, prefix_work, previous_capacity):
+            capacity = super().solve(prefix_work, previous_capacity)
+            exact = solve_gcp_opt(prefix_work, previous_capacity)
+            objectives.append((gcp_opt_objective(capacity, previous_capacity, PAPER), gcp_opt_objective(exact, previous_capacity, PAPER)))
+            return capacity
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gcp, "GcpOptProblem", Compared)
+        schedule = gcp.plan_uniform(load, deadline_slots, PAPER, solver="CLARABEL")
     released = pad_to_horizon(load, deadline_slots)
     check_schedule(schedule, released, deadline_curve(released, deadline_slots))
+    assert len(objectives) == released.shape[0]  # one GCP-OPT per slot of the horizon
+    for slot, (with_cvxpy, exact) in enumerate(objectives):
+        assert with_cvxpy == pytest.approx(exact, rel=1e-6, abs=1e-6), f"slot {slot}"

@@ -284,7 +284,7 @@ def _slow_job_slots(submit_s, length_s, slot_s, window_slots):
     """Independent slow count: walk each job's slots one by one."""
     total = clipped = in_window = 0
     active = [0] * window_slots
-    for s, t in zip(submit_s, length_s):
+    for s, t in zip(submit_s, length_s, strict=True):
         first = math.floor(s / slot_s)
         if first >= window_slots:
             continue
