@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from autoscaler.errors import ConfigError, TraceError
-from autoscaler.model import MAX_SLOTS, MIB, LengthModel, Trace, TraceJob, Workload
+from autoscaler.model import MAX_SLOTS, MIB, LengthModel, LoadByDeadline, Trace, TraceJob, Workload
 
 TRACE_DAY_S = 86400.0
 """Span of the SWIM Facebook samples: one day (paper: deferral, §VI-A)."""
@@ -239,8 +239,8 @@ def workload_from_trace(
     copied from the trace.
 
     ``deadline_slots`` (one per trace job, shape (n_jobs,), whole slots >= 0) adds
-    ``active_by_deadline``, L_{d,t} (paper: deferral, §IV): row d counts the active jobs
-    whose deadline is d. Without it, jobs' own deadlines (the 7th column) are used if
+    ``active_by_deadline``, L_{d,t} (paper: deferral, §IV) as a :class:`LoadByDeadline`:
+    one row per distinct deadline d, counting the active jobs whose deadline is d. Without it, jobs' own deadlines (the 7th column) are used if
     the trace has them.
 
     Raises ConfigError if slot_s is not a finite number > 0 or window_slots is not a whole number >= 1.
@@ -302,13 +302,7 @@ def workload_from_trace(
             raise ConfigError(f"deadline_slots must be {n_total} whole numbers >= 0, one per job")
         # A deadline past the window is cut to the window: stricter, so still met, and it bounds nu.
         job_deadline = np.minimum(deadline_slots[in_window], window_slots)
-        rows = int(job_deadline.max(initial=0)) + 1
-        flat_starts = np.bincount(job_deadline * (window_slots + 1) + first_slot, minlength=rows * (window_slots + 1))
-        flat_stops = np.bincount(
-            job_deadline * (window_slots + 1) + end_slot, minlength=rows * (window_slots + 1)
-        )
-        diff = (flat_starts - flat_stops).reshape(rows, window_slots + 1)
-        by_deadline = np.cumsum(diff, axis=1)[:, :window_slots].astype(float)
+        by_deadline = _load_by_deadline(job_deadline, first_slot, end_slot, window_slots)
 
     overrun = end_position - window_slots
     return Workload(
@@ -324,6 +318,42 @@ def workload_from_trace(
         out_of_order_lines=trace.out_of_order_lines,
         active_by_deadline=by_deadline,
     )
+
+
+def deadline_rows(trace: Trace, slot_s: float, window_slots: int, deadline_slots: np.ndarray | None = None) -> tuple[int, int]:
+    """(K, nu): the distinct deadlines of the jobs inside the window, cut to the window as
+    ``workload_from_trace`` cuts them, and the largest; the shape of its L_{d,t} before it is built.
+
+    ``deadline_slots``: one per trace job, shape (n_jobs,); else the trace's own 7th column.
+    Raises ConfigError if there are neither.
+    """
+    slot_s = _require_slot_s(slot_s)
+    if deadline_slots is None:
+        if not trace.jobs or trace.jobs[0].deadline_slots is None:
+            raise ConfigError(f"{trace.path}: no job deadlines to count")
+        deadline_slots = np.array([min(job.deadline_slots, 2**40) for job in trace.jobs], dtype=np.int64)
+    submit_s = np.fromiter((job.submit_s for job in trace.jobs), dtype=float, count=len(trace.jobs))
+    inside = np.minimum(np.asarray(deadline_slots, dtype=np.int64)[submit_s / slot_s < window_slots], window_slots)
+    if inside.size == 0:
+        return 0, 0
+    return int(np.unique(inside).size), int(inside.max())
+
+
+def _load_by_deadline(job_deadline: np.ndarray, first_slot: np.ndarray, end_slot: np.ndarray, window_slots: int) -> LoadByDeadline:
+    """L_{d,t} with one row per distinct deadline: each job counts 1 in its deadline's row from its
+    first slot up to (not including) its end slot. Takes K x (window_slots + 1) floats, K the
+    distinct deadlines, and nothing of the size nu x window_slots."""
+    deadlines, row = np.unique(job_deadline, return_inverse=True)
+    width = window_slots + 1
+    # One difference array for all rows, +1 where a job starts and -1 one past its end, summed
+    # along each row in place: exact, the counts being whole numbers far below 2**53.
+    steps = np.bincount(
+        np.concatenate([row * width + first_slot, row * width + end_slot]),
+        weights=np.concatenate([np.ones(row.size), -np.ones(row.size)]),
+        minlength=deadlines.size * width,
+    ).reshape(deadlines.size, width)
+    np.cumsum(steps, axis=1, out=steps)
+    return LoadByDeadline(deadlines=deadlines.astype(np.int64), load=steps[:, :window_slots])
 
 
 def workload_from_curve(load: np.ndarray, *, slot_s: float = 300.0, source: str = "curve") -> Workload:
