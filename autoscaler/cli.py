@@ -322,7 +322,7 @@ def load_workload(
                 raise ConfigError("--trace: expected a file path, got an empty string")
             path = Path(trace)
             source = str(trace)
-        if path.suffix.lower() == ".csv":
+        if path.name.lower().endswith((".csv", ".csv.gz")):
             load = workload.read_load_curve(path)
             if window_slots is not None:
                 # The window cuts a longer curve and pads a shorter one with empty slots.

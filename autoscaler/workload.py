@@ -47,6 +47,8 @@ def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace
     the column at fault. With ``skip_bad_lines=True`` such lines are dropped and counted in
     ``skipped_lines`` instead; of duplicate ids the first is kept.
 
+    A file that starts with gzip's magic bytes is decompressed first (``trace.tsv.gz``).
+
     Raises TraceError naming the file if it is missing, unreadable, not UTF-8 or holds no jobs.
     """
     name = os.fspath(path)
@@ -385,19 +387,43 @@ def _read_text(name: str) -> str:
         with open(name, "rb") as handle:
             if not os.path.isfile(name):
                 raise TraceError(name, None, "not a regular file (a device, pipe or folder); expected a trace file")
-            # One byte past the limit tells a file that is too long without reading all of it.
-            raw = handle.read(MAX_TRACE_BYTES + 1)
-            if len(raw) > MAX_TRACE_BYTES:
+            if os.fstat(handle.fileno()).st_size > MAX_TRACE_BYTES:
                 raise TraceError(name, None, f"larger than {MAX_TRACE_BYTES // 1024**3} GiB; expected a trace that fits in memory")
+            raw = handle.read()
     except FileNotFoundError:
         raise TraceError(name, None, "no such file") from None
     except OSError as exc:
         raise TraceError(name, None, f"cannot read: {exc.strerror or exc}") from None
+    if raw[:2] == _GZIP_MAGIC:
+        raw = _gunzip(name, raw)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line_no = raw.count(b"\n", 0, exc.start) + 1
         raise TraceError(name, line_no, f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(name: str, raw: bytes) -> bytes:
+    """The decompressed bytes of a gzip file, read a MiB at a time up to ``MAX_TRACE_BYTES``."""
+    import gzip
+    import io
+    import zlib
+
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            while chunk := stream.read(2**20):
+                total += len(chunk)
+                if total > MAX_TRACE_BYTES:
+                    raise TraceError(name, None, f"decompresses to more than {MAX_TRACE_BYTES // 1024**3} GiB; expected a trace that fits in memory")
+                chunks.append(chunk)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceError(name, None, f"starts like a gzip file but cannot be decompressed ({exc}); give the trace as text or as a whole .gz") from None
+    return b"".join(chunks)
 
 
 def _parse_swim_line(line: str, line_no: int, seen_ids: dict[str, int]) -> TraceJob:
