@@ -49,13 +49,18 @@ def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace
 
     A file that starts with gzip's magic bytes is decompressed first (``trace.tsv.gz``).
 
-    Raises TraceError naming the file if it is missing, unreadable, not UTF-8 or holds no jobs.
+    Raises TraceError naming the file if it is missing, unreadable, not UTF-8 or holds no jobs;
+    if more than half of its lines are malformed (even with ``skip_bad_lines``), more than
+    half are out of submit-time order, or submit times go back while column 3 never does
+    (columns 2 and 3 swapped): the file is then not a SWIM trace as read, and the message
+    says what was seen.
     """
     name = os.fspath(path)
     text = _read_text(name)
     jobs: list[TraceJob] = []
     seen_ids: dict[str, int] = {}
     skipped = 0
+    first_bad = (0, "")
     out_of_order = 0
     previous_submit_s = -math.inf
     for line_no, line in enumerate(text.splitlines(), start=1):
@@ -71,6 +76,8 @@ def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace
         except ValueError as exc:
             if not skip_bad_lines:
                 raise TraceError(name, line_no, str(exc)) from None
+            if not skipped:
+                first_bad = (line_no, str(exc))
             skipped += 1
             continue
         seen_ids[job.job_id] = line_no
@@ -81,9 +88,40 @@ def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace
     if not jobs:
         detail = f" ({skipped} bad lines skipped)" if skipped else ""
         raise TraceError(name, None, f"no jobs in the trace{detail}")
+    lines = len(jobs) + skipped
+    if 2 * skipped > lines:
+        raise TraceError(
+            name,
+            None,
+            f"{skipped:,} of {lines:,} lines ({100 * skipped / lines:.0f} %) are malformed and would be skipped; "
+            f"the first, line {first_bad[0]}: {first_bad[1]}. Expected SWIM's tab-separated columns: "
+            f"{', '.join(_SWIM_COLUMNS)}",
+        )
+    if 2 * out_of_order > len(jobs) or (out_of_order and len(jobs) >= 3 and _rises(job.gap_s for job in jobs)):
+        raise TraceError(name, None, _out_of_order_message(jobs, out_of_order))
     if out_of_order:
         jobs.sort(key=lambda job: job.submit_s)  # list.sort is stable
     return Trace(path=name, jobs=tuple(jobs), skipped_lines=skipped, out_of_order_lines=out_of_order)
+
+
+def _out_of_order_message(jobs: list[TraceJob], out_of_order: int) -> str:
+    """What a mostly unsorted trace looks like, and what to check."""
+    text = (
+        f"{out_of_order:,} of {len(jobs):,} lines ({100 * out_of_order / len(jobs):.0f} %) have a submit time "
+        "(column 2) smaller than the line before; a SWIM trace lists jobs in submit order. "
+    )
+    if _rises(job.gap_s for job in jobs):
+        text += "Column 3 (the inter-job gap) never goes back and mostly rises, as submit times do: columns 2 and 3 look swapped. "
+    return text + (
+        f"Expected the columns in this order: {', '.join(_SWIM_COLUMNS)}; "
+        "if the lines are only shuffled, sort them by column 2 first (sort -t$'\\t' -k2,2g)"
+    )
+
+
+def _rises(values) -> bool:
+    """Whether the values never decrease and rise on at least half of the steps, as submit times do."""
+    steps = np.diff(np.fromiter(values, dtype=float))
+    return bool(steps.size and (steps >= 0).all() and 2 * np.count_nonzero(steps > 0) >= steps.size)
 
 
 def read_load_curve(path: str | os.PathLike) -> np.ndarray:
@@ -234,7 +272,9 @@ def workload_from_trace(
     (window_slots,), in jobs per slot. The window defaults to the trace's day,
     round(86400/slot_s) slots (288 at 300 s).
 
-    Jobs released at or after the window's end are not counted (``jobs_after_window``);
+    Jobs released at or after the window's end are not counted (``jobs_after_window``). With the
+    default window, more than half of the trace's lines dropped (released after it, or malformed)
+    raises TraceError saying what was seen: times in ms, a longer trace, other columns;
     ``n_jobs`` counts the jobs released inside the window, so ``released.sum() == n_jobs``.
     Job-slots past the end are dropped: ``clipped_jobs`` jobs ran past it, losing
     ``clipped_job_slots`` job-slots in all. ``skipped_lines`` and ``out_of_order_lines`` are
@@ -248,6 +288,7 @@ def workload_from_trace(
     Raises ConfigError if slot_s is not a finite number > 0 or window_slots is not a whole number >= 1.
     """
     slot_s = _require_slot_s(slot_s)
+    default_window = window_slots is None
     if deadline_slots is None and trace.jobs and trace.jobs[0].deadline_slots is not None:
         # Cut at 2**40 before numpy sees it; the window cut below is the one that matters.
         deadline_slots = np.array([min(job.deadline_slots, 2**40) for job in trace.jobs], dtype=np.int64)
@@ -287,6 +328,11 @@ def workload_from_trace(
             f"no job is submitted inside the window of {window_slots} slots ({window_slots * slot_s:g} s); "
             f"the first is at {submit_s.min(initial=math.inf):g} s: give a longer --window or times relative to the trace's start",
         )
+    # Lines lost (released after the default window, or malformed) or out of order: more than
+    # half of them means the file was read wrongly (ms, another column order, a longer trace).
+    lost = trace.skipped_lines + int(n_total - in_window.sum()) + trace.out_of_order_lines
+    if default_window and n_total and 2 * lost > n_total + trace.skipped_lines:
+        raise TraceError(trace.path, None, _dropped_message(trace, submit_s, in_window, slot_s, window_slots))
     first_slot = np.floor(position[in_window]).astype(np.int64)
     end_position = np.maximum(first_slot + 1.0, np.ceil((submit_s[in_window] + length_s[in_window]) / slot_s))
     end_slot = np.minimum(end_position, window_slots).astype(np.int64)  # one past the last slot in the window
@@ -320,6 +366,40 @@ def workload_from_trace(
         out_of_order_lines=trace.out_of_order_lines,
         active_by_deadline=by_deadline,
     )
+
+
+def _dropped_message(trace: Trace, submit_s: np.ndarray, in_window: np.ndarray, slot_s: float, window_slots: int) -> str:
+    """Why most of a trace would be left out of the default window or reordered, and what to try."""
+    lines = len(trace.jobs) + trace.skipped_lines
+    after = int((~in_window).sum())
+    window_s = window_slots * slot_s
+    last_s = float(submit_s.max())
+    seen = []
+    if after:
+        seen.append(f"{after:,} jobs are submitted after the window's end at {window_s:,.0f} s ({window_slots:,} slots of {slot_s:g} s)")
+    if trace.out_of_order_lines:
+        seen.append(f"{trace.out_of_order_lines:,} lines are out of submit-time order")
+    if trace.skipped_lines:
+        seen.append(f"{trace.skipped_lines:,} lines are malformed")
+    lost = after + trace.out_of_order_lines + trace.skipped_lines
+    text = (
+        f"{lost:,} of {lines:,} lines ({100 * min(lost, lines) / lines:.0f} %) would be dropped or reordered: "
+        + "; ".join(seen)
+        + f". Submit times (column 2) run from {float(submit_s.min()):,.0f} to {last_s:,.0f} s ({last_s / TRACE_DAY_S:,.1f} days). "
+    )
+    if 0.1 * window_s <= last_s / 1000 <= 1.5 * window_s:
+        text += f"If they are in milliseconds, divide columns 2 and 3 by 1000 (they would span {last_s / 1000 / 3600:,.3g} h). "
+    slots_needed = math.floor(last_s / slot_s) + 1
+    if after and slots_needed <= MAX_SLOTS:
+        text += f"If the trace is longer than a day, give --window {slots_needed} (slots of {slot_s:g} s) to replay all of it. "
+    elif after and last_s <= 400 * TRACE_DAY_S:
+        text += (
+            f"If the trace is longer than a day, give a longer --slot-s and a --window covering {last_s:,.0f} s "
+            f"(at most {MAX_SLOTS:,} slots). "
+        )
+    elif after:
+        text += "Submit times this large look like byte counts. "
+    return text + f"If the columns are in another order, SWIM's is: {', '.join(_SWIM_COLUMNS)}"
 
 
 def deadline_rows(trace: Trace, slot_s: float, window_slots: int, deadline_slots: np.ndarray | None = None) -> tuple[int, int]:
