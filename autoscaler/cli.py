@@ -417,7 +417,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     if assignment is not None:
         document["classes"] = [vars(c) for c in assignment.classes]
     if args.format == "json":
-        sys.stdout.write(json.dumps(document) + "\n")
+        sys.stdout.write(render.json_text(document) + "\n")
     elif args.format == "csv":
         sys.stdout.write(render.summary_csv(result))
     else:
@@ -428,7 +428,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         written = write_all_atomic(
             {
                 args.out / "replay.png": render.schedule_png(result),
-                args.out / "replay.json": json.dumps(document, indent=1) + "\n",
+                args.out / "replay.json": render.json_text(document, indent=1) + "\n",
                 args.out / "slots.csv": render.slots_csv(result),
                 args.out / "summary.csv": render.summary_csv(result),
             }
@@ -484,7 +484,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         result = sweep(workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task))
     document = asdict(result)
     if args.format == "json":
-        sys.stdout.write(json.dumps(document) + "\n")
+        sys.stdout.write(render.json_text(document) + "\n")
     else:
         out.print(render.sweep_table(result))
     if args.out is not None:
@@ -493,7 +493,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             {
                 args.out / "fig9.png": fig9,
                 args.out / "fig11.png": fig11,
-                args.out / "sweep.json": json.dumps(document, indent=1) + "\n",
+                args.out / "sweep.json": render.json_text(document, indent=1) + "\n",
             }
         )
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)

@@ -5,6 +5,7 @@ The result feeds every renderer (table, CSV, JSON, PNG); nothing here does I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -76,7 +77,8 @@ def replay(
 
     ``gcp`` uses ``workload.active_by_deadline``; ``delta`` is VFW's look-ahead.
     ``progress``: optional callable(name) told before each policy runs.
-    Raises what :func:`autoscaler.policies.plan` raises.
+    Raises what :func:`autoscaler.policies.plan` raises, and ConfigError when a cost is not a
+    finite number (a load or coefficients so large that the sums overflow).
     """
     if not workload.active.any():
         raise ConfigError(f"{workload.source}: the load is zero in every slot of the window: nothing to provision for")
@@ -104,6 +106,12 @@ def replay(
             name, workload.active, deadline_slots, run_params, delta=delta, load_by_deadline=workload.active_by_deadline
         )
         cost = schedule_cost(schedule.capacity, schedule.assigned, params)
+        if not (math.isfinite(cost.operating) and math.isfinite(cost.switching)):
+            raise ConfigError(
+                f"{name}: its cost overflows float64 (operating {cost.operating:g}, switching {cost.switching:g}): "
+                f"a load of {float(workload.active.sum()):.4g} server-slots with e0 = {params.e0:g}, e1 = {params.e1:g}, "
+                f"beta = {params.beta:g}; give the load in servers and the costs per server-slot"
+            )
         if baseline_total is None:
             baseline_total = cost.total
         saving = 100.0 * (1.0 - cost.total / baseline_total) + 0.0 if baseline_total > 0 else 0.0

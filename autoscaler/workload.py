@@ -31,6 +31,11 @@ _SWIM_COLUMNS = (
 )
 _LOAD_CURVE_HEADER = ("slot", "released")
 
+MAX_LOAD_TOTAL = 1e300
+"""Largest total of a load curve, in server-slots. Costs multiply it by beta and by the
+horizon's switches; float64 ends at 1.8e308, so a larger total turns costs and savings into
+inf and NaN. No real load comes near it: a total this large is bytes or an overflow upstream."""
+
 
 def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace:
     """Read a SWIM trace: 6 tab-separated columns per line, one job per line.
@@ -131,11 +136,13 @@ def read_load_curve(path: str | os.PathLike) -> np.ndarray:
     is a finite number >= 0 (servers' worth of work; fractions allowed).
 
     Raises TraceError naming the file and line for a missing/unreadable/non-UTF-8 file, a bad
-    header, a bad number, a duplicate slot, or a file with no rows.
+    header, a bad number, a duplicate slot, a file with no rows, or the line where the running
+    total passes ``MAX_LOAD_TOTAL``.
     """
     name = os.fspath(path)
     text = _read_text(name)
     header_seen = False
+    total = 0.0
     rows: dict[int, float] = {}
     row_lines: dict[int, int] = {}
     for line_no, line in enumerate(text.splitlines(), start=1):
@@ -159,6 +166,15 @@ def read_load_curve(path: str | os.PathLike) -> np.ndarray:
         released = _parse_non_negative(fields[1])
         if released is None:
             raise TraceError(name, line_no, f"column 2 (released): expected a finite number >= 0, got {fields[1]!r}")
+        total += released
+        if total > MAX_LOAD_TOTAL:
+            raise TraceError(
+                name,
+                line_no,
+                f"column 2 (released): the total load reaches {total:.4g} server-slots here, more than "
+                f"{MAX_LOAD_TOTAL:g}: costs and savings of such a load overflow float64 (max 1.8e308); "
+                "expected servers' worth of work per slot",
+            )
         rows[slot] = released
         row_lines[slot] = line_no
     if not header_seen:
@@ -442,7 +458,7 @@ def workload_from_curve(load: np.ndarray, *, slot_s: float = 300.0, source: str 
     """Wrap a load curve L_t, shape (n_slots,), as a Workload with released = active = load, n_jobs = 0.
 
     Raises ConfigError if load is empty, not 1-D, or has a value that is not finite and >= 0,
-    or if slot_s is not a finite number > 0.
+    if its total passes ``MAX_LOAD_TOTAL``, or if slot_s is not a finite number > 0.
     """
     slot_s = _require_slot_s(slot_s)
     try:
@@ -455,6 +471,14 @@ def workload_from_curve(load: np.ndarray, *, slot_s: float = 300.0, source: str 
     if bad.any():
         slot = int(np.argmax(bad))
         raise ConfigError(f"load curve {source!r}: slot {slot} must be a finite number >= 0, got {curve[slot]!r}")
+    with np.errstate(over="ignore"):
+        running = np.cumsum(curve)
+    if not running[-1] <= MAX_LOAD_TOTAL:
+        slot = int(np.argmax(~(running <= MAX_LOAD_TOTAL)))
+        raise ConfigError(
+            f"load curve {source!r}: the total load passes {MAX_LOAD_TOTAL:g} server-slots at slot {slot}: "
+            "costs and savings of such a load overflow float64 (max 1.8e308)"
+        )
     return Workload(source=source, slot_s=slot_s, released=curve, active=curve.copy(), n_jobs=0)
 
 
