@@ -400,6 +400,8 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     for note in slow:
         err.print(f"note: {note}", highlight=False)
+    for warning in workload.notes:
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if every and workload.active_by_deadline is None:
         names.remove("gcp")
         err.print("note: gcp left out of 'all': it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)

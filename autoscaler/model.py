@@ -149,6 +149,8 @@ class Workload:
     out_of_order_lines: int = 0
     active_by_deadline: LoadByDeadline | None = None
     """L_{d,t}: jobs active in slot t whose deadline is d slots, by the deadlines jobs have; None for a load curve."""
+    notes: tuple[str, ...] = ()
+    """Warnings about the input for the operator: jobs whose estimated length exceeds the window."""
 
     @property
     def n_slots(self) -> int:

@@ -140,6 +140,7 @@ def to_dict(result: ReplayResult) -> dict:
             "clipped_job_slots": w.clipped_job_slots,
             "skipped_lines": w.skipped_lines,
             "out_of_order_lines": w.out_of_order_lines,
+            "notes": list(w.notes),
             "released": _numbers(w.released),
             "active": _numbers(w.active),
         },

@@ -70,6 +70,8 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         path = default_path if args.replay == "default" else Path(args.replay)
         trace = read_swim(path)
     workload = workload_from_trace(trace, slot_s=slot_s)
+    for warning in workload.notes:
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     window_slots = workload.n_slots
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
     max_nodes = args.max_nodes if args.max_nodes is not None else (settings.cluster.max_nodes if settings else 1_000_000)

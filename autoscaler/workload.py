@@ -293,7 +293,8 @@ def workload_from_trace(
     raises TraceError saying what was seen: times in ms, a longer trace, other columns;
     ``n_jobs`` counts the jobs released inside the window, so ``released.sum() == n_jobs``.
     Job-slots past the end are dropped: ``clipped_jobs`` jobs ran past it, losing
-    ``clipped_job_slots`` job-slots in all. ``skipped_lines`` and ``out_of_order_lines`` are
+    ``clipped_job_slots`` job-slots in all; jobs whose estimated length alone exceeds the
+    window are named in ``notes`` (a warning for the operator). ``skipped_lines`` and ``out_of_order_lines`` are
     copied from the trace.
 
     ``deadline_slots`` (one per trace job, shape (n_jobs,), whole slots >= 0) adds
@@ -370,6 +371,7 @@ def workload_from_trace(
 
     overrun = end_position - window_slots
     return Workload(
+        notes=_long_job_notes(trace, length_s, in_window, window_slots * slot_s, length_model),
         source=trace.path,
         slot_s=slot_s,
         released=released,
@@ -381,6 +383,40 @@ def workload_from_trace(
         skipped_lines=trace.skipped_lines,
         out_of_order_lines=trace.out_of_order_lines,
         active_by_deadline=by_deadline,
+    )
+
+
+LONG_JOBS_NAMED = 5
+"""Jobs longer than the window named one by one in the warning; the rest are counted."""
+
+
+def _long_job_notes(trace: Trace, length_s: np.ndarray, in_window: np.ndarray, window_s: float, model: LengthModel) -> tuple[str, ...]:
+    """A warning naming the jobs inside the window whose estimated length (§V-A) exceeds the window.
+
+    Such an estimate is most often one reducer (Y = ceil(S''/block) = 1 for a small output) taking
+    a whole shuffle, or sizes in the wrong unit; the clipped curves then hide it.
+    """
+    long = np.flatnonzero(in_window & (length_s > window_s))
+    if long.size == 0:
+        return ()
+    long = long[np.argsort(-length_s[long], kind="stable")]
+    block = model.block_bytes
+    named = []
+    for i in long[:LONG_JOBS_NAMED]:
+        job = trace.jobs[int(i)]
+        mappers = max(1, math.ceil(job.map_input_bytes / block))
+        reducers = max(1, math.ceil(job.reduce_output_bytes / block))
+        named.append(
+            f"{job.job_id} {length_s[i] / 3600:,.1f} h ({mappers:,} mapper{'s' * (mappers != 1)}, "
+            f"{reducers:,} reducer{'s' * (reducers != 1)} for {job.shuffle_bytes / 2**30:,.4g} GiB of shuffle)"
+        )
+    more = f", and {long.size - LONG_JOBS_NAMED:,} more" if long.size > LONG_JOBS_NAMED else ""
+    return (
+        f"{long.size:,} job{'s' * (long.size != 1)} {'have' if long.size != 1 else 'has'} an estimated length longer "
+        f"than the window ({window_s / 3600:,.4g} h) and {'are' if long.size != 1 else 'is'} clipped at its end: "
+        + "; ".join(named)
+        + more
+        + ". Check the sizes (bytes) and the length model's rates (--block-mb, --network-mb-s ...)",
     )
 
 

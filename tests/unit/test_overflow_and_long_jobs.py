@@ -1,4 +1,5 @@
-"""Numbers too large for float64 are refused where they enter, and JSON never carries NaN or Infinity."""
+"""Numbers too large for float64 are refused where they enter, JSON never carries NaN or
+Infinity, and a job estimated to run longer than the window is named."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 
 from autoscaler.cli import main
 from autoscaler.errors import ConfigError, ReportError, TraceError
-from autoscaler.model import CostParams
+from autoscaler.model import CostParams, Trace, TraceJob
 from autoscaler.render import json_text
 from autoscaler.replay import replay
-from autoscaler.workload import read_load_curve, workload_from_curve
+from autoscaler.workload import read_load_curve, workload_from_curve, workload_from_trace
 
 
 def test_a_load_curve_whose_total_overflows_is_refused_at_its_line(tmp_path):
@@ -47,3 +48,31 @@ def test_json_never_holds_nan_or_infinity():
         json_text({"policies": {"follow": {"cost": 1.0, "m": [0.0, 1.0, float("inf")]}}})
     with pytest.raises(ReportError, match=r"at \$\.saving"):
         json_text({"saving": float("nan")})
+
+
+def _job(job_id: str, submit_s: float, shuffle_bytes: float) -> TraceJob:
+    return TraceJob(job_id, submit_s, 0.0, 2**30, shuffle_bytes, 2**20)
+
+
+def test_a_job_longer_than_the_window_is_named_with_its_estimate():
+    # 1 GiB in (X = 8 mappers), 1 MiB out (Y = 1 reducer), 10 TiB = 10,485,760 MB of shuffle (§V-A):
+    # T_m = 1024/800 + 0.8 * 128 + 10,485,760/800 = 13,210.88 s; T_s = 10,485,760/(8 * 1 * 10) = 131,072 s;
+    # T_r = 0.9 * 10,485,760 + 1/100 = 9,437,184.01 s; T_m < 8 T_s, so
+    # T_J = T_m + X T_s + T_r = 10,498,970.89 s = 2,916.4 h.
+    jobs = [_job(f"small{i}", 60.0 * i, 2**20) for i in range(10)] + [_job("huge", 30.0, 10 * 2**40)]
+    workload = workload_from_trace(Trace("t.tsv", tuple(jobs)))
+    (note,) = workload.notes
+    assert note.startswith("1 job has an estimated length longer than the window (24 h) and is clipped at its end: huge 2,916.4 h")
+    assert "(8 mappers, 1 reducer for 1.024e+04 GiB of shuffle)" in note
+    assert "small" not in note
+    assert workload_from_trace(Trace("t.tsv", tuple(jobs[:10]))).notes == ()
+
+
+def test_the_warning_goes_to_stderr_and_into_the_json(capsys):
+    assert main(["replay", "--policy", "gcp-u", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    (note,) = json.loads(captured.out)["workload"]["notes"]
+    # Workload A: nine jobs estimated longer than its day, the longest job1712 at 2,337 h.
+    assert note.startswith("9 jobs have an estimated length longer than the window (24 h)")
+    assert "job1712 2,337.1 h (7,302 mappers, 1 reducer for 8,216 GiB of shuffle)" in note and "and 4 more" in note
+    assert f"warning: {note}" in captured.err
