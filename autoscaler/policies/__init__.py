@@ -6,6 +6,7 @@ the (nu+1, n_slots) matrix that have work), and schedules over n_slots + nu slot
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -71,3 +72,27 @@ def plan(
         due = deadline_curve(released, deadline_slots)
     check_schedule(schedule, released, due, params.max_servers)
     return schedule
+
+
+def smallest_max_servers(
+    name: str,
+    load: np.ndarray,
+    deadline_slots: int,
+    params: CostParams,
+    *,
+    delta: int | None = None,
+    load_by_deadline: np.ndarray | None = None,
+) -> float:
+    """The least cap M under which policy ``name`` has a schedule, in servers.
+
+    offline: the LP's exact bound (:func:`autoscaler.policies.offline.smallest_max_servers`).
+    follow: the peak of L_t. gcp, gcp-u and vfw never change a decision for a cap they stay
+    under, and raise InfeasibleError as soon as a decision would pass it: their least cap is
+    the peak m_t of an uncapped run.
+    """
+    if name == "offline":
+        return offline.smallest_max_servers(load, deadline_slots)
+    if name == "follow":
+        return float(np.max(load, initial=0.0))
+    uncapped = plan(name, load, deadline_slots, replace(params, max_servers=None), delta=delta, load_by_deadline=load_by_deadline)
+    return float(uncapped.capacity.max(initial=0.0))

@@ -78,19 +78,19 @@ def solve_gcp_opt(prefix_work: np.ndarray, previous_capacity: float, max_servers
     return _upper_hull_slopes(np.concatenate([[0.0], prefix_work]))
 
 
-def first_capacity(prefix_work: np.ndarray, max_servers: float | None = None) -> float:
+def first_capacity(prefix_work: np.ndarray, max_servers: float | None = None, policy: str = "gcp") -> float:
     """m_t of GCP-OPT (7): the first slope of the majorant, s_max = max_j Y_j/(j+1), in a few numpy passes.
 
     ``prefix_work``: Y, shape (nu+1,) (non-decreasing or not: a dip never raises the maximum).
     Equals ``solve_gcp_opt(prefix_work, ...)[0]`` (up to the last bit where two ratios tie)
     without building the rest of the majorant, which only m_t's successors would use.
-    Raises InfeasibleError when s_max exceeds M.
+    Raises InfeasibleError, its message starting with ``policy``, when s_max exceeds M.
     """
     prefix_work = np.asarray(prefix_work, dtype=float)
-    return _max_rate(prefix_work, np.arange(1, prefix_work.shape[0] + 1, dtype=float), 0, max_servers)
+    return _max_rate(prefix_work, np.arange(1, prefix_work.shape[0] + 1, dtype=float), 0, max_servers, policy)
 
 
-def _max_rate(prefix_work: np.ndarray, divisors: np.ndarray, offset: int, max_servers: float | None) -> float:
+def _max_rate(prefix_work: np.ndarray, divisors: np.ndarray, offset: int, max_servers: float | None, policy: str) -> float:
     """max_j Y_j/(j+1) over a span of Y starting at index ``offset`` (``divisors``: offset+1, offset+2, ...)."""
     per_slot = prefix_work / divisors
     j = int(np.argmax(per_slot))
@@ -99,7 +99,7 @@ def _max_rate(prefix_work: np.ndarray, divisors: np.ndarray, offset: int, max_se
         return 0.0
     if max_servers is not None and s_max > max_servers * (1 + 1e-12) + _TOL:
         raise InfeasibleError(
-            f"gcp: {prefix_work[j]:.6g} servers' worth of work is due within {offset + j + 1} slot(s), "
+            f"{policy}: {prefix_work[j]:.6g} servers' worth of work is due within {offset + j + 1} slot(s), "
             f"more than M = {max_servers:g} servers can run",
             "infeasible",
         )
@@ -218,7 +218,8 @@ class _WorkVector:
     (at most nu + 1 values; D + 1 for GCP-U), with the arithmetic of the dense vector.
     """
 
-    def __init__(self, unassigned: np.ndarray, max_servers: float | None, solve=None) -> None:
+    def __init__(self, unassigned: np.ndarray, max_servers: float | None, solve=None, policy: str = "gcp") -> None:
+        self._policy = policy
         n = unassigned.shape[0]
         self._n = n
         self._buffer = np.zeros(2 * n)
@@ -250,7 +251,7 @@ class _WorkVector:
             # Work left at index 0 was due in the last slot and not run; the tolerance, relative
             # to the work there was (what is left plus what ran), is only summed when some is left.
             if self._lead == 0 and y[0] > 1e-9 and y[0] > 1e-9 * max(1.0, float(np.sum(y[: self._end])) + run):
-                raise ScheduleError(f"gcp: {y[0]:.6g} servers' worth of work missed its deadline")
+                raise ScheduleError(f"{self._policy}: {y[0]:.6g} servers' worth of work missed its deadline")
         self._shift()
         y = self.values
         if arrivals is not None:
@@ -271,7 +272,7 @@ class _WorkVector:
         elif self._lead < self._end:
             # Y is 0 before the span and flat after it, where Y_j/(j+1) only falls: the span holds the maximum.
             span = slice(self._lead, self._end)
-            first = _max_rate(np.cumsum(y[span]), self._divisors[span], self._lead, self._max_servers)
+            first = _max_rate(np.cumsum(y[span]), self._divisors[span], self._lead, self._max_servers, self._policy)
         else:
             first = 0.0
         # m_t never below what falls due now, whatever rounding the solver left.
@@ -324,15 +325,18 @@ def plan_uniform(load: np.ndarray, deadline_slots: int, params: CostParams, solv
     # Every job's deadline is D: the whole load is the one row d = D of L_{d,t}.
     load = np.asarray(load, dtype=float)
     by_deadline = LoadByDeadline(deadlines=np.array([int(deadline_slots)], dtype=np.int64), load=load[np.newaxis, :])
-    return replace(plan_classes(by_deadline, params, solver), policy="gcp-u")
+    return replace(plan_classes(by_deadline, params, solver, policy="gcp-u"), policy="gcp-u")
 
 
-def plan_classes(load_by_deadline: LoadByDeadline | np.ndarray, params: CostParams, solver: str = "exact") -> Schedule:
+def plan_classes(
+    load_by_deadline: LoadByDeadline | np.ndarray, params: CostParams, solver: str = "exact", policy: str = "gcp"
+) -> Schedule:
     """GCP with per-job deadlines (paper: deferral, §IV, Algorithm 2 with nu = the largest deadline).
 
     ``load_by_deadline``: L_{d,t} as a :class:`LoadByDeadline` (K rows of n_slots), or dense,
     shape (nu+1, n_slots); returns a Schedule over n_slots + nu slots. Memory: y, nu + 1 values,
-    besides the K rows; time: (nu + 1) x (n_slots + nu) value updates.
+    besides the K rows; time: (nu + 1) x (n_slots + nu) value updates. ``policy`` names the
+    policy in errors. Raises InfeasibleError when some m_t would exceed M.
     """
     if not isinstance(load_by_deadline, LoadByDeadline):
         load_by_deadline = LoadByDeadline.from_dense(load_by_deadline)
@@ -344,7 +348,7 @@ def plan_classes(load_by_deadline: LoadByDeadline | np.ndarray, params: CostPara
     solve = None
     if solver != "exact":
         solve = GcpOptProblem(max_deadline + 1, params, solver=solver).solve
-    work = _WorkVector(np.zeros(max_deadline + 1), params.max_servers, solve)
+    work = _WorkVector(np.zeros(max_deadline + 1), params.max_servers, solve, policy)
     capacity = np.zeros(horizon)
     previous = 0.0
     started = time.perf_counter()

@@ -65,7 +65,7 @@ def plan(
 
     def solve(prefix: np.ndarray, previous: float) -> np.ndarray:
         if solver == "exact":
-            return np.array([first_capacity(prefix, params.max_servers)])
+            return np.array([first_capacity(prefix, params.max_servers, "vfw")])
         if prefix.shape[0] not in problems:
             problems[prefix.shape[0]] = GcpOptProblem(prefix.shape[0], params, solver=solver)
         return problems[prefix.shape[0]].solve(prefix, previous)
