@@ -19,10 +19,11 @@ import numpy as np
 from rich.console import Console
 
 from autoscaler.adapters.files import write_all_atomic
+from autoscaler.budget import DEFAULT_MEMORY_BUDGET_MB
 from autoscaler.errors import AutoscalerError, ConfigError
 from autoscaler.intake import SAME_DEADLINE_RULE
 from autoscaler.lateness import LATE_HELP
-from autoscaler.model import JOB_STATES, MIB, CostParams, LengthModel, Workload
+from autoscaler.model import JOB_STATES, MAX_SLOTS, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
 from autoscaler.readable import number_text
 from autoscaler.traces import DEFAULT_NAME, SHIPPED, TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
@@ -266,6 +267,10 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     parser.add_argument("--max-servers", type=_positive_float, default=None, help="cap M on servers on (default: none)")
     parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
+    parser.add_argument(
+        "--memory-budget-mb", type=_positive_float, default=DEFAULT_MEMORY_BUDGET_MB,
+        help="refuse, before allocating, a run estimated to need more memory than this (MiB)",
+    )  # fmt: skip
     length = parser.add_argument_group("job-length estimate (deferral paper, §V-A)")
     length.add_argument("--block-mb", type=_positive_float, default=128.0, help="HDFS block size in MB")
     length.add_argument("--map-s-per-mb", type=_non_negative_float, default=0.8, help="f(x) = this * x")
@@ -323,6 +328,7 @@ def load_workload(
     deadline_classes: bool = False,
     classes_optional: bool = False,
     flag: str = "--trace",
+    check_size=None,
 ):
     """Read the trace into workload curves: ``trace`` is a name or a path as :func:`open_trace`
     reads it (None: Workload A); ``flag`` names the option in errors.
@@ -330,30 +336,41 @@ def load_workload(
     With ``deadline_classes`` (and a SWIM trace without a deadline column) each job
     gets a k-means class deadline (§VI-A) and the workload carries L_{d,t}; with
     ``classes_optional`` a trace too small for k-means gets no classes instead of an error.
+    ``check_size``: called with a :class:`~autoscaler.budget.WorkloadSize` once the input is
+    read and before the curves are built, to refuse a run too large (it raises).
     Returns (Workload, DeadlineAssignment or None).
     """
+    from autoscaler.budget import WorkloadSize
+
     from autoscaler import workload
     from autoscaler.classes import assign_deadlines, job_length_slots
 
     assignment = None
     with open_trace(trace, flag) as (path, source):
-        if path.suffix.lower() == ".csv":
+        if path.name.lower().endswith((".csv", ".csv.gz")):
             load = workload.read_load_curve(path)
             if window_slots is not None:
                 # The window cuts a longer curve and pads a shorter one with empty slots.
                 load = np.pad(load[:window_slots], (0, max(0, window_slots - load.shape[0])))
+            if check_size is not None:
+                check_size(WorkloadSize(n_slots=load.shape[0], slot_s=slot_s, curve=True))
             result = workload.workload_from_curve(load, slot_s=slot_s, source=source)
         else:
             parsed = workload.read_swim(path, skip_bad_lines=skip_bad_lines)
             deadlines = None
+            window = window_slots or max(1, round(workload.TRACE_DAY_S / slot_s))
             if deadline_classes and parsed.jobs[0].deadline_slots is None:
-                window = window_slots or max(1, round(workload.TRACE_DAY_S / slot_s))
                 try:
                     assignment = assign_deadlines(parsed, job_length_slots(parsed, slot_s, window, length_model))
                     deadlines = assignment.deadline_slots
                 except ConfigError:
                     if not classes_optional:
                         raise
+            if check_size is not None and window <= MAX_SLOTS:  # beyond, the curves refuse it themselves
+                rows = (None, None)
+                if deadlines is not None or parsed.jobs[0].deadline_slots is not None:
+                    rows = workload.deadline_rows(parsed, slot_s, window, deadlines)
+                check_size(WorkloadSize(n_slots=window, slot_s=slot_s, n_jobs=len(parsed.jobs), n_deadlines=rows[0], max_deadline=rows[1]))
             result = workload.workload_from_trace(
                 parsed, slot_s=slot_s, window_slots=window_slots, length_model=length_model, deadline_slots=deadlines
             )
@@ -380,10 +397,18 @@ def _with_source(w: Workload, source: str) -> Workload:
 
 
 def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from autoscaler import render
+    from autoscaler import budget, render
     from autoscaler.replay import parse_policy_list, replay, to_dict
 
     names = parse_policy_list(args.policy)
+    slow: list[str] = []
+
+    def check_size(size) -> None:
+        run = [n for n in names if n != "gcp" or size.n_deadlines is not None]
+        estimate = budget.replay_estimate(size, run, args.deadline, files=args.out is not None)
+        budget.check_memory(estimate, args.memory_budget_mb, "replay", budget.describe(size, args.window))
+        slow.extend(estimate.slow_policies())
+
     params, length_model = _model(args)
     every = args.policy.strip() == "all"
     if every and args.deadline < 2:
@@ -399,7 +424,12 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             length_model=length_model,
             deadline_classes="gcp" in names,
             classes_optional=every,
+            check_size=check_size,
         )
+    for note in slow:
+        err.print(f"note: {note}", highlight=False)
+    for warning in workload.notes:
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if every and workload.active_by_deadline is None:
         names.remove("gcp")
         err.print("note: gcp left out of 'all': it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
@@ -417,7 +447,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     if assignment is not None:
         document["classes"] = [vars(c) for c in assignment.classes]
     if args.format == "json":
-        sys.stdout.write(json.dumps(document) + "\n")
+        sys.stdout.write(render.json_text(document) + "\n")
     elif args.format == "csv":
         sys.stdout.write(render.summary_csv(result))
     else:
@@ -428,7 +458,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         written = write_all_atomic(
             {
                 args.out / "replay.png": render.schedule_png(result),
-                args.out / "replay.json": json.dumps(document, indent=1) + "\n",
+                args.out / "replay.json": render.json_text(document, indent=1) + "\n",
                 args.out / "slots.csv": render.slots_csv(result),
                 args.out / "summary.csv": render.summary_csv(result),
             }
@@ -454,6 +484,14 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.delta_deadline < 2:
         raise ConfigError(f"--delta-deadline: VFW needs D >= 2, got {args.delta_deadline}")
     params, length_model = _model(args)
+    from autoscaler import budget
+
+    def check_size(size) -> None:
+        # One schedule at a time, at the longest D; gcp with classes once a trace.
+        run = ["follow", *policies, "vfw"] + (["gcp"] if size.n_deadlines is not None else [])
+        estimate = budget.replay_estimate(size, run, max(deadlines))
+        budget.check_memory(estimate, args.memory_budget_mb, "sweep", budget.describe(size, args.window))
+
     workloads = {}
     given: dict[str, str] = {}
     for trace in args.trace or [None]:
@@ -470,6 +508,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             length_model=length_model,
             deadline_classes=True,
             classes_optional=True,
+            check_size=check_size,
         )
         workloads[name] = workload
     shortest = min(w.n_slots for w in workloads.values())
@@ -481,7 +520,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         result = sweep(workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task))
     document = asdict(result)
     if args.format == "json":
-        sys.stdout.write(json.dumps(document) + "\n")
+        sys.stdout.write(render.json_text(document) + "\n")
     else:
         out.print(render.sweep_table(result))
     if args.out is not None:
@@ -490,7 +529,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             {
                 args.out / "fig9.png": fig9,
                 args.out / "fig11.png": fig11,
-                args.out / "sweep.json": json.dumps(document, indent=1) + "\n",
+                args.out / "sweep.json": render.json_text(document, indent=1) + "\n",
             }
         )
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)

@@ -42,8 +42,10 @@ def schedule_cost(capacity: np.ndarray, assigned: np.ndarray, params: CostParams
     """
     capacity = np.asarray(capacity, dtype=float)
     assigned = np.asarray(assigned, dtype=float)
-    operating = float(params.e0 * capacity.sum() + params.e1 * assigned.sum())
-    switching = float(params.beta * np.abs(np.diff(capacity, prepend=0.0, append=0.0)).sum())
+    # A sum past float64's range comes out as inf (no warning): callers refuse a cost that is not finite.
+    with np.errstate(over="ignore", invalid="ignore"):
+        operating = float(params.e0 * capacity.sum() + params.e1 * assigned.sum())
+        switching = float(params.beta * np.abs(np.diff(capacity, prepend=0.0, append=0.0)).sum())
     return CostBreakdown(operating=operating, switching=switching)
 
 

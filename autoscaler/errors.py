@@ -66,3 +66,7 @@ class DeliveryError(AutoscalerError):
 class MetricsError(AutoscalerError):
     """CloudWatch metrics cannot be read or published after retries, or CloudWatch's answer does not fit
     the request (an unknown query id, a datapoint off the slot grid); names the operation and AWS error code."""
+
+
+class ReportError(AutoscalerError):
+    """A result cannot be written as asked (a number JSON cannot hold); names the field."""

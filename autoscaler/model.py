@@ -77,6 +77,58 @@ class LengthModel:
 
 
 @dataclass(frozen=True, eq=False)
+class LoadByDeadline:
+    """L_{d,t}, the work active in slot t whose deadline is d slots, stored by the deadlines that
+    have work (paper: deferral, §IV).
+
+    ``deadlines``: the distinct deadlines d in slots, increasing, shape (K,); the last is nu.
+    ``load``: ``load[k, t]`` = L_{deadlines[k], t} in servers, shape (K, n_slots).
+    The rows of the (nu+1, n_slots) matrix that are not listed are zero and not stored, so it takes
+    K * n_slots * 8 bytes: K is the k-means classes plus the job lengths some deadlines were raised
+    to, a few hundred where nu can be tens of thousands. Raises ConfigError for shapes that do not fit.
+    """
+
+    deadlines: np.ndarray
+    load: np.ndarray
+
+    def __post_init__(self) -> None:
+        deadlines, load = np.asarray(self.deadlines), np.asarray(self.load)
+        if deadlines.ndim != 1 or deadlines.size == 0 or load.ndim != 2 or load.shape[0] != deadlines.size:
+            raise ConfigError(
+                f"load by deadline: expected deadlines of shape (K,), K >= 1, and load of shape (K, n_slots), "
+                f"got {deadlines.shape} and {load.shape}"
+            )
+        if not np.issubdtype(deadlines.dtype, np.integer) or deadlines[0] < 0 or (np.diff(deadlines) <= 0).any():
+            raise ConfigError("load by deadline: deadlines must be whole numbers >= 0 in increasing order")
+
+    @classmethod
+    def from_dense(cls, matrix: np.ndarray) -> "LoadByDeadline":
+        """From the dense L_{d,t}, shape (nu+1, n_slots): its non-zero rows, and row nu always,
+        which fixes the horizon n_slots + nu."""
+        matrix = np.asarray(matrix, dtype=float)
+        if matrix.ndim != 2 or matrix.shape[0] == 0:
+            raise ConfigError(f"load by deadline: expected shape (nu+1, n_slots) with nu >= 0, got {matrix.shape}")
+        keep = matrix.any(axis=1)
+        keep[-1] = True
+        return cls(deadlines=np.flatnonzero(keep).astype(np.int64), load=matrix[keep])
+
+    @property
+    def max_deadline(self) -> int:
+        """nu, the largest deadline."""
+        return int(self.deadlines[-1])
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.load.shape[1])
+
+    def dense(self) -> np.ndarray:
+        """The whole (nu+1, n_slots) matrix; for small cases and tests only."""
+        matrix = np.zeros((self.max_deadline + 1, self.n_slots))
+        matrix[self.deadlines] = self.load
+        return matrix
+
+
+@dataclass(frozen=True, eq=False)
 class Workload:
     """Workload curves over a window of slots (paper: deferral, §VI-A, Fig. 8).
 
@@ -95,8 +147,10 @@ class Workload:
     jobs_after_window: int = 0
     skipped_lines: int = 0
     out_of_order_lines: int = 0
-    active_by_deadline: np.ndarray | None = None
-    """L_{d,t}: jobs active in slot t whose deadline is d slots, shape (nu+1, n_slots); None for a load curve."""
+    active_by_deadline: LoadByDeadline | None = None
+    """L_{d,t}: jobs active in slot t whose deadline is d slots, by the deadlines jobs have; None for a load curve."""
+    notes: tuple[str, ...] = ()
+    """Warnings about the input for the operator: jobs whose estimated length exceeds the window."""
 
     @property
     def n_slots(self) -> int:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 
 import numpy as np
 from rich.table import Table
 
+from autoscaler.errors import ReportError
 from autoscaler.readable import duration_text, number_text
 from autoscaler.replay import ReplayResult, to_dict
 
@@ -21,6 +24,32 @@ SUMMARY_COLUMNS = [
     "mean_servers",
     "solve_ms_per_slot",
 ]
+
+
+def json_text(document, indent: int | None = None) -> str:
+    """The document as JSON text, never with NaN or Infinity (which JSON does not have).
+
+    Raises ReportError naming the first field holding a non-finite number.
+    """
+    try:
+        return json.dumps(document, indent=indent, allow_nan=False)
+    except ValueError:
+        raise ReportError(
+            f"the JSON document holds a number that is not finite at {_non_finite_path(document, '$')}; "
+            "nothing was written"
+        ) from None
+
+
+def _non_finite_path(value, path: str) -> str:
+    """Where in ``value`` the first NaN or infinity is, as $.policies.follow.cost or $.m[3]."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite_path(item, f"{path}.{key}" if isinstance(value, dict) else f"{path}[{key}]")
+        if found:
+            return found
+    return ""
 
 
 def summary_rows(result: ReplayResult) -> list[dict]:

@@ -5,15 +5,16 @@ The result feeds every renderer (table, CSV, JSON, PNG); nothing here does I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from autoscaler.cost import schedule_cost
 from autoscaler.model import CostBreakdown, CostParams, Schedule, Workload
-from autoscaler.policies import POLICIES, plan
+from autoscaler.errors import ConfigError, InfeasibleError
+from autoscaler.policies import POLICIES, plan, smallest_max_servers
 from autoscaler.readable import number_text
-from autoscaler.errors import ConfigError
 
 BASELINE = "follow"
 
@@ -82,7 +83,9 @@ def replay(
 
     ``gcp`` uses ``workload.active_by_deadline``; ``delta`` is VFW's look-ahead.
     ``progress``: optional callable(name) told before each policy runs.
-    Raises what :func:`autoscaler.policies.plan` raises.
+    Raises what :func:`autoscaler.policies.plan` raises (an InfeasibleError under the cap M
+    also says the smallest M that works for every policy asked for), and ConfigError when a cost is not a
+    finite number (a load or coefficients so large that the sums overflow).
     """
     if not workload.active.any():
         raise ConfigError(f"{workload.source}: the load is zero in every slot of the window: nothing to provision for")
@@ -106,10 +109,26 @@ def replay(
                 f"follow exceeds M = {number_text(params.max_servers)} (peak L_t = {number_text(workload.active.max())}); "
                 "the baseline is follow without the cap"
             )
-        schedule = plan(
-            name, workload.active, deadline_slots, run_params, delta=delta, load_by_deadline=workload.active_by_deadline
-        )
+        try:
+            schedule = plan(
+                name, workload.active, deadline_slots, run_params, delta=delta, load_by_deadline=workload.active_by_deadline
+            )
+        except InfeasibleError as exc:
+            if run_params.max_servers is None:
+                raise
+            raise InfeasibleError(
+                str(exc).removesuffix(f" (solver status: {exc.status})")
+                + "; "
+                + _smallest_caps(workload, policy_names, deadline_slots, params, delta),
+                exc.status,
+            ) from None
         cost = schedule_cost(schedule.capacity, schedule.assigned, params)
+        if not (math.isfinite(cost.operating) and math.isfinite(cost.switching)):
+            raise ConfigError(
+                f"{name}: its cost overflows float64 (operating {cost.operating:g}, switching {cost.switching:g}): "
+                f"a load of {float(workload.active.sum()):.4g} server-slots with e0 = {params.e0:g}, e1 = {params.e1:g}, "
+                f"beta = {params.beta:g}; give the load in servers and the costs per server-slot"
+            )
         if baseline_total is None:
             baseline_total = cost.total
         saving = 100.0 * (1.0 - cost.total / baseline_total) + 0.0 if baseline_total > 0 else 0.0
@@ -117,6 +136,30 @@ def replay(
     span = max(r.schedule.capacity.shape[0] for r in results.values())
     results = {name: replace(r, span_slots=span) for name, r in results.items()}
     return ReplayResult(workload=workload, deadline_slots=deadline_slots, params=params, policies=results)
+
+
+def _smallest_caps(workload: Workload, names: list[str], deadline_slots: int, params: CostParams, delta: int | None) -> str:
+    """"the smallest --max-servers that works: offline 28.4, gcp-u 35" for the policies asked for."""
+    caps = {
+        name: smallest_max_servers(
+            name, workload.active, deadline_slots, params, delta=delta, load_by_deadline=workload.active_by_deadline
+        )
+        for name in parse_policy_list(",".join(names))
+        if name != BASELINE and (name != "gcp" or workload.active_by_deadline is not None)
+    }
+    if len(caps) == 1:
+        ((name, cap),) = caps.items()
+        return f"the smallest cap that works for {name} is M = {_rounded_up(cap)} (--max-servers)"
+    listed = ", ".join(f"{name} {_rounded_up(cap)}" for name, cap in caps.items())
+    return f"the smallest cap that works (--max-servers) is M = {_rounded_up(max(caps.values()))} for all of them: {listed}"
+
+
+def _rounded_up(value: float) -> str:
+    """``value`` to 6 significant figures, rounded up so that the cap printed still works."""
+    if value <= 0:
+        return "0"
+    scale = 10.0 ** (5 - math.floor(math.log10(value)))
+    return f"{math.ceil(value * scale) / scale:.6g}"
 
 
 def to_dict(result: ReplayResult) -> dict:
@@ -140,6 +183,7 @@ def to_dict(result: ReplayResult) -> dict:
             "clipped_job_slots": w.clipped_job_slots,
             "skipped_lines": w.skipped_lines,
             "out_of_order_lines": w.out_of_order_lines,
+            "notes": list(w.notes),
             "released": _numbers(w.released),
             "active": _numbers(w.active),
         },

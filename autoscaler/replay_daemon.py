@@ -10,7 +10,11 @@ names an endpoint. At the end the capacity m_t of every slot is compared with wh
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -68,6 +72,8 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     with open_trace(args.replay, "--replay") as (path, _):
         trace = read_swim(path)
     workload = workload_from_trace(trace, slot_s=slot_s)
+    for warning in workload.notes:
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     window_slots = workload.n_slots
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
     capped = args.max_nodes is not None or settings is not None
@@ -95,23 +101,37 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
             )
         runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock, policy_name=policy)
         horizon = window_slots + deadline_slots
+        check = _DrainCheck(jobs, replay_end_slot(horizon), horizon, max_nodes, slot_s)
         submitted = 0
         started = time.perf_counter()
-        with Progress(console=err, transient=True) as progress:
+        stop = _StopSignal()
+        with stop, Progress(console=err, transient=True) as progress:
             task = progress.add_task(f"replaying {len(jobs)} jobs", total=horizon, completed=first_slot)
             slot = first_slot
-            # Until the horizon, and on until every job is released; long jobs may run on past it.
-            while slot < horizon or any(job.state == "queued" for job in store.active_jobs()):
-                clock.time_s = slot * slot_s
-                while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
-                    store.submit(jobs[submitted])
-                    submitted += 1
-                runner.run_slot()
-                progress.advance(task)
-                slot += 1
-                if slot > horizon + 100 * config.max_deadline_slots:
-                    break
-                time.sleep(slot_s / args.speedup)
+            try:
+                # Until the horizon, and on until every job is released; long jobs may run on past it.
+                while True:
+                    clock.time_s = slot * slot_s
+                    while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
+                        store.submit(jobs[submitted])
+                        submitted += 1
+                    if slot >= horizon and not any(job.state == "queued" for job in store.active_jobs()):
+                        break
+                    check(slot, submitted, store.active_jobs)
+                    runner.run_slot()
+                    progress.advance(task)
+                    slot += 1
+                    if stop.sleep(slot_s / args.speedup):
+                        break
+            except KeyboardInterrupt:
+                err.print(f"run --replay: interrupted after slot {slot - 1}; {_kept(store_path)}", highlight=False)
+                raise
+        if stop.signal_name:
+            err.print(
+                f"run --replay: stopped by {stop.signal_name} after slot {slot - 1} of {horizon} (the horizon); {_kept(store_path)}",
+                highlight=False,
+            )
+            return 128 + stop.signal_number
         elapsed = time.perf_counter() - started
         decisions = store.decisions()
         final_state = store.load_state() or {}
@@ -153,6 +173,152 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     out.print(_tenant_table(stored_jobs, late, decisions, final_state))
     err.print(f"store: {store_path}", highlight=False)
     return status
+
+
+def replay_end_slot(horizon: int) -> int:
+    """One past the last slot a replay may decide: its horizon, and as long again for the
+    jobs still queued at its end (all late by then: every deadline is within the horizon)."""
+    return 2 * horizon
+
+
+def node_slots(job: Job, slot_s: float) -> int:
+    """Slots a released job holds its node: its length in slots, at least the one it is released in."""
+    return max(1, math.ceil(job.length_s / slot_s))
+
+
+def deadline_nodes_needed(jobs: list[Job], slot_s: float) -> int:
+    """A lower bound on the nodes that meet every deadline: the most node-slots due by a slot,
+    over the slots from the first submission to it (the prefix density; jobs hold whole nodes
+    and cannot be split, so more may be needed)."""
+    if not jobs:
+        return 0
+    first_slot = min(math.floor(job.submit_s / slot_s) for job in jobs)
+    due = sorted((math.ceil(job.deadline_s / slot_s), node_slots(job, slot_s)) for job in jobs)
+    work = 0
+    needed = 0.0
+    for deadline_slot, held in due:
+        work += held
+        needed = max(needed, work / max(1, deadline_slot - first_slot))
+    return math.ceil(needed - 1e-9)
+
+
+def check_drain(
+    waiting: list[Job], running: list[Job], slot: int, end_slot: int, horizon: int, max_nodes: int, slot_s: float, deadline_cap: int
+) -> None:
+    """Raise ConfigError when the jobs not yet released (``waiting``) cannot all be released by
+    ``end_slot`` on ``max_nodes`` nodes.
+
+    Jobs hold a node each for ``node_slots``; ``running`` ones hold theirs until they end. For
+    the slots from now, and from each later submit slot r on, the node-slots of the jobs that
+    can only run there must fit in max_nodes x the slots to ``end_slot``. The message names
+    --max-nodes, the least cap that could release every job in time, and ``deadline_cap``, a
+    lower bound on the cap that meets every deadline.
+    """
+    busy = sum(max(0, math.ceil((job.released_s + job.length_s) / slot_s) - slot) for job in running if job.released_s is not None)
+    by_release: dict[int, list[int]] = {}
+    for job in waiting:
+        by_release.setdefault(max(slot, math.floor(job.submit_s / slot_s)), []).append(node_slots(job, slot_s))
+    windows = []  # (first slot, jobs, node-slots) of every window [r, end_slot)
+    jobs_from = work_from = 0
+    for release in sorted(by_release, reverse=True):
+        jobs_from += len(by_release[release])
+        work_from += sum(by_release[release])
+        if release > slot:
+            windows.append((release, jobs_from, work_from))
+    windows.append((slot, jobs_from, work_from + busy))
+    _refuse_if_short(windows, len(running) if busy else 0, slot, end_slot, horizon, max_nodes, deadline_cap)
+
+
+class _DrainCheck:
+    """``check_drain`` slot after slot at the cost of the jobs in the store: the windows that
+    start at a later submit slot hold only jobs not yet submitted, so they are checked once,
+    before the first slot; each slot then checks the window from now."""
+
+    def __init__(self, jobs: list[Job], end_slot: int, horizon: int, max_nodes: int, slot_s: float) -> None:
+        self._held = [node_slots(job, slot_s) for job in jobs]
+        self._left = list(itertools.accumulate(reversed(self._held)))[::-1] + [0]  # node-slots of jobs[i:]
+        self._end, self._horizon, self._max_nodes, self._slot_s = end_slot, horizon, max_nodes, slot_s
+        self._held_by_id = {job.job_id: held for job, held in zip(jobs, self._held)}
+        self.deadline_cap = deadline_nodes_needed(jobs, slot_s)
+        self._first_slot: int | None = None
+        self._jobs = jobs
+
+    def __call__(self, slot: int, submitted: int, active_jobs) -> None:
+        """Check slot ``slot`` with ``jobs[:submitted]`` in the store; ``active_jobs()`` lists the
+        store's active jobs, asked for only when the trace's work might not fit any more."""
+        if self._first_slot is None:
+            self._first_slot = slot
+            active = active_jobs()
+            check_drain(
+                [job for job in active if job.state == "queued"] + self._jobs[submitted:],
+                [job for job in active if job.state != "queued"],
+                slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap,
+            )  # fmt: skip
+            return
+        if self._left[0] <= self._max_nodes * (self._end - slot):
+            return  # all of the trace's node-slots fit in what is left, whatever has run
+        active = active_jobs()
+        queued = [job for job in active if job.state == "queued"]
+        running = [job for job in active if job.state != "queued" and job.released_s is not None]
+        busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) for job in running)
+        work = sum(self._held_by_id.get(job.job_id, node_slots(job, self._slot_s)) for job in queued) + self._left[submitted] + busy
+        count = len(queued) + len(self._jobs) - submitted
+        _refuse_if_short([(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap)
+
+
+def _refuse_if_short(
+    windows: list[tuple[int, int, int]], running: int, slot: int, end_slot: int, horizon: int, max_nodes: int, deadline_cap: int
+) -> None:
+    """ConfigError when some window [first, end_slot) holds more node-slots than max_nodes can run."""
+    needed = max(math.ceil(work / max(1, end_slot - first)) for first, _, work in windows)
+    if needed <= max_nodes:
+        return
+    first, count, work = max(windows, key=lambda window: window[2] / max(1, end_slot - window[0]))
+    when = "before its first slot" if slot == 0 else f"at slot {slot}"
+    if first == slot:
+        what = f"{count:,} jobs not yet released" + (f" and {running:,} running" if running else "") + f" hold {work:,} node-slots"
+    else:
+        what = f"{count:,} jobs submitted from slot {first:,} on hold {work:,} node-slots"
+    raise ConfigError(
+        f"run --replay: under --max-nodes {max_nodes:,} the queue cannot drain ({when}): {what}, more than "
+        f"{max_nodes:,} node(s) x the {end_slot - first:,} slots from slot {first:,} to {end_slot:,} (the horizon of "
+        f"{horizon:,} slots and as long again for late jobs); --max-nodes {needed:,} at least could release them all "
+        f"by then, and meeting every deadline takes at least --max-nodes {deadline_cap:,}"
+    )
+
+
+class _StopSignal:
+    """Within ``with``: SIGTERM asks the replay to stop after the slot it is in (the store keeps
+    every slot decided). The previous handler is put back on leaving."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self.signal_number = 0
+        self._previous = None
+
+    def __enter__(self) -> "_StopSignal":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._stop)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+    def _stop(self, signum, _frame) -> None:
+        self.signal_name = signal.Signals(signum).name
+        self.signal_number = signum
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, less if a stop is asked for; True if one was."""
+        until = time.monotonic() + seconds
+        while not self.signal_name and (left := until - time.monotonic()) > 0:
+            time.sleep(min(left, 0.2))
+        return self.signal_name is not None
+
+
+def _kept(store_path) -> str:
+    return f"the slots decided are in {store_path}"
 
 
 def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[dict], state: dict) -> Table:

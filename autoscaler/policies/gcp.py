@@ -9,7 +9,11 @@ GCP-OPT has a fixed total sum_j m_{t+j} = sum_j y_j, so its operating term is a
 constant and it minimises the switching |m_t - m_{t-1}| + sum_j |m_{t+j} - m_{t+j-1}|
 subject to prefix lower bounds. :func:`solve_gcp_opt` solves it exactly in
 O(nu) with a concave majorant; :class:`GcpOptProblem` is the same problem in
-cvxpy, built once with Parameters and re-solved, used as the reference.
+cvxpy, built once with Parameters and re-solved, used as the reference. Only m_t
+is used, and it is the majorant's first slope, so each slot costs a few numpy
+passes over y (:func:`first_capacity`), nu + 1 values: a run costs
+(nu + 1) x (n_slots + nu) value updates, and its memory is the K rows of L_{d,t}
+that have work (:class:`~autoscaler.model.LoadByDeadline`), never (nu + 1) x n_slots.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from autoscaler.errors import InfeasibleError, ScheduleError, SolverError
-from autoscaler.model import CostParams, Schedule
+from autoscaler.errors import ConfigError, InfeasibleError, ScheduleError, SolverError
+from autoscaler.model import CostParams, LoadByDeadline, Schedule
 
 _TOL = 1e-9
 
@@ -70,16 +74,36 @@ def solve_gcp_opt(prefix_work: np.ndarray, previous_capacity: float, max_servers
     n = prefix_work.shape[0]
     if prefix_work[-1] <= 0.0:
         return np.zeros(n)
-    per_slot = prefix_work / np.arange(1, n + 1, dtype=float)
-    s_max = float(per_slot.max())
+    first_capacity(prefix_work, max_servers)  # raises InfeasibleError above M
+    return _upper_hull_slopes(np.concatenate([[0.0], prefix_work]))
+
+
+def first_capacity(prefix_work: np.ndarray, max_servers: float | None = None, policy: str = "gcp") -> float:
+    """m_t of GCP-OPT (7): the first slope of the majorant, s_max = max_j Y_j/(j+1), in a few numpy passes.
+
+    ``prefix_work``: Y, shape (nu+1,) (non-decreasing or not: a dip never raises the maximum).
+    Equals ``solve_gcp_opt(prefix_work, ...)[0]`` (up to the last bit where two ratios tie)
+    without building the rest of the majorant, which only m_t's successors would use.
+    Raises InfeasibleError, its message starting with ``policy``, when s_max exceeds M.
+    """
+    prefix_work = np.asarray(prefix_work, dtype=float)
+    return _max_rate(prefix_work, np.arange(1, prefix_work.shape[0] + 1, dtype=float), 0, max_servers, policy)
+
+
+def _max_rate(prefix_work: np.ndarray, divisors: np.ndarray, offset: int, max_servers: float | None, policy: str) -> float:
+    """max_j Y_j/(j+1) over a span of Y starting at index ``offset`` (``divisors``: offset+1, offset+2, ...)."""
+    per_slot = prefix_work / divisors
+    j = int(np.argmax(per_slot))
+    s_max = float(per_slot[j])
+    if s_max <= 0.0:
+        return 0.0
     if max_servers is not None and s_max > max_servers * (1 + 1e-12) + _TOL:
-        j = int(np.argmax(per_slot))
         raise InfeasibleError(
-            f"gcp: {prefix_work[j]:.6g} servers' worth of work is due within {j + 1} slot(s), "
+            f"{policy}: {prefix_work[j]:.6g} servers' worth of work is due within {offset + j + 1} slot(s), "
             f"more than M = {max_servers:g} servers can run",
             "infeasible",
         )
-    return _upper_hull_slopes(np.concatenate([[0.0], prefix_work]))
+    return s_max
 
 
 def gcp_opt_objective(capacity: np.ndarray, previous_capacity: float, params: CostParams) -> float:
@@ -147,15 +171,125 @@ def run_edf(unassigned: np.ndarray, capacity: float) -> np.ndarray:
     ``unassigned``: y, shape (nu+1,), index = slots left before the deadline.
     Returns y' of the same shape (what is still unassigned).
     """
-    remaining = np.asarray(unassigned, dtype=float).copy()
-    spare = float(capacity)
-    for i in range(remaining.shape[0]):
-        if spare <= 0:
-            break
-        done = min(spare, remaining[i])
-        remaining[i] -= done
-        spare -= done
+    remaining = np.array(unassigned, dtype=float)
+    if remaining.ndim != 1:
+        raise ConfigError(f"gcp: expected y of shape (nu+1,), got {remaining.shape}")
+    _run_edf_in_place(remaining, float(capacity))
     return remaining
+
+
+def _run_edf_in_place(remaining: np.ndarray, spare: float) -> tuple[float, int]:
+    """EDF on y in place, with the arithmetic of the entry-by-entry loop but in numpy passes.
+
+    Returns (work run, how many leading entries were run in full and are now 0). The spare
+    capacity before entry i is the left fold s - y_0 - ... - y_{i-1}; entry i is run in full
+    while that is > 0 before it and >= 0 after it (a - b >= 0 exactly when a >= b), and the
+    first entry where it is not takes what spare is left. The fold goes a block at a time,
+    doubling, so a slot costs the entries it runs, not all nu + 1.
+    """
+    if spare <= 0:
+        return 0.0, 0
+    start, size, left = 0, 64, spare
+    n = remaining.shape[0]
+    while start < n:
+        block = remaining[start : start + size]
+        fold = np.subtract.accumulate(np.concatenate(([left], block)))
+        # The fold never increases, so both tests hold on a leading run.
+        done = min(int(np.count_nonzero(fold[1:] >= 0.0)), int(np.count_nonzero(fold[:-1] > 0.0)))
+        block[:done] = 0.0
+        if done < block.shape[0]:
+            # Entry ``done`` takes what is left (nothing when the fold reached 0 exactly): all of it is run.
+            if fold[done] > 0:
+                block[done] -= fold[done]
+            return spare, start + done
+        left = float(fold[-1])
+        start += size
+        size *= 2
+    return spare - left, n
+
+
+class _WorkVector:
+    """y, the unassigned work by slots to its deadline (index 0: due in this slot), through the
+    slots of Algorithm 2.
+
+    y sits in a buffer twice its length, so the shift by one slot moves an offset and copies
+    nothing but once every nu + 1 slots; and y is zero outside the span [lead, end), which is
+    all EDF, the prefix sums and the maximum look at. A slot costs the span of pending work
+    (at most nu + 1 values; D + 1 for GCP-U), with the arithmetic of the dense vector.
+    """
+
+    def __init__(self, unassigned: np.ndarray, max_servers: float | None, solve=None, policy: str = "gcp") -> None:
+        self._policy = policy
+        n = unassigned.shape[0]
+        self._n = n
+        self._buffer = np.zeros(2 * n)
+        self._buffer[:n] = unassigned
+        self._base = 0
+        nonzero = np.flatnonzero(unassigned)
+        self._lead = int(nonzero[0]) if nonzero.size else 0
+        self._end = int(nonzero[-1]) + 1 if nonzero.size else 0
+        self._divisors = np.arange(1, n + 1, dtype=float)
+        self._max_servers = max_servers
+        self._solve = solve
+
+    @property
+    def values(self) -> np.ndarray:
+        """y, shape (nu+1,) (a view)."""
+        return self._buffer[self._base : self._base + self._n]
+
+    def step(self, previous_capacity: float, arrivals: np.ndarray | None, arrival_deadlines: np.ndarray | None) -> float:
+        """One slot: EDF with m_{t-1}, the shift, this slot's arrivals, then m_t (returned).
+
+        ``arrivals``: L_{d,t} for d = 0..nu (shape (nu+1,)) or, with ``arrival_deadlines``
+        (shape (K,), increasing), for those d only; None when nothing arrives.
+        Raises ScheduleError if work due in the last slot was left undone.
+        """
+        y = self.values
+        if self._lead < self._end:
+            run, done = _run_edf_in_place(y[self._lead : self._end], previous_capacity)
+            self._lead += done
+            # Work left at index 0 was due in the last slot and not run; the tolerance, relative
+            # to the work there was (what is left plus what ran), is only summed when some is left.
+            if self._lead == 0 and y[0] > 1e-9 and y[0] > 1e-9 * max(1.0, float(np.sum(y[: self._end])) + run):
+                raise ScheduleError(f"{self._policy}: {y[0]:.6g} servers' worth of work missed its deadline")
+        self._shift()
+        y = self.values
+        if arrivals is not None:
+            if arrival_deadlines is None:
+                y += arrivals
+                landed = np.flatnonzero(arrivals)
+            else:
+                y[arrival_deadlines] += arrivals
+                landed = arrival_deadlines[np.flatnonzero(arrivals)]
+            if landed.size:
+                if self._lead >= self._end:
+                    self._lead, self._end = int(landed[0]), int(landed[-1]) + 1
+                else:
+                    self._lead = min(self._lead, int(landed[0]))
+                    self._end = max(self._end, int(landed[-1]) + 1)
+        if self._solve is not None:
+            first = float(self._solve(np.cumsum(y), previous_capacity)[0])
+        elif self._lead < self._end:
+            # Y is 0 before the span and flat after it, where Y_j/(j+1) only falls: the span holds the maximum.
+            span = slice(self._lead, self._end)
+            first = _max_rate(np.cumsum(y[span]), self._divisors[span], self._lead, self._max_servers, self._policy)
+        else:
+            first = 0.0
+        # m_t never below what falls due now, whatever rounding the solver left.
+        return max(first, float(y[0]))
+
+    def _shift(self) -> None:
+        """y_i <- y_{i+1}, y_nu <- 0: the entry due in the last slot leaves."""
+        if self._base == self._n:
+            # Out of room: move y to the buffer's start (the entry leaving is left behind).
+            n = self._n
+            self._buffer[: n - 1] = self._buffer[self._base + 1 : self._base + n]
+            self._buffer[n - 1 :] = 0.0
+            self._base = 0
+        else:
+            self._base += 1
+        self._lead = max(self._lead - 1, 0)
+        self._end = max(self._end - 1, 0)
 
 
 def gcp_step(
@@ -168,21 +302,16 @@ def gcp_step(
 
     ``arrivals``: L_t split by deadline, L_{d,t} for d = 0..nu, shape (nu+1,).
     ``solve``: a GCP-OPT solver taking (prefix_work, previous_capacity); the exact
-    one when None. Raises ScheduleError if last slot's capacity left due work undone.
+    one (:func:`first_capacity`) when None. Raises ScheduleError if last slot's
+    capacity left due work undone, InfeasibleError when m_t would exceed M.
     """
-    after = run_edf(np.asarray(state.unassigned), state.previous_capacity)
-    total_work = max(1.0, float(np.sum(state.unassigned)))
-    if after[0] > 1e-9 * total_work:
-        raise ScheduleError(f"gcp: {after[0]:.6g} servers' worth of work missed its deadline")
-    unassigned = np.concatenate([after[1:], [0.0]]) + np.asarray(arrivals, dtype=float)
-    prefix_work = np.cumsum(unassigned)
-    if solve is None:
-        capacity = solve_gcp_opt(prefix_work, state.previous_capacity, params.max_servers)
-    else:
-        capacity = solve(prefix_work, state.previous_capacity)
-    # m_t never below what falls due now, whatever rounding the solver left.
-    m_t = max(float(capacity[0]), float(unassigned[0]))
-    return m_t, GcpState(unassigned=tuple(unassigned.tolist()), previous_capacity=m_t)
+    unassigned = np.array(state.unassigned, dtype=float)
+    arrivals = np.asarray(arrivals, dtype=float)
+    if unassigned.ndim != 1 or arrivals.shape != unassigned.shape:
+        raise ConfigError(f"gcp: expected arrivals L_(d,t) of shape {unassigned.shape}, one per deadline, got {arrivals.shape}")
+    work = _WorkVector(unassigned, params.max_servers, solve)
+    m_t = work.step(state.previous_capacity, arrivals, None)
+    return m_t, GcpState(unassigned=tuple(work.values.tolist()), previous_capacity=m_t)
 
 
 def plan_uniform(load: np.ndarray, deadline_slots: int, params: CostParams, solver: str = "exact") -> Schedule:
@@ -191,44 +320,53 @@ def plan_uniform(load: np.ndarray, deadline_slots: int, params: CostParams, solv
 
     ``load``: L_t, shape (n_slots,); returns a Schedule over n_slots + D slots.
     ``solver``: "exact" (the O(nu) majorant) or a cvxpy solver name such as "CLARABEL".
+    Memory is O(n_slots + D); time is (D + 1) x (n_slots + D) value updates.
     """
-    # Every job's deadline is D: the whole load sits in row D of L_{d,t}.
+    # Every job's deadline is D: the whole load is the one row d = D of L_{d,t}.
     load = np.asarray(load, dtype=float)
-    load_by_deadline = np.zeros((deadline_slots + 1, load.shape[0]))
-    load_by_deadline[deadline_slots] = load
-    return replace(plan_classes(load_by_deadline, params, solver), policy="gcp-u")
+    by_deadline = LoadByDeadline(deadlines=np.array([int(deadline_slots)], dtype=np.int64), load=load[np.newaxis, :])
+    return replace(plan_classes(by_deadline, params, solver, policy="gcp-u"), policy="gcp-u")
 
 
-def plan_classes(load_by_deadline: np.ndarray, params: CostParams, solver: str = "exact") -> Schedule:
+def plan_classes(
+    load_by_deadline: LoadByDeadline | np.ndarray, params: CostParams, solver: str = "exact", policy: str = "gcp"
+) -> Schedule:
     """GCP with per-job deadlines (paper: deferral, §IV, Algorithm 2 with nu = the largest deadline).
 
-    ``load_by_deadline``: L_{d,t}, shape (nu+1, n_slots); returns a Schedule over n_slots + nu slots.
+    ``load_by_deadline``: L_{d,t} as a :class:`LoadByDeadline` (K rows of n_slots), or dense,
+    shape (nu+1, n_slots); returns a Schedule over n_slots + nu slots. Memory: y, nu + 1 values,
+    besides the K rows; time: (nu + 1) x (n_slots + nu) value updates. ``policy`` names the
+    policy in errors. Raises InfeasibleError when some m_t would exceed M.
     """
-    load_by_deadline = np.asarray(load_by_deadline, dtype=float)
-    max_deadline = load_by_deadline.shape[0] - 1
-    n_slots = load_by_deadline.shape[1]
+    if not isinstance(load_by_deadline, LoadByDeadline):
+        load_by_deadline = LoadByDeadline.from_dense(load_by_deadline)
+    max_deadline = load_by_deadline.max_deadline
+    n_slots = load_by_deadline.n_slots
+    deadlines = load_by_deadline.deadlines
+    load = np.asarray(load_by_deadline.load, dtype=float)
     horizon = n_slots + max_deadline
     solve = None
     if solver != "exact":
         solve = GcpOptProblem(max_deadline + 1, params, solver=solver).solve
-    state = GcpState.empty(max_deadline)
+    work = _WorkVector(np.zeros(max_deadline + 1), params.max_servers, solve, policy)
     capacity = np.zeros(horizon)
-    no_arrivals = np.zeros(max_deadline + 1)
+    previous = 0.0
     started = time.perf_counter()
     for t in range(horizon):
-        arrivals = load_by_deadline[:, t] if t < n_slots else no_arrivals
-        capacity[t], state = gcp_step(state, arrivals, params, solve)
+        previous = capacity[t] = work.step(previous, load[:, t] if t < n_slots else None, deadlines)
     return Schedule.online("gcp", capacity, (time.perf_counter() - started) * 1000)
 
 
-def class_deadline_curve(load_by_deadline: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def class_deadline_curve(load_by_deadline: LoadByDeadline | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(L_t, l'_t) over the horizon n_slots + nu: l'_t = sum_d L_{d,t-d} (paper: deferral, §IV)."""
-    load_by_deadline = np.asarray(load_by_deadline, dtype=float)
-    max_deadline, n_slots = load_by_deadline.shape[0] - 1, load_by_deadline.shape[1]
-    horizon = n_slots + max_deadline
+    if not isinstance(load_by_deadline, LoadByDeadline):
+        load_by_deadline = LoadByDeadline.from_dense(load_by_deadline)
+    load = np.asarray(load_by_deadline.load, dtype=float)
+    n_slots = load_by_deadline.n_slots
+    horizon = n_slots + load_by_deadline.max_deadline
     released = np.zeros(horizon)
     due = np.zeros(horizon)
-    released[:n_slots] = load_by_deadline.sum(axis=0)
-    for d in range(max_deadline + 1):
-        due[d : d + n_slots] += load_by_deadline[d]
+    released[:n_slots] = load.sum(axis=0)
+    for row, d in enumerate(load_by_deadline.deadlines.tolist()):
+        due[d : d + n_slots] += load[row]
     return released, due

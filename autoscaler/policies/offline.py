@@ -89,3 +89,34 @@ def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, nam
         m = np.minimum(m, params.max_servers)
     elapsed_ms = (time.perf_counter() - started) * 1000
     return Schedule(policy=name, capacity=m, assigned=x, solve_ms_per_slot=elapsed_ms / max(1, horizon))
+
+
+def smallest_max_servers(load: np.ndarray, deadline_slots: int) -> float:
+    """The least cap M for which LP (3) has a schedule: max over runs of slots i..j of
+    sum_{t=i..j} L_t / (j - i + 1 + D), shape (n_slots,) -> servers.
+
+    Work released in slots i..j is due by j + D and cannot start before i, so every M below
+    that ratio is infeasible; at or above it EDF meets every deadline (Hall's condition on the
+    intervals), so the bound is exact. Found by bisection on M, each test O(n_slots): some run
+    has sum - M (length + D) > 0 when P_k - M k rises by more than M D somewhere, P the prefix sums.
+    """
+    load = np.asarray(load, dtype=float)
+    if not load.any():
+        return 0.0
+    prefix = np.concatenate([[0.0], np.cumsum(load)])
+    steps = np.arange(prefix.shape[0], dtype=float)
+
+    def too_small(cap: float) -> bool:
+        level = prefix - cap * steps
+        return bool((level[1:] - np.minimum.accumulate(level[:-1])).max() > cap * deadline_slots * (1 + 1e-15))
+
+    low, high = float(load.max()) / (1 + deadline_slots), float(load.max())
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            break
+        if too_small(middle):
+            low = middle
+        else:
+            high = middle
+    return high

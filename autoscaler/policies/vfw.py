@@ -16,7 +16,8 @@ slots (Algorithm 1, lines 6-15). l^delta over [t, t+delta] is L over
 
 LOPT and VOPT have the shape of GCP-OPT: a fixed total over the window and a
 lower bound on the prefix sums (only at the first slot, from C1), so the same
-exact concave-majorant solver answers them.
+exact concave-majorant solver answers them; only m_t is used, the majorant's
+first slope (:func:`~autoscaler.policies.gcp.first_capacity`), O(D) numpy work a slot.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 from autoscaler.cost import pad_to_horizon
 from autoscaler.errors import ConfigError, InfeasibleError
 from autoscaler.model import CostParams, Schedule
-from autoscaler.policies.gcp import GcpOptProblem, solve_gcp_opt
+from autoscaler.policies.gcp import GcpOptProblem, first_capacity
 
 
 def default_delta(deadline_slots: int) -> int:
@@ -64,7 +65,7 @@ def plan(
 
     def solve(prefix: np.ndarray, previous: float) -> np.ndarray:
         if solver == "exact":
-            return solve_gcp_opt(prefix, previous, params.max_servers)
+            return np.array([first_capacity(prefix, params.max_servers, "vfw")])
         if prefix.shape[0] not in problems:
             problems[prefix.shape[0]] = GcpOptProblem(prefix.shape[0], params, solver=solver)
         return problems[prefix.shape[0]].solve(prefix, previous)
@@ -107,12 +108,12 @@ def vfw_step(
     """One slot of VFW(delta) (Algorithm 1): returns (m_t, new state); x_t = m_t.
 
     ``load``: L_t of this slot. ``solve(prefix, previous)``: a GCP-OPT-shaped solver
-    (the exact one when None). ``slots_left``: slots to the horizon's end including
+    returning m_t.. (only m_t is read; the exact first slope when None). ``slots_left``: slots to the horizon's end including
     this one, when known (a replay); in the last D+1 of them VOPT runs everything over
     [t, T]. A daemon has no end, so it passes None and that phase never starts.
     Slots before the first are L = 0 (l^delta and l^D are 0 there).
     """
-    solve = solve or (lambda prefix, previous: solve_gcp_opt(prefix, previous))
+    solve = solve or (lambda prefix, previous: np.array([first_capacity(prefix)]))
     recent = state.recent_load[1:] + (load,)
     cum = state.recent_cum[1:] + (state.recent_cum[-1] + load,)
     now = deadline_slots  # index of slot t in the recent tuples

@@ -80,10 +80,12 @@ def test_skip_mode_counts_bad_lines_and_keeps_first_duplicate(tmp_path):
             "job0\t61\t1\t1\t2\t3",  # duplicate id: the first job0 stays
             "job2\t62\t1\t1\t2",  # too few columns
             "job3\t63\t1\t1\t2\t3",
+            "job4\t64\t1\t1\t2\t3",
+            "job5\t65\t1\t1\t2\t3",
         ]
     )
     trace = read_swim(write(tmp_path, text), skip_bad_lines=True)
-    assert [job.job_id for job in trace.jobs] == ["job0", "job3"]
+    assert [job.job_id for job in trace.jobs] == ["job0", "job3", "job4", "job5"]
     assert trace.jobs[0].submit_s == 49.0
     assert trace.skipped_lines == 3
 

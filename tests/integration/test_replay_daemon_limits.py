@@ -1,0 +1,107 @@
+"""`run --replay` ends: a cap the queue cannot drain under is refused (up front, or at the slot
+it becomes clear), and SIGTERM stops the replay after a slot, saying which."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.cli import main
+from autoscaler.errors import ConfigError
+from autoscaler.model import Job, StepSpec
+from autoscaler.replay_daemon import DEFAULT_TRACE, check_drain, trace_jobs
+from autoscaler.workload import read_swim
+
+WORKLOAD_A = os.path.join(os.path.dirname(__file__), "..", "..", "autoscaler", "data", DEFAULT_TRACE)
+
+
+def test_a_cap_the_queue_cannot_drain_under_is_refused_before_the_first_slot(tmp_path, capsys):
+    store = tmp_path / "replay.db"
+    assert main(["run", "--replay", "default", "--max-nodes", "1", "--store", str(store)]) == 2
+    message = capsys.readouterr().err
+    # Independently: each job holds a node for ceil(length / 300 s) slots, at least one; the jobs
+    # submitted from slot r on must be released in the 580 - r slots left of the replay.
+    jobs = trace_jobs(read_swim(WORKLOAD_A), 2, 300.0, 288 * 300.0)
+    windows = {}
+    for first in range(288):
+        later = [job for job in jobs if job.submit_s // 300 >= first]
+        windows[first] = (len(later), sum(max(1, math.ceil(job.length_s / 300.0)) for job in later))
+    worst = max(windows, key=lambda first: windows[first][1] / (580 - first))
+    count, work = windows[worst]
+    assert (
+        f"under --max-nodes 1 the queue cannot drain (before its first slot): {count:,} jobs submitted from slot {worst} on "
+        f"hold {work:,} node-slots, more than 1 node(s) x the {580 - worst} slots from slot {worst} to 580"
+    ) in message
+    needed = max(math.ceil(work / (580 - first)) for first, (_, work) in windows.items())
+    assert f"--max-nodes {needed} at least could release them all by then" in message
+    with SqliteJobStore(store) as opened:
+        assert opened.decisions() == []
+
+
+def test_a_burst_the_cap_cannot_drain_is_refused_before_it_arrives(tmp_path, capsys):
+    # 400 jobs of no size (one slot each) all submitted in slot 280 of the day: 400 node-slots
+    # fit in the replay's 580 slots on one node, but not in the 300 left from slot 280.
+    trace = tmp_path / "burst.tsv"
+    trace.write_text("".join(f"j{i}\t{84_000 + i / 100:.2f}\t0\t0\t0\t0\n" for i in range(400)))
+    assert main(["run", "--replay", str(trace), "--max-nodes", "1"]) == 2
+    message = capsys.readouterr().err
+    assert "(before its first slot): 400 jobs submitted from slot 280 on hold 400 node-slots, more than 1 node(s) x the 300 slots" in message
+    assert "--max-nodes 2 at least" in message
+    assert main(["run", "--replay", str(trace), "--max-nodes", "2"]) == 0
+
+
+def test_running_jobs_count_while_they_hold_their_nodes():
+    # At slot 100, one node: a job released in slot 90 for 400 slots holds it 390 more slots, and
+    # 200 one-slot jobs wait: 590 node-slots in the 480 slots to 580.
+    held = Job("long", "long", "t", 90 * 300.0, 1e9, 400 * 300.0, StepSpec(), state="running", released_s=90 * 300.0)
+    waiting = [Job(f"w{i}", "w", "t", 95 * 300.0, 1e9, 0.0, StepSpec()) for i in range(200)]
+    with pytest.raises(ConfigError) as caught:
+        check_drain(waiting, [held], 100, 580, 290, 1, 300.0, 7)
+    assert (
+        "(at slot 100): 200 jobs not yet released and 1 running hold 590 node-slots, more than 1 node(s) x the 480 slots "
+        "from slot 100 to 580"
+    ) in str(caught.value)
+    assert "--max-nodes 2 at least" in str(caught.value) and "at least --max-nodes 7" in str(caught.value)
+    check_drain(waiting[:90], [held], 100, 580, 290, 1, 300.0, 7)  # 480 node-slots: they fit
+
+
+def test_a_replay_that_falls_behind_stops_at_the_slot_it_becomes_clear(tmp_path, capsys):
+    store = tmp_path / "replay.db"
+    assert main(["run", "--replay", "default", "--max-nodes", "23", "--store", str(store)]) == 2
+    message = capsys.readouterr().err
+    stopped = re.search(r"under --max-nodes 23 the queue cannot drain \(at slot (\d+)\): [\d,]+ jobs not yet released", message)
+    assert stopped, message[-600:]
+    with SqliteJobStore(store) as opened:
+        assert [d["slot"] for d in opened.decisions()] == list(range(int(stopped.group(1))))
+
+
+def test_sigterm_stops_the_replay_after_a_slot_and_says_which(tmp_path):
+    store = tmp_path / "replay.db"
+    log = tmp_path / "stderr.log"
+    with open(log, "w") as stderr:
+        # 300 s slots at --speedup 300: one slot a second of sleep, so the replay is mid-way when stopped.
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autoscaler", "run", "--replay", "default", "--speedup", "300", "--store", str(store)],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        deadline = time.monotonic() + 120
+        while log.read_text().count('"event": "slot"') < 3:
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    with SqliteJobStore(store) as opened:
+        last = opened.decisions()[-1]["slot"]
+    text = log.read_text()
+    assert f"run --replay: stopped by SIGTERM after slot {last} of 290 (the horizon); the slots decided are in {store}" in text
+    assert json.loads([line for line in text.splitlines() if '"event": "slot"' in line][-1])["slot"] == last
