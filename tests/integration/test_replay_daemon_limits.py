@@ -18,10 +18,11 @@ from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.cli import main
 from autoscaler.errors import ConfigError
 from autoscaler.model import Job, StepSpec
-from autoscaler.replay_daemon import DEFAULT_TRACE, check_drain, trace_jobs
+from autoscaler.replay_daemon import check_drain, trace_jobs
+from autoscaler.traces import SHIPPED
 from autoscaler.workload import read_swim
 
-WORKLOAD_A = os.path.join(os.path.dirname(__file__), "..", "..", "autoscaler", "data", DEFAULT_TRACE)
+WORKLOAD_A = os.path.join(os.path.dirname(__file__), "..", "..", "autoscaler", "data", SHIPPED["A"].file_name)
 
 
 def test_a_cap_the_queue_cannot_drain_under_is_refused_before_the_first_slot(tmp_path, capsys):
