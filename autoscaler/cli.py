@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace", action="append", default=None, help="trace or load curve, repeatable (default: the embedded Workload A)"
     )
     sweep.add_argument("--deadlines", default="1-12", help="deadlines D in slots: a range 'A-B' or a comma list")
-    sweep.add_argument("--policy", default="offline,gcp-u,vfw", help="comma list of uniform-deadline policies")
+    sweep.add_argument("--policy", default="hold,offline,gcp-u,vfw", help="comma list of uniform-deadline policies")
     sweep.add_argument("--delta-deadline", type=_positive_int, default=12, help="the D at which VFW's delta is swept")
     _add_model_arguments(sweep)
     sweep.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="log what would be done; change nothing")
     run.add_argument("--replay", default=None, metavar="TRACE", help="replay a SWIM trace through the daemon ('default': the embedded Workload A)")
     run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
-    run.add_argument("--policy", choices=["gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else gcp-u)")
+    run.add_argument("--policy", choices=["hold", "gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
     run.add_argument("--store", type=Path, default=None, help="replay: job store file (default: a temporary one)")
     run.add_argument("--max-nodes", type=_positive_int, default=None, help="replay: most task nodes (default: the config's, else unlimited)")

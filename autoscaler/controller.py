@@ -32,9 +32,14 @@ from autoscaler.errors import ConfigError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import MIB, CostParams, Job, require_positive
 from autoscaler.policies.gcp import GcpState, gcp_step
+from autoscaler.policies.hold import HoldState, hold_step
 from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
 
-CONTROLLER_POLICIES = ("gcp-u", "gcp", "vfw", "follow")
+CONTROLLER_POLICIES = ("hold", "gcp-u", "gcp", "vfw", "follow")
+"""Policies the daemon can run; ``hold`` is the default."""
+
+UNIFORM_DEADLINE_POLICIES = ("hold", "gcp-u", "vfw")
+"""Policies that give every unit of work the one deadline D (the others: each job's own slack, or none)."""
 
 SHARE_TOLERANCE = 1e-12
 """A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
@@ -51,7 +56,7 @@ class ControllerConfig:
     ``LengthModel``, 100 MB/s disk, 10 MB/s network).
     """
 
-    policy: str = "gcp-u"
+    policy: str = "hold"
     deadline_slots: int = 2
     slot_s: float = 300.0
     epoch_s: float = 0.0
@@ -83,7 +88,11 @@ class ControllerConfig:
     @property
     def policy_key(self) -> str:
         """What the saved policy state depends on; a restart with another key starts it afresh."""
-        return f"{self.policy}/D={self.deadline_slots}/nu={self.nu}/delta={self.vfw_delta}/slot_s={self.slot_s:g}"
+        key = f"{self.policy}/D={self.deadline_slots}/nu={self.nu}/delta={self.vfw_delta}/slot_s={self.slot_s:g}"
+        if self.policy == "hold":
+            # hold's learned rules (and so its state's shape) follow from beta/e0; its costs from e1 too.
+            key += f"/e0={self.cost.e0:g}/e1={self.cost.e1:g}/beta={self.cost.beta:g}"
+        return key
 
     @property
     def vfw_delta(self) -> int:
@@ -92,7 +101,7 @@ class ControllerConfig:
     @property
     def nu(self) -> int:
         """Largest deadline the policy's work vector holds."""
-        return self.deadline_slots if self.policy in ("gcp-u", "vfw") else self.max_deadline_slots
+        return self.deadline_slots if self.policy in UNIFORM_DEADLINE_POLICIES else self.max_deadline_slots
 
     def slot_of(self, time_s: float) -> int:
         return math.floor((time_s - self.epoch_s) / self.slot_s)
@@ -103,7 +112,7 @@ class PolicyState:
     """What the controller carries between slots, persisted with the queue in one transaction.
 
     ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
-    work y and m_{t-1}. ``future``: units of already-submitted jobs still to arrive,
+    work y and m_{t-1}. ``hold``: hold's queues, capacities and its rules' costs. ``future``: units of already-submitted jobs still to arrive,
     {slot: [units by deadline, shape (nu+1,)]}. ``tenants``: dynamic DRF's agents in arrival
     order, with their normalised demand vectors ``tenant_demands`` (k, 3) and dominant shares
     ``dominant_shares`` (k,), which never decrease. ``missed``: active jobs already counted as
@@ -120,6 +129,7 @@ class PolicyState:
     tenant_demands: tuple[tuple[float, ...], ...] = ()
     dominant_shares: tuple[float, ...] = ()
     missed: frozenset[str] = frozenset()
+    hold: HoldState | None = None
 
     def to_json(self) -> dict:
         return {
@@ -134,6 +144,7 @@ class PolicyState:
             "tenant_demands": [list(d) for d in self.tenant_demands],
             "dominant_shares": list(self.dominant_shares),
             "missed": sorted(self.missed),
+            "hold": self.hold.to_json() if self.hold else None,
         }
 
     @classmethod
@@ -150,6 +161,7 @@ class PolicyState:
             tenant_demands=tuple(tuple(float(v) for v in d) for d in document.get("tenant_demands", ())),
             dominant_shares=tuple(float(x) for x in document.get("dominant_shares", ())),
             missed=frozenset(document.get("missed", ())),
+            hold=HoldState.from_json(document["hold"]) if document.get("hold") else None,
         )
 
 
@@ -157,7 +169,8 @@ class PolicyState:
 class Decision:
     """What one slot decided.
 
-    ``capacity``: the policy's m_t (servers, fractional). ``nodes``: task nodes to run,
+    ``capacity``: the policy's m_t (servers, fractional). ``work``: x_t, the work the policy runs
+    (x_t = m_t, except that nodes ``hold`` keeps on may have less to run). ``nodes``: task nodes to run,
     ceil(m_t) clamped to [min, max] and raised for due jobs. ``release``: job ids to
     release now, EDF order. ``late``: ids released after their start-by slot.
     ``at_risk``: queued jobs whose start-by slot is within one slot and were not released.
@@ -211,7 +224,7 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     start = max(first_slot, submit_slot)
     end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
     end = max(start + 1, min(end_position, start + 10 * config.max_deadline_slots + 1))
-    if config.policy in ("gcp-u", "vfw"):
+    if config.policy in UNIFORM_DEADLINE_POLICIES:
         deadline = config.deadline_slots
     else:
         deadline = max(0, min(config.slot_of(job.deadline_s) - submit_slot, config.max_deadline_slots))
@@ -256,8 +269,18 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         del future[s]
     gcp_state = state.gcp or GcpState.empty(nu)
     vfw_state = state.vfw
+    hold_state = state.hold
+    work = None
     if config.policy == "follow":
         capacity = float(arrivals.sum())
+    elif config.policy == "hold":
+        # The daemon clamps nodes to max_nodes itself, as for gcp; hold never asks beyond max(r_t, m_{t-1}).
+        capacity, work, hold_state = hold_step(
+            hold_state or HoldState.empty(config.deadline_slots, config.cost),
+            float(arrivals.sum()),
+            config.deadline_slots,
+            replace(config.cost, max_servers=None),
+        )
     elif config.policy == "vfw":
         capacity, vfw_state = vfw_step(
             vfw_state or VfwState.empty(config.deadline_slots), float(arrivals.sum()), config.deadline_slots, config.vfw_delta
@@ -266,7 +289,7 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
     decision = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
-    decision = replace(decision, load=float(arrivals.sum()))
+    decision = replace(decision, load=float(arrivals.sum()), work=capacity if work is None else work)
     counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
     active = {j.job_id for j in jobs}
     return decision, PolicyState(
@@ -280,6 +303,7 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         tenant_demands=tenant_demands,
         dominant_shares=dominant_shares,
         missed=(state.missed & active) | frozenset(decision.missed),
+        hold=hold_state,
     )
 
 

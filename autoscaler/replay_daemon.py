@@ -63,7 +63,7 @@ def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenan
 
 def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err: Console) -> int:
     """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ)."""
-    policy = args.policy or (settings.policy if settings else "gcp-u")
+    policy = args.policy or (settings.policy if settings else "hold")
     deadline_slots = args.deadline if args.deadline is not None else (settings.deadline_slots if settings else 2)
     slot_s = settings.slot_s if settings else 300.0
     with resources.as_file(resources.files("autoscaler") / "data" / DEFAULT_TRACE) as default_path:
@@ -129,7 +129,7 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     table.add_row("node-slots after rounding up", f"{nodes.sum():.0f}")
     table.add_row("cost of rounding", f"{100 * (nodes.sum() / max(capacity.sum(), 1e-12) - 1):.2f} %")
     status = 0
-    if policy in ("gcp-u", "follow", "vfw"):
+    if policy in ("hold", "gcp-u", "follow", "vfw"):
         expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
         n = min(len(expected), len(capacity))
         if policy == "vfw":

@@ -82,6 +82,17 @@ def solve_gcp_opt(prefix_work: np.ndarray, previous_capacity: float, max_servers
     return _upper_hull_slopes(np.concatenate([[0.0], prefix_work]))
 
 
+def flat_capacity(prefix_work: np.ndarray) -> np.ndarray:
+    """r_t = max_j Y_j/(j+1): the lowest capacity that, held flat from this slot on, runs every
+    queued unit by its deadline; the first slope of GCP-OPT (7)'s majorant, so GCP's m_t.
+
+    ``prefix_work``: Y_j, the work due within j+1 slots, shape (..., nu+1), in servers' worth;
+    returns shape (...), in servers. Used by ``policies.hold`` for many queues at once.
+    """
+    prefix_work = np.asarray(prefix_work, dtype=float)
+    return (prefix_work / np.arange(1, prefix_work.shape[-1] + 1, dtype=float)).max(axis=-1)
+
+
 def gcp_opt_objective(capacity: np.ndarray, previous_capacity: float, params: CostParams) -> float:
     """Objective of GCP-OPT (7): (e0+e1)*sum_j m_j + beta*sum_j |m_j - m_{j-1}|."""
     switching = abs(capacity[0] - previous_capacity) + np.abs(np.diff(capacity)).sum()
