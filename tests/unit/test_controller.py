@@ -117,7 +117,8 @@ def test_every_job_starts_by_its_start_by_slot_and_none_is_lost(spec, policy, de
             assert start_by_slot(by_id[job_id], config) >= d.slot
 
 
-def test_replaying_workload_a_through_the_controller_gives_replays_capacity():
+@pytest.mark.parametrize("policy", ["hold", "gcp-u"])
+def test_replaying_workload_a_through_the_controller_gives_replays_capacity(policy):
     from autoscaler.workload import estimate_length_s, read_swim
     from importlib import resources
 
@@ -131,11 +132,12 @@ def test_replaying_workload_a_through_the_controller_gives_replays_capacity():
         for j, length in zip(trace.jobs, lengths)
         if j.submit_s < 86400
     ]
-    config = ControllerConfig(policy="gcp-u", deadline_slots=deadline_slots, slot_s=TAU, max_nodes=10**6)
+    config = ControllerConfig(policy=policy, deadline_slots=deadline_slots, slot_s=TAU, max_nodes=10**6)
     decisions, _ = simulate(jobs, config, 288 + deadline_slots)
     workload = workload_from_trace(trace)
-    expected = plan("gcp-u", workload.active, deadline_slots, CostParams()).capacity
-    np.testing.assert_allclose([d.capacity for d in decisions], expected, atol=1e-9)
+    expected = plan(policy, workload.active, deadline_slots, CostParams())
+    np.testing.assert_allclose([d.capacity for d in decisions], expected.capacity, atol=1e-9)
+    np.testing.assert_allclose([d.work for d in decisions], expected.assigned, atol=1e-9)
     assert not any(d.late for d in decisions)
 
 
