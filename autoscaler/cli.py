@@ -383,6 +383,13 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     for name, policy in result.policies.items():
         if policy.note:
             err.print(f"note: {policy.note}", markup=False, highlight=False)
+        if policy.worse_than_follow:
+            err.print(
+                f"warning: {name} costs more than follow on this replay ({policy.cost.total:,.1f} against "
+                f"{result.policies['follow'].cost.total:,.1f}, saving {policy.saving_pct:.2f} %, D = {args.deadline})",
+                markup=False,
+                highlight=False,
+            )
     if args.delta is not None and "vfw" not in names:
         err.print("note: --delta is only used by vfw, which was not run", highlight=False)
     document = to_dict(result)
@@ -446,6 +453,16 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         task = progress.add_task("sweeping", total=total)
         result = sweep(workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task))
     document = asdict(result)
+    for trace, by_policy in result.by_deadline.items():
+        for name, by_d in by_policy.items():
+            worse = [d for d, saving in by_d.items() if saving < -100 * 1e-9]
+            if worse:
+                err.print(
+                    f"warning: {trace}: {name} costs more than follow at D = {', '.join(map(str, worse))} "
+                    f"(down to {min(by_d[d] for d in worse):.2f} %)",
+                    markup=False,
+                    highlight=False,
+                )
     if args.format == "json":
         sys.stdout.write(json.dumps(document) + "\n")
     else:

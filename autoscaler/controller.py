@@ -108,6 +108,28 @@ class ControllerConfig:
 
 
 @dataclass(frozen=True)
+class FollowWatch:
+    """The cost (eq. 2) of the policy's schedule m_t, x_t and of follow the workload (m_t = x_t = L_t)
+    over the slots decided so far, to tell when the policy has cost more than not deferring at all.
+
+    Both are compared as if every server were switched off after the last slot (the replay's rule).
+    """
+
+    policy_cost: float = 0.0
+    follow_cost: float = 0.0
+    last_capacity: float = 0.0
+    last_load: float = 0.0
+    worse: bool = False
+
+    def step(self, capacity: float, work: float, load: float, params: CostParams) -> "FollowWatch":
+        policy = self.policy_cost + params.e0 * capacity + params.e1 * work + params.beta * abs(capacity - self.last_capacity)
+        follow = self.follow_cost + (params.e0 + params.e1) * load + params.beta * abs(load - self.last_load)
+        ended_policy, ended_follow = policy + params.beta * capacity, follow + params.beta * load
+        worse = ended_policy > ended_follow * (1 + 1e-9) + 1e-12
+        return FollowWatch(policy, follow, capacity, load, worse)
+
+
+@dataclass(frozen=True)
 class PolicyState:
     """What the controller carries between slots, persisted with the queue in one transaction.
 
@@ -130,6 +152,7 @@ class PolicyState:
     dominant_shares: tuple[float, ...] = ()
     missed: frozenset[str] = frozenset()
     hold: HoldState | None = None
+    follow_watch: FollowWatch = field(default_factory=FollowWatch)
 
     def to_json(self) -> dict:
         return {
@@ -145,6 +168,7 @@ class PolicyState:
             "dominant_shares": list(self.dominant_shares),
             "missed": sorted(self.missed),
             "hold": self.hold.to_json() if self.hold else None,
+            "follow_watch": dataclasses.asdict(self.follow_watch),
         }
 
     @classmethod
@@ -162,6 +186,7 @@ class PolicyState:
             dominant_shares=tuple(float(x) for x in document.get("dominant_shares", ())),
             missed=frozenset(document.get("missed", ())),
             hold=HoldState.from_json(document["hold"]) if document.get("hold") else None,
+            follow_watch=FollowWatch(**document["follow_watch"]) if document.get("follow_watch") else FollowWatch(),
         )
 
 
@@ -181,6 +206,8 @@ class Decision:
     ``missed_by_tenant`` counts them per tenant. ``nodes_by_tenant``: nodes held by each tenant's
     running and just-released jobs. ``load``: L_t, the units of work that arrived for this slot
     (what "follow the workload" would have run), kept for the energy report.
+    ``worse_than_follow``: the policy's m_t, x_t have cost more than follow over the slots decided
+    since its state began (:class:`FollowWatch`); ``warning`` says so, in the slot it first happens.
     """
 
     slot: int
@@ -199,6 +226,8 @@ class Decision:
     missed_by_tenant: dict[str, int] = field(default_factory=dict)
     nodes_by_tenant: dict[str, int] = field(default_factory=dict)
     load: float = 0.0
+    worse_than_follow: bool = False
+    warning: str = ""
 
 
 def _vfw_state(document: dict | None) -> VfwState | None:
@@ -290,6 +319,16 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
     decision = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
     decision = replace(decision, load=float(arrivals.sum()), work=capacity if work is None else work)
+    watch = state.follow_watch.step(decision.capacity, decision.work, decision.load, config.cost)
+    if watch.worse:
+        decision = replace(decision, worse_than_follow=True)
+        if not state.follow_watch.worse:
+            decision = replace(
+                decision,
+                warning=f"{config.policy} has cost {watch.policy_cost + config.cost.beta * watch.last_capacity:.6g} "
+                f"over its slots so far (servers switched off after the last), more than follow the workload "
+                f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
+            )
     counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
     active = {j.job_id for j in jobs}
     return decision, PolicyState(
@@ -304,6 +343,7 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         dominant_shares=dominant_shares,
         missed=(state.missed & active) | frozenset(decision.missed),
         hold=hold_state,
+        follow_watch=watch,
     )
 
 

@@ -16,16 +16,24 @@ from autoscaler.errors import ConfigError
 
 BASELINE = "follow"
 
+WORSE_THAN_FOLLOW_RTOL = 1e-9
+"""A schedule is worse than follow when it costs more by over this share of follow's cost (solver noise is not)."""
+
 
 @dataclass(frozen=True)
 class PolicyResult:
-    """One policy's schedule, its cost and its saving against ``follow`` (in %)."""
+    """One policy's schedule, its cost and its saving against ``follow`` (in %).
+
+    ``worse_than_follow``: the schedule costs more than follow the workload (a negative saving
+    beyond rounding); a deferral policy that does is no better than not deferring.
+    """
 
     schedule: Schedule
     cost: CostBreakdown
     saving_pct: float
     window_slots: int
     note: str = ""
+    worse_than_follow: bool = False
 
     @property
     def peak_servers(self) -> float:
@@ -107,7 +115,8 @@ def replay(
         if baseline_total is None:
             baseline_total = cost.total
         saving = 100.0 * (1.0 - cost.total / baseline_total) + 0.0 if baseline_total > 0 else 0.0
-        results[name] = PolicyResult(schedule, cost, round(saving, 9) + 0.0, workload.n_slots, note)
+        worse = name != BASELINE and cost.total > baseline_total * (1 + WORSE_THAN_FOLLOW_RTOL) + 1e-12
+        results[name] = PolicyResult(schedule, cost, round(saving, 9) + 0.0, workload.n_slots, note, worse)
     return ReplayResult(workload=workload, deadline_slots=deadline_slots, params=params, policies=results)
 
 
@@ -145,6 +154,7 @@ def to_dict(result: ReplayResult) -> dict:
                 "mean_servers": r.mean_servers,
                 "solve_ms_per_slot": r.schedule.solve_ms_per_slot,
                 "note": r.note,
+                "worse_than_follow": r.worse_than_follow,
                 "m": _numbers(r.schedule.capacity),
                 "x": _numbers(r.schedule.assigned),
             }

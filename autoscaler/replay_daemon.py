@@ -128,6 +128,13 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     table.add_row("capacity server-slots (sum m_t)", f"{capacity.sum():.1f}")
     table.add_row("node-slots after rounding up", f"{nodes.sum():.0f}")
     table.add_row("cost of rounding", f"{100 * (nodes.sum() / max(capacity.sum(), 1e-12) - 1):.2f} %")
+    watch = final_state.get("follow_watch") or {}
+    if watch:
+        beta = config.cost.beta
+        ended = watch["policy_cost"] + beta * watch["last_capacity"], watch["follow_cost"] + beta * watch["last_load"]
+        table.add_row("cost of m_t, x_t (eq. 2) against follow", f"{ended[0]:,.1f} against {ended[1]:,.1f}")
+        if watch["worse"]:
+            err.print(f"warning: {policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
     status = 0
     if policy in ("hold", "gcp-u", "follow", "vfw"):
         expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
