@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from autoscaler.adapters.files import write_all_atomic
+
 SLOT_S = 300.0
 DAY_SLOTS = 288
 MIB = 1024 * 1024
@@ -91,10 +93,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path, help="folder to write the traces into (created if missing)")
     args = parser.parse_args()
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for name, content in traces().items():
-        (args.out_dir / name).write_text(content)
-        print(args.out_dir / name)
+    for path in write_all_atomic({args.out_dir / name: content for name, content in traces().items()}):
+        print(path)
 
 
 if __name__ == "__main__":

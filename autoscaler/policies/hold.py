@@ -38,18 +38,30 @@ wait on others. So neither the time, the quantile nor the smoothing can be fixed
 
 **The rule: learn the hold time from the load.** Hold runs a small set of ski-rental rules side by
 side on the same load, each as a full shadow policy with its own queue (steps 1-3 above, its own
-H_t), and costs what each would have paid (eq. 2). The set follows from beta/e0 and D only:
+H_t), and costs what each would have paid: eq. (2) with its servers switched off now, i.e. 2*beta
+per server switched on (charging the switch-off when it happens instead would favour the rules
+still holding by beta/e0 slots at every valley). The set follows from beta/e0 and D only:
 
 * deterministic holds tau = round(W*j/8), j = 0..8 (every eighth of the break-even),
 * the randomized survival F above with break-even W, W/2 and W/4,
 
 each on two need curves, raw L_t and L averaged over the last D+1 slots (the flat capacity a unit
-can be spread over; that average schedule is itself feasible), plus "no hold" (GCP-U). Its own hold
-level is the average of theirs, weighted by exp(-(cost_k - min cost)/(beta * mean L)) (exponential
-weights, Hedge): a rule that has cost one extra restart of the mean load more than the best has
-weight 1/e. The costs are summed since the state began; no forecast is made, and no constant is
-fitted to a trace (the grids above are the only choices; benchmarks/bench_policies.py reports
-traces it was not tuned on).
+can be spread over; that average schedule is itself feasible), plus "no hold" (GCP-U). Their
+mixture, weighted by exp(-(cost_k - min cost)/(beta * mean L)) (exponential weights, Hedge: a
+rule that has cost one more restart of the mean load than the best has weight 1/e), is run as one
+more shadow, and the policy holds at the mixture's level while that shadow has cost at most one
+restart of the mean load more than never holding (GCP-U); otherwise it holds nothing, until the
+mixture is ahead by that much again. The costs are summed since the state began; nothing is
+forecast, and no constant is fitted to a trace (the grids above are the only choices;
+benchmarks/bench_policies.py reports traces it was not tuned on).
+
+**What it costs to learn.** The rules' costs only separate once valleys have ended, so the first
+valleys of a trace are held at the uniform mixture (about a randomized ski rental with a mean hold
+of W/2). On loads whose few large, isolated bursts never come back to the same level within W slots,
+or whose valleys are all longer than W, that start costs more than GCP-U's never holding, and on a
+load built against ski rental (valleys of exactly W slots) more than follow at small D; the
+benchmark's synthetic traces show both, and ``autoscaler replay`` flags a schedule costing more
+than follow.
 
 **Guarantees.** Every deadline is met: m_t >= r_t, and r_t covers all queued work at a flat rate,
 so the due work y_0 <= r_t runs now (C1), and x_t <= queued work (C2). m_t <= max(r_t, m_{t-1}), so
@@ -134,12 +146,15 @@ def experts(window_slots: int, break_even: float) -> Experts:
 class HoldState:
     """What hold carries between slots.
 
-    ``queue``: unassigned work by slots to its deadline, one row per expert rule and the policy's
-    own in the last row, shape (E+1, D+1), in servers' worth. ``previous``: m_{t-1} of each row,
-    shape (E+1,). ``cost``: each rule's cost so far (eq. 2), shape (E,). ``recent_load``: L of the
-    last slots, newest first, shape (max(W, D)+1,). ``recent_smoothed``: the D+1-slot mean of L,
-    newest first, shape (W+1,). ``load_sum`` and ``slots``: sum of L and slots seen (the mean load).
-    With e0 = 0 or beta = 0 no rule is learned (E = 0 and W = 0).
+    Rows of ``queue`` and ``previous``: the E expert rules, then the mixture of them (its own
+    shadow), then the policy itself. ``queue``: unassigned work by slots to its deadline, shape
+    (E+2, D+1), in servers' worth. ``previous``: each row's m_{t-1}, shape (E+2,). ``cost``: what
+    each rule and the mixture have cost so far, shape (E+1,): eq. (2) with every server that is on
+    switched off now (each switch-on is charged 2*beta). ``recent_load``: L of the last slots, newest
+    first, shape (max(W, D)+1,). ``recent_smoothed``: the D+1-slot mean of L, newest first, shape
+    (W+1,). ``load_sum`` and ``slots``: sum of L and slots seen (the mean load). ``holding``: False
+    while the policy has fallen back to no hold. With e0 = 0 or beta = 0 nothing is learned
+    (one row, no costs).
     """
 
     queue: np.ndarray
@@ -149,6 +164,7 @@ class HoldState:
     recent_smoothed: np.ndarray
     load_sum: float = 0.0
     slots: int = 0
+    holding: bool = True
 
     @classmethod
     def empty(cls, deadline_slots: int, params: CostParams) -> "HoldState":
@@ -168,6 +184,7 @@ class HoldState:
             "recent_smoothed": self.recent_smoothed.tolist(),
             "load_sum": self.load_sum,
             "slots": self.slots,
+            "holding": self.holding,
         }
 
     @classmethod
@@ -182,6 +199,7 @@ class HoldState:
             recent_smoothed=np.array(document["recent_smoothed"], dtype=float),
             load_sum=float(document["load_sum"]),
             slots=int(document["slots"]),
+            holding=bool(document.get("holding", True)),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -198,11 +216,12 @@ def _shapes(deadline_slots: int, e0: float, beta: float) -> dict[str, tuple[int,
     params = CostParams(e0=e0, beta=beta)
     window = break_even_slots(params)
     n_experts = len(experts(window, _break_even(params)).labels) if window else 0
+    rows = n_experts + 2 if n_experts else 1
     window = window or 0
     return {
-        "queue": (n_experts + 1, deadline_slots + 1),
-        "previous": (n_experts + 1,),
-        "cost": (n_experts,),
+        "queue": (rows, deadline_slots + 1),
+        "previous": (rows,),
+        "cost": (n_experts + 1 if n_experts else 0,),
         "recent_load": (max(window, deadline_slots) + 1,),
         "recent_smoothed": (window + 1,),
     }
@@ -252,30 +271,30 @@ def hold_step(
     recent_load = np.concatenate([[load], state.recent_load[:-1]])
     slots = state.slots + 1
     load_sum = state.load_sum + load
+    recent_smoothed, cost, holding = state.recent_smoothed, state.cost, state.holding
     if window is None:  # e0 = 0: idle servers are free, so none is ever switched off
         hold = np.full(queue.shape[0], np.inf)
-        recent_smoothed, cost = state.recent_smoothed, state.cost
     elif window == 0:  # beta = 0: restarts are free, so no idle server is kept
         hold = np.zeros(queue.shape[0])
-        recent_smoothed, cost = state.recent_smoothed, state.cost
     else:
         rules = experts(window, _break_even(params))
-        smoothed = float(recent_load[: deadline_slots + 1].mean())
-        recent_smoothed = np.concatenate([[smoothed], state.recent_smoothed[:-1]])
+        recent_smoothed = np.concatenate([[float(recent_load[: deadline_slots + 1].mean())], state.recent_smoothed[:-1]])
         by_need = np.stack([_hold_levels(recent_load[: window + 1], rules.survival), _hold_levels(recent_smoothed, rules.survival)])
         rule_hold = np.where(rules.need == RAW, by_need[0], np.where(rules.need == SMOOTHED, by_need[1], 0.0))
-        scale = params.beta * load_sum / slots
-        if scale > 0:
-            weights = np.exp(-(state.cost - state.cost.min()) / scale)
-        else:
-            weights = np.ones_like(state.cost)
-        hold = np.append(rule_hold, float(weights @ rule_hold) / float(weights.sum()))
-        cost = None  # set below, once the rules' m_t is known
+        # One restart of the mean load: the unit both the weights and the fall-back count cost in.
+        restart = params.beta * load_sum / slots
+        rule_cost = state.cost[:-1]
+        weights = np.exp(-(rule_cost - rule_cost.min()) / restart) if restart > 0 else np.ones_like(rule_cost)
+        mixed = float(weights @ rule_hold) / float(weights.sum())
+        behind = state.cost[-1] - rule_cost[-1]  # the mixture against no hold (the last rule)
+        holding = bool(behind <= restart if state.holding else behind < -restart)
+        hold = np.concatenate([rule_hold, [mixed, mixed if holding else 0.0]])
     capacity = np.maximum(forced, np.minimum(state.previous, hold))
     assigned = np.minimum(capacity, prefix[:, -1])
     if window:
-        step_cost = params.e0 * capacity[:-1] + params.e1 * assigned[:-1] + params.beta * np.abs(capacity[:-1] - state.previous[:-1])
-        cost = state.cost + step_cost
+        rows = slice(0, -1)
+        switched_on = np.maximum(capacity[rows] - state.previous[rows], 0.0)
+        cost = state.cost + params.e0 * capacity[rows] + params.e1 * assigned[rows] + 2 * params.beta * switched_on
     # EDF: x_t runs the earliest deadlines first; what is left of each prefix is max(Y_j - x_t, 0).
     left = np.maximum(prefix - assigned[:, None], 0.0)
     queue = np.diff(left, axis=1, prepend=0.0)
@@ -287,16 +306,17 @@ def hold_step(
         recent_smoothed=recent_smoothed,
         load_sum=load_sum,
         slots=slots,
+        holding=holding,
     )
     return float(capacity[-1]), float(assigned[-1]), new_state
 
 
 def leading_rule(state: HoldState, params: CostParams) -> str:
-    """The label of the rule with the least cost so far (what hold's weights lean on most)."""
+    """The rule with the least cost so far (what hold's weights lean on most), or why nothing is learned."""
     window = break_even_slots(params)
     if not window:
         return "hold for ever (e0 = 0)" if window is None else "no hold (beta = 0)"
-    return experts(window, _break_even(params)).labels[int(np.argmin(state.cost))]
+    return experts(window, _break_even(params)).labels[int(np.argmin(state.cost[:-1]))]
 
 
 def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
@@ -318,5 +338,9 @@ def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
         capacity=capacity,
         assigned=assigned,
         solve_ms_per_slot=elapsed_ms / max(1, released.shape[0]),
-        notes={"leading_rule": leading_rule(state, params), "break_even_slots": break_even_slots(params)},
+        notes={
+            "leading_rule": leading_rule(state, params),
+            "holding": state.holding,
+            "break_even_slots": break_even_slots(params),
+        },
     )

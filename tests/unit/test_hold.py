@@ -30,9 +30,9 @@ def run(load: list[float], deadline_slots: int, params: CostParams = PAPER):
 
 
 def rule_cost(state: HoldState, label: str) -> float:
-    """What one of hold's rules has cost (eq. 2), with its servers' switch-off after the horizon charged."""
+    """What one of hold's rules has cost (eq. 2), its servers switched off after the last slot."""
     k = experts(break_even_slots(PAPER), 24.0).labels.index(label)
-    return float(state.cost[k] + PAPER.beta * state.previous[k])
+    return float(state.cost[k])
 
 
 def total(m: np.ndarray, x: np.ndarray, params: CostParams = PAPER) -> float:
