@@ -10,7 +10,7 @@ adapters (paper: deferral, §IV Algorithm 2; §V-B for long jobs).
 Work model. As in the paper's simulation (§VI-A), a job of estimated length
 T_J submitted in slot s counts one unit of work in each slot it would run,
 s .. ceil((s + T_J)/tau) - 1, each unit with the job's deadline (D slots for
-``gcp-u``, the job's own slack for ``gcp``). The policy turns these units into
+``hold``, ``gcp-u`` and ``vfw``, the job's own slack for ``gcp``). The policy turns these units into
 m_t exactly as ``autoscaler replay`` does, so a replay through the controller
 gives the same m_t. Dispatch is then physical: a job is released as a whole
 (non-preemptive) and holds a node until it finishes; queued jobs are released
@@ -398,7 +398,7 @@ def dispatch(
     """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
 
     Without overload, queued jobs are released in EDF order (earliest start-by slot first)
-    onto the policy's nodes, and those whose start-by slot has come onto extra nodes up to
+    onto the policy's nodes (so nodes ``hold`` keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto extra nodes up to
     ``max_nodes``. Under overload (``Decision.overloaded``), every free node is filled and the
     free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
     weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a

@@ -10,7 +10,7 @@ Default traces: Workloads A and B (/work/shared/traces/FB-2009_samples_24_times_
 A SWIM trace's window is the whole days its submissions span (rounded); a .csv load curve is used whole.
 
 Prints figures; asserts nothing. Run:
-    .venv/bin/python benchmarks/bench_policies.py [--trace PATH ...] [--synthetic] [--no-default]
+    .venv/bin/python benchmarks/bench_policies.py [--trace PATH ...] [--synthetic first|fresh|all] [--no-default]
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def hold_step_times_ms(load: np.ndarray, deadline_slots: int, params: CostParams
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", action="append", type=Path, default=[], help="SWIM trace or load curve, repeatable")
-    parser.add_argument("--synthetic", action="store_true", help="also the traces of benchmarks/make_traces.py")
+    parser.add_argument("--synthetic", choices=["first", "fresh", "all"], default=None, help="also these traces of benchmarks/make_traces.py")
     parser.add_argument("--no-default", action="store_true", help="leave out Workloads A and B")
     parser.add_argument("--window", type=int, default=None, help="slots in every trace's window (default: see above)")
     parser.add_argument("--slot-s", type=float, default=300.0, help="slot length in seconds")
@@ -122,7 +122,8 @@ def main() -> None:
     console = Console(width=150)
     with tempfile.TemporaryDirectory(prefix="bench-policies-") as folder:
         if args.synthetic:
-            traces += write_all_atomic({Path(folder) / name: content for name, content in make_traces.traces().items()})
+            chosen = {**(make_traces.traces() if args.synthetic in ("first", "all") else {}), **(make_traces.fresh_traces() if args.synthetic in ("fresh", "all") else {})}
+            traces += write_all_atomic({Path(folder) / name: content for name, content in chosen.items()})
         timing_load = None
         summary = []
         for path in traces:
