@@ -98,14 +98,21 @@ _THRESHOLD_STEPS = 8
 _RANDOMIZED_SCALES = (1.0, 0.5, 0.25)
 
 
+MAX_BREAK_EVEN_SLOTS = 2016
+"""Longest hold learned: a week of 5-minute slots. The state keeps W slots of load history and each
+rule is costed over W+1 ages, so a larger 2*beta/e0 is cut to this (holding a week is then the longest rule)."""
+
+
 def break_even_slots(params: CostParams) -> int | None:
-    """W = ceil(2*beta/e0): holding an idle server longer than W slots costs more than a restart.
+    """W = ceil(2*beta/e0), at most MAX_BREAK_EVEN_SLOTS: holding an idle server longer than W slots
+    costs more than a restart.
 
     None when e0 = 0 (an idle server is free: hold for ever); 0 when beta = 0 (a restart is free).
     """
     if params.e0 == 0:
         return None
-    return int(math.ceil(2.0 * params.beta / params.e0 - 1e-9))
+    ratio = 2.0 * params.beta / params.e0
+    return MAX_BREAK_EVEN_SLOTS if not ratio < MAX_BREAK_EVEN_SLOTS else int(math.ceil(ratio - 1e-9))
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,7 +236,8 @@ def _shapes(deadline_slots: int, e0: float, beta: float) -> dict[str, tuple[int,
 
 
 def _break_even(params: CostParams) -> float:
-    return 2.0 * params.beta / params.e0 if params.e0 > 0 else math.inf
+    """2*beta/e0 in slots, cut like :func:`break_even_slots` (the randomized rules' horizon)."""
+    return min(2.0 * params.beta / params.e0, float(MAX_BREAK_EVEN_SLOTS)) if params.e0 > 0 else math.inf
 
 
 def _hold_levels(history: np.ndarray, survival: np.ndarray) -> np.ndarray:

@@ -161,3 +161,13 @@ def test_hold_respects_a_server_cap_whenever_gcp_u_does(load, deadline_slots, pa
     plan("gcp-u", load, deadline_slots, capped)  # GCP-U is feasible under M ...
     schedule = plan("hold", load, deadline_slots, capped)  # ... so hold is, and plan() checked m_t <= M
     assert schedule.capacity.max() <= capped.max_servers * (1 + 1e-9)
+
+
+def test_an_enormous_break_even_is_cut_to_a_week_of_slots():
+    from autoscaler.policies.hold import MAX_BREAK_EVEN_SLOTS
+
+    params = CostParams(e0=1e-300, e1=0.0, beta=1e300)
+    assert break_even_slots(params) == MAX_BREAK_EVEN_SLOTS
+    schedule = plan("hold", np.array([3.0, 0.0, 0.0, 2.0]), 2, params)
+    # Idle servers cost next to nothing: none is switched off before the end.
+    np.testing.assert_allclose(schedule.capacity, [1, 1, 1, 1, 1, 1])
