@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace", action="append", default=None, help=f"trace or load curve, repeatable: {TRACE_NAMES_HELP} (default: A)"
     )
     sweep.add_argument("--deadlines", default="1-12", help="deadlines D in slots: a range 'A-B' or a comma list")
-    sweep.add_argument("--policy", default="offline,gcp-u,vfw", help="comma list of uniform-deadline policies")
+    sweep.add_argument("--policy", default="hold,offline,gcp-u,vfw", help="comma list of uniform-deadline policies")
     sweep.add_argument("--delta-deadline", type=_positive_int, default=12, help="the D at which VFW's delta is swept")
     _add_model_arguments(sweep)
     sweep.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="log what would be done; change nothing")
     run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon: {TRACE_NAMES_HELP}")
     run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
-    run.add_argument("--policy", choices=["gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else gcp-u)")
+    run.add_argument("--policy", choices=["hold", "gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
     run.add_argument("--store", type=Path, default=None, help="replay: job store file (default: a temporary one)")
     run.add_argument("--max-nodes", type=_positive_int, default=None, help="replay: most task nodes (default: the config's, else unlimited)")
@@ -441,6 +441,13 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     for name, policy in result.policies.items():
         if policy.note:
             err.print(f"note: {policy.note}", markup=False, highlight=False)
+        if policy.worse_than_follow:
+            err.print(
+                f"warning: {name} costs more than follow on this replay ({policy.cost.total:,.1f} against "
+                f"{result.policies['follow'].cost.total:,.1f}, saving {policy.saving_pct:.2f} %, D = {args.deadline})",
+                markup=False,
+                highlight=False,
+            )
     if args.delta is not None and "vfw" not in names:
         err.print("note: --delta is only used by vfw, which was not run", highlight=False)
     document = to_dict(result)
@@ -519,6 +526,16 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         task = progress.add_task("sweeping", total=total)
         result = sweep(workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task))
     document = asdict(result)
+    for trace, by_policy in result.by_deadline.items():
+        for name, by_d in by_policy.items():
+            worse = [d for d, saving in by_d.items() if saving < -100 * 1e-9]
+            if worse:
+                err.print(
+                    f"warning: {trace}: {name} costs more than follow at D = {', '.join(map(str, worse))} "
+                    f"(down to {min(by_d[d] for d in worse):.2f} %)",
+                    markup=False,
+                    highlight=False,
+                )
     if args.format == "json":
         sys.stdout.write(render.json_text(document) + "\n")
     else:

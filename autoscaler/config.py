@@ -117,7 +117,7 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
     )
 
-    policy: Literal["gcp-u", "gcp", "vfw", "follow"] = "gcp-u"
+    policy: Literal["hold", "gcp-u", "gcp", "vfw", "follow"] = "hold"
     delta: int | None = Field(default=None, ge=1, le=100_000)
     deadline_slots: int = Field(default=2, ge=0, le=100_000)
     slot_s: float = Field(default=300.0, ge=1, le=86_400)

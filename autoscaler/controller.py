@@ -10,7 +10,7 @@ adapters (paper: deferral, §IV Algorithm 2; §V-B for long jobs).
 Work model. As in the paper's simulation (§VI-A), a job of estimated length
 T_J submitted in slot s counts one unit of work in each slot it would run,
 s .. ceil((s + T_J)/tau) - 1, each unit with the job's deadline (D slots for
-``gcp-u``, the job's own slack for ``gcp``). The policy turns these units into
+``hold``, ``gcp-u`` and ``vfw``, the job's own slack for ``gcp``). The policy turns these units into
 m_t exactly as ``autoscaler replay`` does, so a replay through the controller
 gives the same m_t. Dispatch is then physical: a job is released as a whole
 (non-preemptive) and holds a node until it finishes; queued jobs are released
@@ -32,9 +32,14 @@ from autoscaler.errors import ConfigError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import MIB, CostParams, Job, require_positive
 from autoscaler.policies.gcp import GcpState, gcp_step
+from autoscaler.policies.hold import HoldState, hold_step
 from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
 
-CONTROLLER_POLICIES = ("gcp-u", "gcp", "vfw", "follow")
+CONTROLLER_POLICIES = ("hold", "gcp-u", "gcp", "vfw", "follow")
+"""Policies the daemon can run; ``hold`` is the default."""
+
+UNIFORM_DEADLINE_POLICIES = ("hold", "gcp-u", "vfw")
+"""Policies that give every unit of work the one deadline D (the others: each job's own slack, or none)."""
 
 SHARE_TOLERANCE = 1e-12
 """A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
@@ -51,7 +56,7 @@ class ControllerConfig:
     ``LengthModel``, 100 MB/s disk, 10 MB/s network).
     """
 
-    policy: str = "gcp-u"
+    policy: str = "hold"
     deadline_slots: int = 2
     slot_s: float = 300.0
     epoch_s: float = 0.0
@@ -83,7 +88,11 @@ class ControllerConfig:
     @property
     def policy_key(self) -> str:
         """What the saved policy state depends on; a restart with another key starts it afresh."""
-        return f"{self.policy}/D={self.deadline_slots}/nu={self.nu}/delta={self.vfw_delta}/slot_s={self.slot_s:g}"
+        key = f"{self.policy}/D={self.deadline_slots}/nu={self.nu}/delta={self.vfw_delta}/slot_s={self.slot_s:g}"
+        if self.policy == "hold":
+            # hold's learned rules (and so its state's shape) follow from beta/e0; its costs from e1 too.
+            key += f"/e0={self.cost.e0:g}/e1={self.cost.e1:g}/beta={self.cost.beta:g}"
+        return key
 
     @property
     def vfw_delta(self) -> int:
@@ -92,10 +101,32 @@ class ControllerConfig:
     @property
     def nu(self) -> int:
         """Largest deadline the policy's work vector holds."""
-        return self.deadline_slots if self.policy in ("gcp-u", "vfw") else self.max_deadline_slots
+        return self.deadline_slots if self.policy in UNIFORM_DEADLINE_POLICIES else self.max_deadline_slots
 
     def slot_of(self, time_s: float) -> int:
         return math.floor((time_s - self.epoch_s) / self.slot_s)
+
+
+@dataclass(frozen=True)
+class FollowWatch:
+    """The cost (eq. 2) of the policy's schedule m_t, x_t and of follow the workload (m_t = x_t = L_t)
+    over the slots decided so far, to tell when the policy has cost more than not deferring at all.
+
+    Both are compared as if every server were switched off after the last slot (the replay's rule).
+    """
+
+    policy_cost: float = 0.0
+    follow_cost: float = 0.0
+    last_capacity: float = 0.0
+    last_load: float = 0.0
+    worse: bool = False
+
+    def step(self, capacity: float, work: float, load: float, params: CostParams) -> "FollowWatch":
+        policy = self.policy_cost + params.e0 * capacity + params.e1 * work + params.beta * abs(capacity - self.last_capacity)
+        follow = self.follow_cost + (params.e0 + params.e1) * load + params.beta * abs(load - self.last_load)
+        ended_policy, ended_follow = policy + params.beta * capacity, follow + params.beta * load
+        worse = ended_policy > ended_follow * (1 + 1e-9) + 1e-12
+        return FollowWatch(policy, follow, capacity, load, worse)
 
 
 @dataclass(frozen=True)
@@ -103,7 +134,7 @@ class PolicyState:
     """What the controller carries between slots, persisted with the queue in one transaction.
 
     ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
-    work y and m_{t-1}. ``future``: units of already-submitted jobs still to arrive,
+    work y and m_{t-1}. ``hold``: hold's queues, capacities and its rules' costs. ``future``: units of already-submitted jobs still to arrive,
     {slot: [units by deadline, shape (nu+1,)]}. ``tenants``: dynamic DRF's agents in arrival
     order, with their normalised demand vectors ``tenant_demands`` (k, 3) and dominant shares
     ``dominant_shares`` (k,), which never decrease. ``missed``: active jobs already counted as
@@ -120,6 +151,8 @@ class PolicyState:
     tenant_demands: tuple[tuple[float, ...], ...] = ()
     dominant_shares: tuple[float, ...] = ()
     missed: frozenset[str] = frozenset()
+    hold: HoldState | None = None
+    follow_watch: FollowWatch = field(default_factory=FollowWatch)
 
     def to_json(self) -> dict:
         return {
@@ -134,6 +167,8 @@ class PolicyState:
             "tenant_demands": [list(d) for d in self.tenant_demands],
             "dominant_shares": list(self.dominant_shares),
             "missed": sorted(self.missed),
+            "hold": self.hold.to_json() if self.hold else None,
+            "follow_watch": dataclasses.asdict(self.follow_watch),
         }
 
     @classmethod
@@ -150,6 +185,8 @@ class PolicyState:
             tenant_demands=tuple(tuple(float(v) for v in d) for d in document.get("tenant_demands", ())),
             dominant_shares=tuple(float(x) for x in document.get("dominant_shares", ())),
             missed=frozenset(document.get("missed", ())),
+            hold=HoldState.from_json(document["hold"]) if document.get("hold") else None,
+            follow_watch=FollowWatch(**document["follow_watch"]) if document.get("follow_watch") else FollowWatch(),
         )
 
 
@@ -157,7 +194,8 @@ class PolicyState:
 class Decision:
     """What one slot decided.
 
-    ``capacity``: the policy's m_t (servers, fractional). ``nodes``: task nodes to run,
+    ``capacity``: the policy's m_t (servers, fractional). ``work``: x_t, the work the policy runs
+    (x_t = m_t, except that nodes ``hold`` keeps on may have less to run). ``nodes``: task nodes to run,
     ceil(m_t) clamped to [min, max] and raised for due jobs. ``release``: job ids to
     release now, EDF order. ``late``: ids released after their start-by slot.
     ``at_risk``: queued jobs whose start-by slot is within one slot and were not released.
@@ -168,6 +206,8 @@ class Decision:
     ``missed_by_tenant`` counts them per tenant. ``nodes_by_tenant``: nodes held by each tenant's
     running and just-released jobs. ``load``: L_t, the units of work that arrived for this slot
     (what "follow the workload" would have run), kept for the energy report.
+    ``worse_than_follow``: the policy's m_t, x_t have cost more than follow over the slots decided
+    since its state began (:class:`FollowWatch`); ``warning`` says so, in the slot it first happens.
     """
 
     slot: int
@@ -186,6 +226,8 @@ class Decision:
     missed_by_tenant: dict[str, int] = field(default_factory=dict)
     nodes_by_tenant: dict[str, int] = field(default_factory=dict)
     load: float = 0.0
+    worse_than_follow: bool = False
+    warning: str = ""
 
 
 def _vfw_state(document: dict | None) -> VfwState | None:
@@ -211,7 +253,7 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     start = max(first_slot, submit_slot)
     end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
     end = max(start + 1, min(end_position, start + 10 * config.max_deadline_slots + 1))
-    if config.policy in ("gcp-u", "vfw"):
+    if config.policy in UNIFORM_DEADLINE_POLICIES:
         deadline = config.deadline_slots
     else:
         deadline = max(0, min(config.slot_of(job.deadline_s) - submit_slot, config.max_deadline_slots))
@@ -256,8 +298,18 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         del future[s]
     gcp_state = state.gcp or GcpState.empty(nu)
     vfw_state = state.vfw
+    hold_state = state.hold
+    work = None
     if config.policy == "follow":
         capacity = float(arrivals.sum())
+    elif config.policy == "hold":
+        # The daemon clamps nodes to max_nodes itself, as for gcp; hold never asks beyond max(r_t, m_{t-1}).
+        capacity, work, hold_state = hold_step(
+            hold_state or HoldState.empty(config.deadline_slots, config.cost),
+            float(arrivals.sum()),
+            config.deadline_slots,
+            replace(config.cost, max_servers=None),
+        )
     elif config.policy == "vfw":
         capacity, vfw_state = vfw_step(
             vfw_state or VfwState.empty(config.deadline_slots), float(arrivals.sum()), config.deadline_slots, config.vfw_delta
@@ -266,7 +318,17 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
     decision = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
-    decision = replace(decision, load=float(arrivals.sum()))
+    decision = replace(decision, load=float(arrivals.sum()), work=capacity if work is None else work)
+    watch = state.follow_watch.step(decision.capacity, decision.work, decision.load, config.cost)
+    if watch.worse:
+        decision = replace(decision, worse_than_follow=True)
+        if not state.follow_watch.worse:
+            decision = replace(
+                decision,
+                warning=f"{config.policy} has cost {watch.policy_cost + config.cost.beta * watch.last_capacity:.6g} "
+                f"over its slots so far (servers switched off after the last), more than follow the workload "
+                f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
+            )
     counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
     active = {j.job_id for j in jobs}
     return decision, PolicyState(
@@ -280,6 +342,8 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         tenant_demands=tenant_demands,
         dominant_shares=dominant_shares,
         missed=(state.missed & active) | frozenset(decision.missed),
+        hold=hold_state,
+        follow_watch=watch,
     )
 
 
@@ -334,7 +398,7 @@ def dispatch(
     """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
 
     Without overload, queued jobs are released in EDF order (earliest start-by slot first)
-    onto the policy's nodes, and those whose start-by slot has come onto extra nodes up to
+    onto the policy's nodes (so nodes ``hold`` keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto extra nodes up to
     ``max_nodes``. Under overload (``Decision.overloaded``), every free node is filled and the
     free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
     weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a

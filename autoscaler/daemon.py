@@ -222,6 +222,8 @@ class SlotRunner:
         decide_started = time.perf_counter()
         decision, new_state = tick(now_s, jobs, state, self.config)
         solve_ms = (time.perf_counter() - decide_started) * 1000
+        if decision.warning:
+            log.warning("worse_than_follow", slot=decision.slot, policy=self.policy_name, detail=decision.warning)
         try:
             group = self.cluster.task_group()
         except ActuationError as error:

@@ -18,6 +18,9 @@ from autoscaler.readable import number_text
 
 BASELINE = "follow"
 
+WORSE_THAN_FOLLOW_RTOL = 1e-9
+"""A schedule is worse than follow when it costs more by over this share of follow's cost (solver noise is not)."""
+
 
 @dataclass(frozen=True)
 class PolicyResult:
@@ -25,6 +28,8 @@ class PolicyResult:
 
     ``span_slots``: the slots its peak and mean m are taken over, the replay's horizon (the longest
     policy's: the window plus D, or plus gcp's largest class deadline nu), the same for every policy.
+    ``worse_than_follow``: the schedule costs more than follow the workload (a negative saving
+    beyond rounding); a deferral policy that does is no better than not deferring.
     """
 
     schedule: Schedule
@@ -32,6 +37,7 @@ class PolicyResult:
     saving_pct: float
     span_slots: int
     note: str = ""
+    worse_than_follow: bool = False
 
     @property
     def peak_servers(self) -> float:
@@ -132,7 +138,8 @@ def replay(
         if baseline_total is None:
             baseline_total = cost.total
         saving = 100.0 * (1.0 - cost.total / baseline_total) + 0.0 if baseline_total > 0 else 0.0
-        results[name] = PolicyResult(schedule, cost, round(saving, 9) + 0.0, workload.n_slots, note)
+        worse = name != BASELINE and cost.total > baseline_total * (1 + WORSE_THAN_FOLLOW_RTOL) + 1e-12
+        results[name] = PolicyResult(schedule, cost, round(saving, 9) + 0.0, workload.n_slots, note, worse)
     span = max(r.schedule.capacity.shape[0] for r in results.values())
     results = {name: replace(r, span_slots=span) for name, r in results.items()}
     return ReplayResult(workload=workload, deadline_slots=deadline_slots, params=params, policies=results)
@@ -197,6 +204,7 @@ def to_dict(result: ReplayResult) -> dict:
                 "mean_servers": r.mean_servers,
                 "solve_ms_per_slot": r.schedule.solve_ms_per_slot,
                 "note": r.note,
+                "worse_than_follow": r.worse_than_follow,
                 "m": _numbers(r.schedule.capacity),
                 "x": _numbers(r.schedule.assigned),
             }

@@ -66,7 +66,7 @@ def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenan
 
 def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err: Console) -> int:
     """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ)."""
-    policy = args.policy or (settings.policy if settings else "gcp-u")
+    policy = args.policy or (settings.policy if settings else "hold")
     deadline_slots = args.deadline if args.deadline is not None else (settings.deadline_slots if settings else 2)
     slot_s = settings.slot_s if settings else 300.0
     with open_trace(args.replay, "--replay") as (path, _):
@@ -158,8 +158,15 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     if above.any():
         table.add_row("  more nodes than that: due jobs, min nodes", f"+{above.sum():,.0f} in {_count(int((above > 0).sum()), 'slot')}")
     table.add_row("node-slots run", f"{nodes.sum():,.0f}")
+    watch = final_state.get("follow_watch") or {}
+    if watch:
+        beta = config.cost.beta
+        ended = watch["policy_cost"] + beta * watch["last_capacity"], watch["follow_cost"] + beta * watch["last_load"]
+        table.add_row("cost of m_t, x_t (eq. 2) against follow", f"{ended[0]:,.1f} against {ended[1]:,.1f}")
+        if watch["worse"]:
+            err.print(f"warning: {policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
     status = 0
-    if policy in ("gcp-u", "follow", "vfw"):
+    if policy in ("hold", "gcp-u", "follow", "vfw"):
         expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
         n = min(len(expected), len(capacity))
         if policy == "vfw":

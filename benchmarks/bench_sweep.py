@@ -1,4 +1,4 @@
-"""Wall time of `autoscaler sweep` on Workloads A and B (D = 1..12, offline, GCP-U, VFW, GCP classes).
+"""Wall time of `autoscaler sweep` on Workloads A and B (D = 1..12, hold, offline, GCP-U, VFW, GCP classes).
 
 Prints figures; asserts nothing. Run: .venv/bin/python benchmarks/bench_sweep.py [TRACE ...]
 """
@@ -28,7 +28,7 @@ def main() -> None:
             trace, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel(), deadline_classes=True
         )
     loaded = time.perf_counter()
-    sweep(workloads, list(range(1, 13)), ["offline", "gcp-u", "vfw"], CostParams(), 12)
+    sweep(workloads, list(range(1, 13)), ["hold", "offline", "gcp-u", "vfw"], CostParams(), 12)
     done = time.perf_counter()
     print(f"traces: {len(workloads)}; read + k-means: {loaded - started:.2f} s; sweep: {done - loaded:.2f} s; total: {done - started:.2f} s")
 

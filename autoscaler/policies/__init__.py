@@ -1,5 +1,8 @@
 """Provisioning policies. Each maps L_t (n_slots,) and D to a Schedule over n_slots + D slots.
 
+Online policies: ``hold`` (the default: lazy scale-in, x_t <= m_t), ``gcp-u`` and ``vfw``
+(x_t = m_t); ``offline`` is LP (3), the optimum; ``follow`` the baseline.
+
 ``gcp`` instead takes the load split by deadline, L_{d,t} (a LoadByDeadline: the rows of
 the (nu+1, n_slots) matrix that have work), and schedules over n_slots + nu slots.
 """
@@ -14,15 +17,16 @@ import numpy as np
 from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon
 from autoscaler.errors import ConfigError
 from autoscaler.model import MAX_SLOTS, CostParams, LoadByDeadline, Schedule
-from autoscaler.policies import follow, gcp, offline, vfw
+from autoscaler.policies import follow, gcp, hold, offline, vfw
 
 UNIFORM: dict[str, Callable[[np.ndarray, int, CostParams], Schedule]] = {
     "follow": follow.plan,
+    "hold": hold.plan,
     "offline": offline.plan,
     "gcp-u": gcp.plan_uniform,
     "vfw": vfw.plan,
 }
-"""Policies for a uniform deadline D."""
+"""Policies for a uniform deadline D; after the baseline ``follow``, ``hold`` (the default) comes first."""
 
 POLICIES: tuple[str, ...] = (*UNIFORM, "gcp")
 

@@ -106,6 +106,17 @@ def _max_rate(prefix_work: np.ndarray, divisors: np.ndarray, offset: int, max_se
     return s_max
 
 
+def flat_capacity(prefix_work: np.ndarray) -> np.ndarray:
+    """r_t = max_j Y_j/(j+1): the lowest capacity that, held flat from this slot on, runs every
+    queued unit by its deadline; the first slope of GCP-OPT (7)'s majorant, so GCP's m_t.
+
+    ``prefix_work``: Y_j, the work due within j+1 slots, shape (..., nu+1), in servers' worth;
+    returns shape (...), in servers. Used by ``policies.hold`` for many queues at once.
+    """
+    prefix_work = np.asarray(prefix_work, dtype=float)
+    return (prefix_work / np.arange(1, prefix_work.shape[-1] + 1, dtype=float)).max(axis=-1)
+
+
 def gcp_opt_objective(capacity: np.ndarray, previous_capacity: float, params: CostParams) -> float:
     """Objective of GCP-OPT (7): (e0+e1)*sum_j m_j + beta*sum_j |m_j - m_{j-1}|."""
     switching = abs(capacity[0] - previous_capacity) + np.abs(np.diff(capacity)).sum()

@@ -18,6 +18,20 @@ LOPT and VOPT have the shape of GCP-OPT: a fixed total over the window and a
 lower bound on the prefix sums (only at the first slot, from C1), so the same
 exact concave-majorant solver answers them; only m_t is used, the majorant's
 first slope (:func:`~autoscaler.policies.gcp.first_capacity`), O(D) numpy work a slot.
+
+Known behaviour: VFW flaps on a flat load with a little noise. On L alternating 2.9/3.1
+(benchmarks/make_traces.py) m_t changes in 285-288 of 288 slots at D = 2, 4 and 8, and
+rounded up to whole nodes that is a node switched on or off almost every slot. Not from
+rounding (m_t is fractional), and the valley test only at D = 2: with delta = 1 its area is
+A = L_t - L_{t-1}, negative at every down-step, so valleys (144 slots of 288) toggle LOPT and
+VOPT with the noise. At D >= 4 no valley is found and the flapping is LOPT (4) itself: it charges
+no switching after its window, so its optimum (unique when the prefix bound is only at the first
+slot) runs the least flat rate now and leaves the window's end as high as it can; re-solved every
+slot, that defers work until the deadline nearly binds (C1 slack at most 0.1 server) and m_t
+copies the wiggle of L_{t-D}. It is what (4)-(5) prescribe, so it is kept; keeping m_{t-1}
+where the budget allows would be another policy (the idea ``hold`` builds on). The same myopia makes
+VFW cost more than follow on some loads (bursty.tsv: -5.7 % at D = 4); ``autoscaler replay``
+and the daemon say so (``worse_than_follow``).
 """
 
 from __future__ import annotations

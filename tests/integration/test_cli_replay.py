@@ -26,7 +26,7 @@ def test_json_on_stdout_is_the_only_output_and_is_complete():
     assert document["params"] == {"e0": 1.0, "e1": 0.0, "beta": 12.0, "deadline": 2, "max_servers": None}
     assert len(document["workload"]["active"]) == 288
     assert sum(document["workload"]["released"]) == document["workload"]["n_jobs"]
-    assert set(document["policies"]) == {"follow", "offline", "gcp-u", "vfw", "gcp"}
+    assert set(document["policies"]) == {"follow", "hold", "offline", "gcp-u", "vfw", "gcp"}
     assert len(document["classes"]) == 10
     follow = document["policies"]["follow"]
     assert follow["saving_pct"] == 0.0

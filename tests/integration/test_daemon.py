@@ -58,19 +58,20 @@ def our_steps(client, cluster_id: str) -> list[dict]:
     return steps
 
 
+@pytest.mark.parametrize("policy", ["hold", "gcp-u"])
 @pytest.mark.parametrize(
     "window_slots", [pytest.param(48, id="4h"), pytest.param(288, id="whole-day", marks=pytest.mark.slow)]
 )
 @pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
 def test_slots_follow_the_policy_and_release_every_job_by_edf_before_its_deadline(
-    emr_cluster_id, set_step_state, tmp_path, window_slots
+    emr_cluster_id, set_step_state, tmp_path, window_slots, policy
 ):
     client, cluster_id = emr_cluster_id
     deadline_slots = 2
     trace = workload_a(window_slots)
     jobs = sorted(trace_jobs(trace, deadline_slots, TAU, window_slots * TAU), key=lambda j: j.submit_s)
     by_id = {j.job_id: j for j in jobs}
-    config = ControllerConfig(policy="gcp-u", deadline_slots=deadline_slots, slot_s=TAU, max_nodes=10_000)
+    config = ControllerConfig(policy=policy, deadline_slots=deadline_slots, slot_s=TAU, max_nodes=10_000)
     clock = SimulatedClock(0.0)
     cluster = EmrCluster(client, cluster_id)
     requested = []
@@ -93,9 +94,9 @@ def test_slots_follow_the_policy_and_release_every_job_by_edf_before_its_deadlin
         decisions = store.decisions()
         stored = {j.job_id: j for j in store.all_jobs()}
 
-    # The TASK group followed the decisions, and the decisions are autoscaler replay's GCP-U.
+    # The TASK group followed the decisions, and the decisions are autoscaler replay's.
     assert requested == [d["nodes"] for d in decisions]
-    expected = plan("gcp-u", workload_from_trace(trace, window_slots=window_slots).active, deadline_slots, CostParams())
+    expected = plan(policy, workload_from_trace(trace, window_slots=window_slots).active, deadline_slots, CostParams())
     np.testing.assert_allclose([d["capacity"] for d in decisions], expected.capacity, atol=1e-9)
     # Every job released once, in EDF order within its slot, and by its start-by slot.
     steps = our_steps(client, cluster_id)

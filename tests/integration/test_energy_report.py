@@ -37,7 +37,7 @@ def put(cloudwatch, instance_id: str, timestamp_s: float, values: dict[str, floa
 def write_config(tmp_path, cluster_id: str, endpoint: str) -> str:
     path = tmp_path / "config.toml"
     path.write_text(
-        f'store_path = "{tmp_path / "jobs.db"}"\nslot_s = {SLOT_S}\n'
+        f'policy = "gcp-u"\nstore_path = "{tmp_path / "jobs.db"}"\nslot_s = {SLOT_S}\n'
         f'[cluster]\nid = "{cluster_id}"\nregion = "us-east-1"\nendpoint_url = "{endpoint}"\nmax_nodes = 5\n'
         '[report]\nboot_s = 0.0\n'
     )

@@ -39,7 +39,7 @@ def config_error(path: Path) -> str:
 def test_example_config_loads_with_documented_defaults() -> None:
     settings = load_settings(EXAMPLE)
     assert settings.cluster.id == "j-2AXXXXXXGAPLF"
-    assert settings.policy == "gcp-u"
+    assert settings.policy == "hold"
     assert (settings.deadline_slots, settings.slot_s, settings.max_deadline_slots) == (2, 300.0, 288)
     assert (settings.e0, settings.e1, settings.beta) == (1.0, 0.0, 12.0)
     assert (settings.cluster.min_nodes, settings.cluster.max_nodes) == (0, 20)
@@ -138,7 +138,7 @@ def test_min_nodes_above_max_nodes_is_refused(tmp_path: Path) -> None:
 
 def test_every_bad_field_is_listed_at_once(tmp_path: Path) -> None:
     message = config_error(write(tmp_path, 'policy = "lifo"\nbeta = -1\nslot_s = inf\n[cluster]\nid = "cluster-1"\n'))
-    assert "policy: expected one of 'gcp-u', 'gcp', 'vfw' or 'follow', got 'lifo'" in message
+    assert "policy: expected one of 'hold', 'gcp-u', 'gcp', 'vfw' or 'follow', got 'lifo'" in message
     assert "beta: must be >= 0, got -1" in message
     assert "slot_s: must be a finite number, got inf" in message
     assert "cluster.id: expected an EMR cluster id like 'j-2AXXXXXXGAPLF', got 'cluster-1'" in message

@@ -1,0 +1,355 @@
+"""Hold: scale out when the deadlines force it, scale in lazily, with a hold time learned from the load.
+
+The deferral paper's online algorithms (VFW §III, GCP §IV) set x_t = m_t: they never keep a server
+on with nothing to run. The offline optimum, LP (3), does: at D = 0 its whole saving over follow
+comes from servers held on through short valleys. Hold separates the two directions.
+
+Each slot t, with y the queued work by slots to its deadline (uniform deadline D):
+
+1. **Scale out only when forced.** r_t = max_j Y_j/(j+1) (Y the prefix sums of y) is the lowest
+   capacity that, held flat, runs every queued unit by its deadline: GCP-OPT (7)'s first slope,
+   which is GCP-U's m_t (:func:`autoscaler.policies.gcp.flat_capacity`).
+2. **Scale in lazily.** m_t = max(r_t, min(m_{t-1}, H_t)): a server is never switched on for the
+   hold level H_t, only kept; if r_t >= m_{t-1} this is m_t = r_t.
+3. **Held servers work early.** x_t = min(m_t, queued work), earliest deadline first; with e1 = 0
+   it costs nothing and makes later slots lighter.
+
+**Why hold at all (ski rental).** Switching a server off and on again costs 2*beta; keeping it idle
+costs e0 per slot. Holding it through a valley of g slots pays exactly when g < 2*beta/e0, the
+break-even W = ceil(2*beta/e0) slots (24 at the paper's e0 = 1, beta = 12). Online the valley's
+length is unknown: holding each capacity level for W slots after it was last needed is the
+deterministic 2-competitive rule, and holding it with the survival function
+F(g) = (e - e^{g/W})/(e - 1) (the randomized rule, in expectation over fractional levels) is
+e/(e-1)-competitive. A level is "last needed" g slots ago when the need curve was at or above it then;
+H_t = sum over levels of F(age of the level), computed on the staircase of the need's running maxima.
+
+**What failed, and why a fixed rule cannot work.** A hold level taken as the 0.8-quantile of L over
+the last W slots gets 0.90-0.92 of the offline saving on Workloads A and B at D = 2, but on a
+three-day diurnal load (benchmarks/make_traces.py, diurnal-3d) it falls below GCP-U at D >= 4 (0.90
+against 0.93 at D = 4, 0.92 against 0.965 at D = 8). There the offline optimum idles no server at all
+for D >= 4: its saving over GCP-U comes from deferral only, since a level left behind by a slow
+decline never returns within W slots, and every held slot is waste (the quantile rule idled 2,846
+server-slots to save 561 of switching at D = 8). Noise peaks in raw L, which deferral absorbs,
+keep levels "needed", and the quantile lags the decline. On A and B the opposite holds: levels
+return within W slots often, and holding pays. Measured, the best fixed hold time tau (hold a level
+tau slots after its last need) is 3-6 slots on the diurnal load and 10-16 on A and B; the need
+itself is best taken from raw L on some loads and from L smoothed over the D+1 slots a unit may
+wait on others. So neither the time, the quantile nor the smoothing can be fixed in advance.
+
+**The rule: learn the hold time from the load.** Hold runs a small set of ski-rental rules side by
+side on the same load, each as a full shadow policy with its own queue (steps 1-3 above, its own
+H_t), and costs what each would have paid: eq. (2) with its servers switched off now, i.e. 2*beta
+per server switched on (charging the switch-off when it happens instead would favour the rules
+still holding by beta/e0 slots at every valley). The set follows from beta/e0 and D only:
+
+* deterministic holds tau = round(W*j/8), j = 0..8 (every eighth of the break-even),
+* the randomized survival F above with break-even W, W/2 and W/4,
+
+each on two need curves, raw L_t and L averaged over the last D+1 slots (the flat capacity a unit
+can be spread over; that average schedule is itself feasible), plus "no hold" (GCP-U). Their
+mixture, weighted by exp(-(cost_k - min cost)/(beta * mean L)) (exponential weights, Hedge: a
+rule that has cost one more restart of the mean load than the best has weight 1/e), is run as one
+more shadow, and the policy holds at the mixture's level while that shadow has cost at most one
+restart of the mean load more than never holding (GCP-U); otherwise it holds nothing, until the
+mixture is ahead by that much again. The costs are summed since the state began; nothing is
+forecast, and no constant is fitted to a trace (the grids above are the only choices;
+benchmarks/bench_policies.py reports traces it was not tuned on).
+
+**What it costs to learn.** The rules' costs only separate once valleys have ended, so the first
+valleys of a trace are held at the uniform mixture (about a randomized ski rental with a mean hold
+of W/2). On loads whose few large, isolated bursts never come back to the same level within W slots,
+or whose valleys are all longer than W, that start costs more than GCP-U's never holding, and on a
+load built against ski rental (valleys of exactly W slots) more than follow at small D; the
+benchmark's synthetic traces show both, and ``autoscaler replay`` flags a schedule costing more
+than follow.
+
+**Guarantees.** Every deadline is met: m_t >= r_t, and r_t covers all queued work at a flat rate,
+so the due work y_0 <= r_t runs now (C1), and x_t <= queued work (C2). m_t <= max(r_t, m_{t-1}), so
+hold never scales out beyond what the deadlines force. Under a server cap M hold is feasible
+whenever GCP-U is: with one deadline D, EDF is FIFO and the queue is the newest work, so
+Y_j = max(0, A_{t-D+j} - C) (A cumulative arrivals, C work done); C + max_j (A_j' - C)/(j+1) is
+non-decreasing in C and hold runs at least r_t, so by induction hold has done at least as much
+work as GCP-U at every slot, its r_t is at most GCP-U's m_t <= M, and m_t <= max(r_t, m_{t-1}) <= M.
+
+The known future (units of already-submitted jobs in later slots, which the daemon holds) was tried
+with an earlier version of this rule as a certain lower bound on the need within W slots: on A, B,
+six days resampled from their hours and diurnal-3d it changed no schedule (long jobs' known units
+stay below the level the recent load already holds), so it is not used.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from autoscaler.cost import pad_to_horizon
+from autoscaler.errors import ConfigError, InfeasibleError, ScheduleError
+from autoscaler.model import CostParams, Schedule
+from autoscaler.policies.gcp import flat_capacity
+
+RAW, SMOOTHED, NO_HOLD = 0, 1, 2
+"""Need curves an expert rule holds on: raw L_t, L averaged over D+1 slots, or none (GCP-U)."""
+
+_THRESHOLD_STEPS = 8
+_RANDOMIZED_SCALES = (1.0, 0.5, 0.25)
+
+
+MAX_BREAK_EVEN_SLOTS = 2016
+"""Longest hold learned: a week of 5-minute slots. The state keeps W slots of load history and each
+rule is costed over W+1 ages, so a larger 2*beta/e0 is cut to this (holding a week is then the longest rule)."""
+
+
+def break_even_slots(params: CostParams) -> int | None:
+    """W = ceil(2*beta/e0), at most MAX_BREAK_EVEN_SLOTS: holding an idle server longer than W slots
+    costs more than a restart.
+
+    None when e0 = 0 (an idle server is free: hold for ever); 0 when beta = 0 (a restart is free).
+    """
+    if params.e0 == 0:
+        return None
+    ratio = 2.0 * params.beta / params.e0
+    return MAX_BREAK_EVEN_SLOTS if not ratio < MAX_BREAK_EVEN_SLOTS else int(math.ceil(ratio - 1e-9))
+
+
+@dataclass(frozen=True, eq=False)
+class Experts:
+    """The ski-rental rules hold learns among, for a break-even of W slots.
+
+    ``need``: which need curve each rule holds on (RAW, SMOOTHED, NO_HOLD), shape (E,).
+    ``survival``: F_k(g), the share of a level last needed g slots ago that rule k keeps,
+    shape (E, W+1). ``labels``: one name per rule, for reports.
+    """
+
+    need: np.ndarray
+    survival: np.ndarray
+    labels: tuple[str, ...]
+
+
+@lru_cache(maxsize=64)
+def experts(window_slots: int, break_even: float) -> Experts:
+    """The rule set for a break-even of ``break_even`` = 2*beta/e0 slots, W = ``window_slots`` = ceil of it."""
+    ages = np.arange(window_slots + 1, dtype=float)
+    rules: list[tuple[int, np.ndarray, str]] = []
+    for need, name in ((RAW, "L"), (SMOOTHED, "mean L")):
+        for tau in sorted({round(window_slots * j / _THRESHOLD_STEPS) for j in range(_THRESHOLD_STEPS + 1)}):
+            rules.append((need, (ages <= tau).astype(float), f"{name}, hold {tau} slots"))
+        for scale in _RANDOMIZED_SCALES:
+            horizon = break_even * scale
+            survival = np.where(ages < horizon, (math.e - np.exp(ages / max(horizon, 1e-12))) / (math.e - 1), 0.0)
+            survival[0] = 1.0  # a level needed now is kept whatever the rule
+            rules.append((need, survival, f"{name}, randomized, break-even {horizon:g} slots"))
+    rules.append((NO_HOLD, np.zeros(window_slots + 1), "no hold (GCP-U)"))
+    need = np.array([r[0] for r in rules])
+    survival = np.array([r[1] for r in rules])
+    need.setflags(write=False)
+    survival.setflags(write=False)
+    return Experts(need=need, survival=survival, labels=tuple(r[2] for r in rules))
+
+
+@dataclass(frozen=True, eq=False)
+class HoldState:
+    """What hold carries between slots.
+
+    Rows of ``queue`` and ``previous``: the E expert rules, then the mixture of them (its own
+    shadow), then the policy itself. ``queue``: unassigned work by slots to its deadline, shape
+    (E+2, D+1), in servers' worth. ``previous``: each row's m_{t-1}, shape (E+2,). ``cost``: what
+    each rule and the mixture have cost so far, shape (E+1,): eq. (2) with every server that is on
+    switched off now (each switch-on is charged 2*beta). ``recent_load``: L of the last slots, newest
+    first, shape (max(W, D)+1,). ``recent_smoothed``: the D+1-slot mean of L, newest first, shape
+    (W+1,). ``load_sum`` and ``slots``: sum of L and slots seen (the mean load). ``holding``: False
+    while the policy has fallen back to no hold. With e0 = 0 or beta = 0 nothing is learned
+    (one row, no costs).
+    """
+
+    queue: np.ndarray
+    previous: np.ndarray
+    cost: np.ndarray
+    recent_load: np.ndarray
+    recent_smoothed: np.ndarray
+    load_sum: float = 0.0
+    slots: int = 0
+    holding: bool = True
+
+    @classmethod
+    def empty(cls, deadline_slots: int, params: CostParams) -> "HoldState":
+        return cls(**{name: np.zeros(shape) for name, shape in _shapes(deadline_slots, params.e0, params.beta).items()})
+
+    @property
+    def capacity(self) -> float:
+        """m_{t-1} of the policy."""
+        return float(self.previous[-1])
+
+    def to_json(self) -> dict:
+        return {
+            "queue": self.queue.tolist(),
+            "previous": self.previous.tolist(),
+            "cost": self.cost.tolist(),
+            "recent_load": self.recent_load.tolist(),
+            "recent_smoothed": self.recent_smoothed.tolist(),
+            "load_sum": self.load_sum,
+            "slots": self.slots,
+            "holding": self.holding,
+        }
+
+    @classmethod
+    def from_json(cls, document: dict) -> "HoldState":
+        """Rebuild a state saved by :meth:`to_json`; :func:`hold_step` checks that it fits D and beta/e0."""
+        previous = np.array(document["previous"], dtype=float)
+        return cls(
+            queue=np.array(document["queue"], dtype=float).reshape(previous.shape[0], -1),
+            previous=previous,
+            cost=np.array(document["cost"], dtype=float).reshape(-1),
+            recent_load=np.array(document["recent_load"], dtype=float),
+            recent_smoothed=np.array(document["recent_smoothed"], dtype=float),
+            load_sum=float(document["load_sum"]),
+            slots=int(document["slots"]),
+            holding=bool(document.get("holding", True)),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HoldState):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@lru_cache(maxsize=64)
+def _shapes(deadline_slots: int, e0: float, beta: float) -> dict[str, tuple[int, ...]]:
+    """Shapes of HoldState's arrays for D and beta/e0."""
+    params = CostParams(e0=e0, beta=beta)
+    window = break_even_slots(params)
+    n_experts = len(experts(window, _break_even(params)).labels) if window else 0
+    rows = n_experts + 2 if n_experts else 1
+    window = window or 0
+    return {
+        "queue": (rows, deadline_slots + 1),
+        "previous": (rows,),
+        "cost": (n_experts + 1 if n_experts else 0,),
+        "recent_load": (max(window, deadline_slots) + 1,),
+        "recent_smoothed": (window + 1,),
+    }
+
+
+def _break_even(params: CostParams) -> float:
+    """2*beta/e0 in slots, cut like :func:`break_even_slots` (the randomized rules' horizon)."""
+    return min(2.0 * params.beta / params.e0, float(MAX_BREAK_EVEN_SLOTS)) if params.e0 > 0 else math.inf
+
+
+def _hold_levels(history: np.ndarray, survival: np.ndarray) -> np.ndarray:
+    """H for each rule: sum over the need's level bands of F(age); ``history`` newest first, shape (W+1,)."""
+    running_max = np.maximum.accumulate(history)
+    bands = np.diff(running_max, prepend=0.0)  # levels (max over g-1 slots, max over g slots] were needed g slots ago
+    return survival @ bands
+
+
+def hold_step(
+    state: HoldState, load: float, deadline_slots: int, params: CostParams
+) -> tuple[float, float, HoldState]:
+    """One slot of hold: returns (m_t, x_t, new state), servers; x_t <= m_t.
+
+    ``load``: L_t, the work released in this slot (servers' worth), due within D slots.
+    Slots before the first have L = 0. Raises InfeasibleError when the deadlines need more than
+    ``params.max_servers`` (M), ConfigError for a negative or non-finite L_t, and ScheduleError
+    if the state was made for another D or beta/e0.
+    """
+    for name, shape in _shapes(deadline_slots, params.e0, params.beta).items():
+        if getattr(state, name).shape != shape:
+            raise ScheduleError(
+                f"hold: the state's {name} has shape {getattr(state, name).shape}, "
+                f"not {shape} as D = {deadline_slots} and 2*beta/e0 need"
+            )
+    load = float(load)
+    if not (math.isfinite(load) and load >= 0):
+        raise ConfigError(f"hold: L_t must be a finite number >= 0, got {load!r}")
+    window = break_even_slots(params)
+    queue = np.empty_like(state.queue)
+    queue[:, :-1] = state.queue[:, 1:]
+    queue[:, -1] = load
+    prefix = np.cumsum(queue, axis=1)
+    forced = flat_capacity(prefix)
+    if params.max_servers is not None and forced[-1] > params.max_servers * (1 + 1e-12) + 1e-9:
+        raise InfeasibleError(
+            f"hold: {forced[-1]:.6g} servers are needed to meet the deadlines, more than M = {params.max_servers:g}",
+            "infeasible",
+        )
+    recent_load = np.concatenate([[load], state.recent_load[:-1]])
+    slots = state.slots + 1
+    load_sum = state.load_sum + load
+    recent_smoothed, cost, holding = state.recent_smoothed, state.cost, state.holding
+    if window is None:  # e0 = 0: idle servers are free, so none is ever switched off
+        hold = np.full(queue.shape[0], np.inf)
+    elif window == 0:  # beta = 0: restarts are free, so no idle server is kept
+        hold = np.zeros(queue.shape[0])
+    else:
+        rules = experts(window, _break_even(params))
+        recent_smoothed = np.concatenate([[float(recent_load[: deadline_slots + 1].mean())], state.recent_smoothed[:-1]])
+        by_need = np.stack([_hold_levels(recent_load[: window + 1], rules.survival), _hold_levels(recent_smoothed, rules.survival)])
+        rule_hold = np.where(rules.need == RAW, by_need[0], np.where(rules.need == SMOOTHED, by_need[1], 0.0))
+        # One restart of the mean load: the unit both the weights and the fall-back count cost in.
+        restart = params.beta * load_sum / slots
+        rule_cost = state.cost[:-1]
+        weights = np.exp(-(rule_cost - rule_cost.min()) / restart) if restart > 0 else np.ones_like(rule_cost)
+        mixed = float(weights @ rule_hold) / float(weights.sum())
+        behind = state.cost[-1] - rule_cost[-1]  # the mixture against no hold (the last rule)
+        holding = bool(behind <= restart if state.holding else behind < -restart)
+        hold = np.concatenate([rule_hold, [mixed, mixed if holding else 0.0]])
+    capacity = np.maximum(forced, np.minimum(state.previous, hold))
+    assigned = np.minimum(capacity, prefix[:, -1])
+    if window:
+        rows = slice(0, -1)
+        switched_on = np.maximum(capacity[rows] - state.previous[rows], 0.0)
+        cost = state.cost + params.e0 * capacity[rows] + params.e1 * assigned[rows] + 2 * params.beta * switched_on
+    # EDF: x_t runs the earliest deadlines first; what is left of each prefix is max(Y_j - x_t, 0).
+    left = np.maximum(prefix - assigned[:, None], 0.0)
+    queue = np.diff(left, axis=1, prepend=0.0)
+    new_state = HoldState(
+        queue=queue,
+        previous=capacity,
+        cost=cost,
+        recent_load=recent_load,
+        recent_smoothed=recent_smoothed,
+        load_sum=load_sum,
+        slots=slots,
+        holding=holding,
+    )
+    return float(capacity[-1]), float(assigned[-1]), new_state
+
+
+def leading_rule(state: HoldState, params: CostParams) -> str:
+    """The rule with the least cost so far (what hold's weights lean on most), or why nothing is learned."""
+    window = break_even_slots(params)
+    if not window:
+        return "hold for ever (e0 = 0)" if window is None else "no hold (beta = 0)"
+    return experts(window, _break_even(params)).labels[int(np.argmin(state.cost[:-1]))]
+
+
+def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
+    """Hold over the horizon window + D, built from :func:`hold_step` slot by slot.
+
+    ``load``: L_t, shape (n_slots,); returns a Schedule over n_slots + D slots with x_t <= m_t.
+    Raises InfeasibleError when M is too small for a deadline.
+    """
+    released = pad_to_horizon(load, deadline_slots)
+    state = HoldState.empty(deadline_slots, params)
+    capacity = np.zeros(released.shape[0])
+    assigned = np.zeros(released.shape[0])
+    started = time.perf_counter()
+    for t, value in enumerate(released):
+        capacity[t], assigned[t], state = hold_step(state, value, deadline_slots, params)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return Schedule(
+        policy="hold",
+        capacity=capacity,
+        assigned=assigned,
+        solve_ms_per_slot=elapsed_ms / max(1, released.shape[0]),
+        notes={
+            "leading_rule": leading_rule(state, params),
+            "holding": state.holding,
+            "break_even_slots": break_even_slots(params),
+        },
+    )
