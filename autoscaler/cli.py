@@ -340,9 +340,8 @@ def load_workload(
     read and before the curves are built, to refuse a run too large (it raises).
     Returns (Workload, DeadlineAssignment or None).
     """
-    from autoscaler.budget import WorkloadSize
-
     from autoscaler import workload
+    from autoscaler.budget import WorkloadSize
     from autoscaler.classes import assign_deadlines, job_length_slots
 
     assignment = None
@@ -556,8 +555,8 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     import time
 
-    from autoscaler.readable import utc_text
     from autoscaler.intake import build_job
+    from autoscaler.readable import utc_text
 
     if (args.command is None) == (args.jar is None):
         raise ConfigError("submit: give the step as --command ... (last) or as --jar JAR [--args ...]")
@@ -684,14 +683,14 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         return replay_through_daemon(args, settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
+    import structlog
+
     from autoscaler.adapters.clock import WallClock
     from autoscaler.adapters.emr import EmrCluster, emr_client
+    from autoscaler.adapters.health import Telemetry, serve
     from autoscaler.adapters.lock import StoreLock
     from autoscaler.adapters.sqlite_store import SqliteJobStore
     from autoscaler.config import load_settings
-    import structlog
-
-    from autoscaler.adapters.health import Telemetry, serve
     from autoscaler.daemon import SlotRunner, run_forever
     from energy.power import power_model
 

@@ -275,7 +275,7 @@ def _unknown_variables_text(unknown: list[str], password_variables: set[str]) ->
         hint = f" (did you mean {close[0]}?)" if close else ""
         lines.append(f"  unknown variable {name}{hint}: no setting reads it")
     return (
-        f"invalid settings in AUTOSCALER_* environment:\n" + "\n".join(lines)
+        "invalid settings in AUTOSCALER_* environment:\n" + "\n".join(lines)
         + f"\n  known variables: {', '.join(f'{v} (the SMTP password)' if v in password_variables else v for v in known)}"
     )
 

@@ -24,8 +24,8 @@ import structlog
 
 from autoscaler.adapters.emr import step_states_to_job_states
 from autoscaler.adapters.health import Telemetry
-from autoscaler.errors import ActuationError
 from autoscaler.controller import ControllerConfig, Decision, PolicyState, start_by_slot, tick
+from autoscaler.errors import ActuationError
 from autoscaler.ports import Clock, Cluster, JobStore, StepStatus
 from energy.power import TABLE_III, PowerModel
 

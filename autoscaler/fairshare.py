@@ -27,7 +27,6 @@ import numpy as np
 
 from autoscaler.errors import ConfigError, SolverError
 
-
 _XML_TEXT = re.compile("[\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
 """XML 1.0's Char production: the text a YARN allocation file may hold."""
 

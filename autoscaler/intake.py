@@ -12,9 +12,9 @@ import uuid
 from datetime import datetime
 from numbers import Real
 
-from autoscaler.readable import duration_text, utc_text
 from autoscaler.errors import ConfigError, SubmitError
 from autoscaler.model import Job, LengthModel, StepSpec
+from autoscaler.readable import duration_text, utc_text
 from autoscaler.workload import estimate_demand_vector, estimate_length_s
 
 JOB_ID_MAX_CHARS = 64

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from autoscaler.cost import schedule_cost
-from autoscaler.model import CostBreakdown, CostParams, Schedule, Workload
 from autoscaler.errors import ConfigError, InfeasibleError
+from autoscaler.model import CostBreakdown, CostParams, Schedule, Workload
 from autoscaler.policies import POLICIES, plan, smallest_max_servers
 from autoscaler.readable import number_text
 

@@ -37,6 +37,7 @@ from autoscaler.traces import open_trace
 from autoscaler.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
 
+
 def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1) -> list[Job]:
     """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
 

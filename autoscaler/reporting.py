@@ -57,7 +57,7 @@ def energy_options(args: argparse.Namespace, settings) -> EnergyOptions:
         max_hold_slots=report.max_hold_slots if report else 1,
         node_vcpus=report.node_vcpus if report else 1,
     )
-    options.model  # an unknown model name fails here, before any work
+    _ = options.model  # an unknown model name fails here, before any work
     return options
 
 

@@ -21,7 +21,6 @@ from autoscaler.errors import ActuationError, ConfigError
 from autoscaler.model import Job
 from autoscaler.ports import StepStatus, TaskGroup, TaskInstance
 
-
 STEP_NAME_MAX_CHARS = 256
 """EMR's limit on a step name."""
 
