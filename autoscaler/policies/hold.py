@@ -172,7 +172,8 @@ class HoldState:
     recent_smoothed: np.ndarray
     load_sum: float = 0.0
     slots: int = 0
-    holding: bool = True
+    holding: bool = False
+    allowance: float = 0.0
 
     @classmethod
     def empty(cls, deadline_slots: int, params: CostParams) -> "HoldState":
@@ -193,6 +194,7 @@ class HoldState:
             "load_sum": self.load_sum,
             "slots": self.slots,
             "holding": self.holding,
+            "allowance": self.allowance,
         }
 
     @classmethod
@@ -207,7 +209,8 @@ class HoldState:
             recent_smoothed=np.array(document["recent_smoothed"], dtype=float),
             load_sum=float(document["load_sum"]),
             slots=int(document["slots"]),
-            holding=bool(document.get("holding", True)),
+            holding=bool(document.get("holding", False)),
+            allowance=float(document.get("allowance", 0.0)),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -229,7 +232,7 @@ def _shapes(deadline_slots: int, e0: float, beta: float) -> dict[str, tuple[int,
     return {
         "queue": (rows, deadline_slots + 1),
         "previous": (rows,),
-        "cost": (n_experts + 1 if n_experts else 0,),
+        "cost": (n_experts + 3 if n_experts else 0,),
         "recent_load": (max(window, deadline_slots) + 1,),
         "recent_smoothed": (window + 1,),
     }
@@ -280,30 +283,58 @@ def hold_step(
     recent_load = np.concatenate([[load], state.recent_load[:-1]])
     slots = state.slots + 1
     load_sum = state.load_sum + load
-    recent_smoothed, cost, holding = state.recent_smoothed, state.cost, state.holding
+    recent_smoothed, cost, holding, allowance = state.recent_smoothed, state.cost, state.holding, state.allowance
     if window is None:  # e0 = 0: idle servers are free, so none is ever switched off
         hold = np.full(queue.shape[0], np.inf)
     elif window == 0:  # beta = 0: restarts are free, so no idle server is kept
         hold = np.zeros(queue.shape[0])
     else:
         rules = experts(window, _break_even(params))
+        n_rules = len(rules.labels)
         recent_smoothed = np.concatenate([[float(recent_load[: deadline_slots + 1].mean())], state.recent_smoothed[:-1]])
         by_need = np.stack([_hold_levels(recent_load[: window + 1], rules.survival), _hold_levels(recent_smoothed, rules.survival)])
         rule_hold = np.where(rules.need == RAW, by_need[0], np.where(rules.need == SMOOTHED, by_need[1], 0.0))
-        # One restart of the mean load: the unit both the weights and the fall-back count cost in.
+        # One restart of the mean load: the unit the weights count cost in.
         restart = params.beta * load_sum / slots
-        rule_cost = state.cost[:-1]
+        rule_cost = state.cost[:n_rules]
         weights = np.exp(-(rule_cost - rule_cost.min()) / restart) if restart > 0 else np.ones_like(rule_cost)
         mixed = float(weights @ rule_hold) / float(weights.sum())
-        behind = state.cost[-1] - rule_cost[-1]  # the mixture against no hold (the last rule)
-        holding = bool(behind <= restart if state.holding else behind < -restart)
-        hold = np.concatenate([rule_hold, [mixed, mixed if holding else 0.0]])
+        hold = np.concatenate([rule_hold, [mixed, mixed]])
     capacity = np.maximum(forced, np.minimum(state.previous, hold))
     assigned = np.minimum(capacity, prefix[:, -1])
     if window:
-        rows = slice(0, -1)
-        switched_on = np.maximum(capacity[rows] - state.previous[rows], 0.0)
-        cost = state.cost + params.e0 * capacity[rows] + params.e1 * assigned[rows] + 2 * params.beta * switched_on
+        switched_on = np.maximum(capacity - state.previous, 0.0)
+        step_cost = params.e0 * capacity + params.e1 * assigned + 2 * params.beta * switched_on
+        no_hold = n_rules - 1
+        follow_cost = state.cost[-1] + (params.e0 + params.e1) * load + 2 * params.beta * max(load - state.recent_load[0], 0.0)
+        # The guard (see "Guarantees"): hold's regret against the GCP-U shadow, G' = regret(m_t), may
+        # rise above what never holding would leave it at only within an allowance fixed when a hold
+        # begins, large enough for the worst case of that hold (e0 * W a server) and within the budget.
+        gcp_u = float(capacity[no_hold])
+        gcp_u_cost = state.cost[no_hold] + step_cost[no_hold] + params.e1 * (prefix[no_hold, -1] - assigned[no_hold])
+        # GCP-U's saving over follow so far, its queued work charged e0 a unit (what it must still pay).
+        saving = follow_cost - gcp_u_cost - params.e0 * (prefix[no_hold, -1] - assigned[no_hold])
+        # The mixture's shadow's lead over the GCP-U shadow: what holding has been seen to earn.
+        lead = gcp_u_cost - (state.cost[n_rules] + step_cost[n_rules] + params.e1 * (prefix[n_rules, -1] - assigned[n_rules]))
+        budget = min(2 * params.beta * float(recent_load[: window + 1].max()), max(0.0, saving, lead))
+
+        def regret(m_t: float) -> float:
+            own = state.cost[-2] + params.e0 * m_t + params.e1 * prefix[-1, -1] + 2 * params.beta * max(m_t - state.previous[-1], 0.0)
+            return own - gcp_u_cost + 2 * params.beta * max(gcp_u - m_t, 0.0)
+
+        fallback = max(forced[-1], min(state.previous[-1], gcp_u))  # follow the GCP-U shadow down, never up beyond r_t
+        wanted, safe = regret(capacity[-1]), regret(fallback)
+        holding, allowance = False, 0.0
+        if wanted > safe:  # the mixture's level risks more than never holding: only within an allowance
+            if state.holding and wanted <= state.allowance:
+                holding, allowance = True, state.allowance
+            elif not state.holding and safe + params.e0 * (capacity[-1] - fallback) < budget:
+                holding, allowance = True, budget
+            if not holding:
+                capacity[-1] = fallback
+                assigned[-1] = min(fallback, prefix[-1, -1])
+                step_cost[-1] = params.e0 * fallback + params.e1 * assigned[-1] + 2 * params.beta * max(fallback - state.previous[-1], 0.0)
+        cost = np.concatenate([state.cost[:-1] + step_cost, [follow_cost]])
     # EDF: x_t runs the earliest deadlines first; what is left of each prefix is max(Y_j - x_t, 0).
     left = np.maximum(prefix - assigned[:, None], 0.0)
     queue = np.diff(left, axis=1, prepend=0.0)
@@ -316,6 +347,7 @@ def hold_step(
         load_sum=load_sum,
         slots=slots,
         holding=holding,
+        allowance=allowance,
     )
     return float(capacity[-1]), float(assigned[-1]), new_state
 
@@ -325,7 +357,8 @@ def leading_rule(state: HoldState, params: CostParams) -> str:
     window = break_even_slots(params)
     if not window:
         return "hold for ever (e0 = 0)" if window is None else "no hold (beta = 0)"
-    return experts(window, _break_even(params)).labels[int(np.argmin(state.cost[:-1]))]
+    labels = experts(window, _break_even(params)).labels
+    return labels[int(np.argmin(state.cost[: len(labels)]))]
 
 
 def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
