@@ -3,7 +3,8 @@
 For each trace and D = 1..12 (e0 = 1, e1 = 0, beta = 12, 5-minute slots, the switch-off after
 the horizon charged to every schedule): the offline LP's saving, and for gcp-u, vfw and hold their
 saving and saving / offline saving. The last column checks hold against its targets: ratio >= 0.88
-at D = 2, >= 0.95 at D >= 8, and at least GCP-U's saving at every D. Then the per-slot decision time
+at D = 2, >= 0.95 at D >= 8, and at least GCP-U's saving at every D; and against its guarantee
+(policies/hold.py): never more than GCP-U's cost + 2*beta*max L, and (not guaranteed) never more than follow's. Then the per-slot decision time
 of hold (each hold_step timed on its own) at D = 12.
 
 Default traces: Workloads A and B (/work/shared/traces/FB-2009_samples_24_times_1hr_{0,1}.tsv).
@@ -59,10 +60,10 @@ def total_cost(name: str, load: np.ndarray, deadline_slots: int, params: CostPar
     return schedule_cost(schedule.capacity, schedule.assigned, params).total
 
 
-def meets_targets(deadline_slots: int, hold_ratio: float, gcp_ratio: float, offline_saving: float) -> str:
+def meets_targets(deadline_slots: int, hold_ratio: float, gcp_ratio: float, offline_saving: float, excess: list[str]) -> str:
     if offline_saving < 0.01:
-        return "n/a (offline saves < 1 %)"
-    misses = []
+        return "n/a (offline saves < 1 %)" + "".join(f", {e}" for e in excess)
+    misses = list(excess)
     if hold_ratio < gcp_ratio - 1e-12:
         misses.append("< gcp-u")
     if deadline_slots == 2 and hold_ratio < 0.88:
@@ -84,15 +85,21 @@ def trace_table(name: str, load: np.ndarray, params: CostParams) -> tuple[Table,
     for deadline in DEADLINES:
         follow = total_cost("follow", load, deadline, params)
         offline_saving = 1 - total_cost("offline", load, deadline, params) / follow
-        cells, ratios = [], {}
+        cells, ratios, costs = [], {}, {}
         for policy in ONLINE:
             if policy == "vfw" and deadline < 2:
                 cells += ["-", "-"]
                 continue
-            saving = 1 - total_cost(policy, load, deadline, params) / follow
+            costs[policy] = total_cost(policy, load, deadline, params)
+            saving = 1 - costs[policy] / follow
             ratios[policy] = saving / offline_saving if offline_saving > 0 else float("nan")
             cells += [f"{100 * saving:.1f} %", f"{ratios[policy]:.3f}"]
-        verdict = meets_targets(deadline, ratios["hold"], ratios["gcp-u"], offline_saving)
+        excess = []
+        if costs["hold"] > follow * (1 + 1e-9):
+            excess.append("> follow")
+        if costs["hold"] > costs["gcp-u"] + 2 * params.beta * float(load.max(initial=0.0)) + 1e-9 * follow:
+            excess.append("> gcp-u + 2*beta*max L")
+        verdict = meets_targets(deadline, ratios["hold"], ratios["gcp-u"], offline_saving, excess)
         misses += verdict.startswith("MISS")
         table.add_row(str(deadline), f"{100 * offline_saving:.1f} %", *cells, verdict)
     return table, misses

@@ -49,27 +49,61 @@ each on two need curves, raw L_t and L averaged over the last D+1 slots (the fla
 can be spread over; that average schedule is itself feasible), plus "no hold" (GCP-U). Their
 mixture, weighted by exp(-(cost_k - min cost)/(beta * mean L)) (exponential weights, Hedge: a
 rule that has cost one more restart of the mean load than the best has weight 1/e), is run as one
-more shadow, and the policy holds at the mixture's level while that shadow has cost at most one
-restart of the mean load more than never holding (GCP-U); otherwise it holds nothing, until the
-mixture is ahead by that much again. The costs are summed since the state began; nothing is
+more shadow, and the policy holds at the mixture's level as far as the guard below lets it. The
+costs are summed since the state began; nothing is
 forecast, and no constant is fitted to a trace (the grids above are the only choices;
 benchmarks/bench_policies.py reports traces it was not tuned on).
 
-**What it costs to learn.** The rules' costs only separate once valleys have ended, so the first
-valleys of a trace are held at the uniform mixture (about a randomized ski rental with a mean hold
-of W/2). On loads whose few large, isolated bursts never come back to the same level within W slots,
-or whose valleys are all longer than W, that start costs more than GCP-U's never holding, and on a
-load built against ski rental (valleys of exactly W slots) more than follow at small D; the
-benchmark's synthetic traces show both, and ``autoscaler replay`` flags a schedule costing more
-than follow.
+**The guard: hold risks only what it can pay for.** The mixture is within Hedge's regret of its best
+rule, and "no hold" is one of the rules, but that bound is in restarts of the mean load times the log
+of the rule count: on valleys exactly W slots long (the ski-rental worst case, where any shorter hold
+pays both the idle slots and the restart) the mixture's shadow fell 1.5 restarts of the mean load
+behind GCP-U's before the old fall-back (engaging at one restart behind) did, and the policy kept
+that loss: 305 on valleys-24 at D = 1, where the offline optimum saves 317 and GCP-U nothing. So the
+policy costs itself (eq. 2, switched off now) against the GCP-U shadow,
+G'_t = cost_hold - cost_gcpu + 2*beta*max(g_t - m_t, 0), g_t the shadow's m_t (the last term is what
+scaling up to it would cost; e1 is counted on work released, the same for both). Each slot:
+
+* the fall-back level m_f = max(r_t, min(m_{t-1}, g_t)) follows the shadow down and never scales out
+  beyond r_t; it never raises G' (below);
+* the mixture's level is played when its G' is no more than m_f's; otherwise only inside a hold: one
+  begins when one more slot of it fits the budget B_t, which becomes its allowance, and it ends (the
+  policy falls back, switching the held servers off) when G' would pass that allowance;
+* B_t = min(2*beta*max L over the last W slots, min(beta*mean L, S_t)^+ + V_t^+), S_t GCP-U's saving
+  over follow so far (its queued work charged e0 a unit) and V_t the mixture's shadow's lead over the
+  GCP-U shadow: hold risks up to a restart of the mean load of what deferral has saved, plus what
+  holding has been seen to earn.
+
+A server the fall-back switches off is not switched on again unless r_t forces it (m_t <= max(r_t,
+m_{t-1}) always), so the guard cannot make the cluster flap. What learning costs now: at D = 0 GCP-U
+saves nothing over follow, so the first valleys are not held until a rule has been seen to earn; on
+Workloads A and B the guard changes no schedule; on valleys-24 hold costs at most GCP-U's cost plus
+beta*mean L and no more than follow; on bursty it is below GCP-U at D = 6 and 7 only (0.824 against
+0.845 of the offline saving at D = 6); on square-12 at D = 1-5 (12-slot valleys) it gets 0.47-0.82 of
+the offline saving, against 0.69-0.86 without the guard, the price of not holding the first valleys
+(benchmarks/bench_policies.py).
 
 **Guarantees.** Every deadline is met: m_t >= r_t, and r_t covers all queued work at a flat rate,
 so the due work y_0 <= r_t runs now (C1), and x_t <= queued work (C2). m_t <= max(r_t, m_{t-1}), so
-hold never scales out beyond what the deadlines force. Under a server cap M hold is feasible
-whenever GCP-U is: with one deadline D, EDF is FIFO and the queue is the newest work, so
-Y_j = max(0, A_{t-D+j} - C) (A cumulative arrivals, C work done); C + max_j (A_j' - C)/(j+1) is
-non-decreasing in C and hold runs at least r_t, so by induction hold has done at least as much
-work as GCP-U at every slot, its r_t is at most GCP-U's m_t <= M, and m_t <= max(r_t, m_{t-1}) <= M.
+hold never scales out beyond what the deadlines force. With one deadline D, EDF is FIFO and the queue
+is the newest work, so Y_j = max(0, A_{t-D+j} - C) (A cumulative arrivals, C work done);
+C + max_j (A_j' - C)/(j+1) is non-decreasing in C and hold runs at least r_t, so by induction hold has
+done at least as much work as the GCP-U shadow at every slot, and its r_t <= g_t. Hence:
+
+* under a server cap M hold is feasible whenever GCP-U is: r_t <= g_t <= M, and m_t <= max(r_t, m_{t-1}) <= M;
+* cost(hold) <= cost(GCP-U) + max_t B_t <= cost(GCP-U) + 2*beta*max_t L_t (eq. 2, every server
+  switched off after the horizon). The fall-back never raises G': m_f <= g_t; if m_{t-1} <= g_{t-1}, G'
+  changes by e0*(m_f - g_t) + 2*beta*((fall of m) - (fall of g)) <= 0, since m only falls onto g_t; if
+  m_{t-1} > g_{t-1} it lands on g_t or below with no switch-on. A mixture level is played only if it
+  does not raise G' or keeps it within an allowance <= B_t; and after the horizon g = 0, so G' is the
+  cost difference. With e0 = 0 (hold for ever) or beta = 0 (no hold) hold costs at most GCP-U's: its
+  switch-ons are the running maximum of r_t <= g_t, its servers r_t <= g_t.
+
+Not guaranteed: cost(hold) <= cost(follow). S_t is GCP-U's saving so far, not its final one, and
+GCP-U may itself cost more than follow; hold exceeds GCP-U by at most the budget it spent, at most
+beta*mean L beyond what the mixture had been seen to earn. Tested: valleys at the break-even for
+several D and beta (hold <= follow, and <= GCP-U + 2*beta*max L), and random loads (hold <= GCP-U +
+2*beta*max L).
 
 The known future (units of already-submitted jobs in later slots, which the daemon holds) was tried
 with an earlier version of this rule as a certain lower bound on the need within W slots: on A, B,
@@ -157,11 +191,11 @@ class HoldState:
     Rows of ``queue`` and ``previous``: the E expert rules, then the mixture of them (its own
     shadow), then the policy itself. ``queue``: unassigned work by slots to its deadline, shape
     (E+2, D+1), in servers' worth. ``previous``: each row's m_{t-1}, shape (E+2,). ``cost``: what
-    each rule and the mixture have cost so far, shape (E+1,): eq. (2) with every server that is on
-    switched off now (each switch-on is charged 2*beta). ``recent_load``: L of the last slots, newest
+    each rule, the mixture, the policy and follow have cost so far, shape (E+3,): eq. (2) with every
+    server that is on switched off now (each switch-on is charged 2*beta). ``recent_load``: L of the last slots, newest
     first, shape (max(W, D)+1,). ``recent_smoothed``: the D+1-slot mean of L, newest first, shape
-    (W+1,). ``load_sum`` and ``slots``: sum of L and slots seen (the mean load). ``holding``: False
-    while the policy has fallen back to no hold. With e0 = 0 or beta = 0 nothing is learned
+    (W+1,). ``load_sum`` and ``slots``: sum of L and slots seen (the mean load). ``holding``: True
+    while the policy is inside a hold the guard allowed; ``allowance``: that hold's ceiling on G'. With e0 = 0 or beta = 0 nothing is learned
     (one row, no costs).
     """
 
@@ -172,7 +206,8 @@ class HoldState:
     recent_smoothed: np.ndarray
     load_sum: float = 0.0
     slots: int = 0
-    holding: bool = True
+    holding: bool = False
+    allowance: float = 0.0
 
     @classmethod
     def empty(cls, deadline_slots: int, params: CostParams) -> "HoldState":
@@ -193,6 +228,7 @@ class HoldState:
             "load_sum": self.load_sum,
             "slots": self.slots,
             "holding": self.holding,
+            "allowance": self.allowance,
         }
 
     @classmethod
@@ -207,7 +243,8 @@ class HoldState:
             recent_smoothed=np.array(document["recent_smoothed"], dtype=float),
             load_sum=float(document["load_sum"]),
             slots=int(document["slots"]),
-            holding=bool(document.get("holding", True)),
+            holding=bool(document.get("holding", False)),
+            allowance=float(document.get("allowance", 0.0)),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -229,7 +266,7 @@ def _shapes(deadline_slots: int, e0: float, beta: float) -> dict[str, tuple[int,
     return {
         "queue": (rows, deadline_slots + 1),
         "previous": (rows,),
-        "cost": (n_experts + 1 if n_experts else 0,),
+        "cost": (n_experts + 3 if n_experts else 0,),
         "recent_load": (max(window, deadline_slots) + 1,),
         "recent_smoothed": (window + 1,),
     }
@@ -280,30 +317,58 @@ def hold_step(
     recent_load = np.concatenate([[load], state.recent_load[:-1]])
     slots = state.slots + 1
     load_sum = state.load_sum + load
-    recent_smoothed, cost, holding = state.recent_smoothed, state.cost, state.holding
+    recent_smoothed, cost, holding, allowance = state.recent_smoothed, state.cost, state.holding, state.allowance
     if window is None:  # e0 = 0: idle servers are free, so none is ever switched off
         hold = np.full(queue.shape[0], np.inf)
     elif window == 0:  # beta = 0: restarts are free, so no idle server is kept
         hold = np.zeros(queue.shape[0])
     else:
         rules = experts(window, _break_even(params))
+        n_rules = len(rules.labels)
         recent_smoothed = np.concatenate([[float(recent_load[: deadline_slots + 1].mean())], state.recent_smoothed[:-1]])
         by_need = np.stack([_hold_levels(recent_load[: window + 1], rules.survival), _hold_levels(recent_smoothed, rules.survival)])
         rule_hold = np.where(rules.need == RAW, by_need[0], np.where(rules.need == SMOOTHED, by_need[1], 0.0))
-        # One restart of the mean load: the unit both the weights and the fall-back count cost in.
+        # One restart of the mean load: the unit the weights count cost in.
         restart = params.beta * load_sum / slots
-        rule_cost = state.cost[:-1]
+        rule_cost = state.cost[:n_rules]
         weights = np.exp(-(rule_cost - rule_cost.min()) / restart) if restart > 0 else np.ones_like(rule_cost)
         mixed = float(weights @ rule_hold) / float(weights.sum())
-        behind = state.cost[-1] - rule_cost[-1]  # the mixture against no hold (the last rule)
-        holding = bool(behind <= restart if state.holding else behind < -restart)
-        hold = np.concatenate([rule_hold, [mixed, mixed if holding else 0.0]])
+        hold = np.concatenate([rule_hold, [mixed, mixed]])
     capacity = np.maximum(forced, np.minimum(state.previous, hold))
     assigned = np.minimum(capacity, prefix[:, -1])
     if window:
-        rows = slice(0, -1)
-        switched_on = np.maximum(capacity[rows] - state.previous[rows], 0.0)
-        cost = state.cost + params.e0 * capacity[rows] + params.e1 * assigned[rows] + 2 * params.beta * switched_on
+        switched_on = np.maximum(capacity - state.previous, 0.0)
+        step_cost = params.e0 * capacity + params.e1 * assigned + 2 * params.beta * switched_on
+        no_hold = n_rules - 1
+        follow_cost = state.cost[-1] + (params.e0 + params.e1) * load + 2 * params.beta * max(load - state.recent_load[0], 0.0)
+        # The guard (module docstring): hold's regret against the GCP-U shadow, G' = regret(m_t), may
+        # rise above what falling back would leave it at only within an allowance <= the budget,
+        # fixed when a hold begins.
+        gcp_u = float(capacity[no_hold])
+        gcp_u_cost = state.cost[no_hold] + step_cost[no_hold] + params.e1 * (prefix[no_hold, -1] - assigned[no_hold])
+        # GCP-U's saving over follow so far, its queued work charged e0 a unit (what it must still pay).
+        saving = follow_cost - gcp_u_cost - params.e0 * (prefix[no_hold, -1] - assigned[no_hold])
+        # The mixture's shadow's lead over the GCP-U shadow: what holding has been seen to earn.
+        lead = gcp_u_cost - (state.cost[n_rules] + step_cost[n_rules] + params.e1 * (prefix[n_rules, -1] - assigned[n_rules]))
+        budget = min(2 * params.beta * float(recent_load[: window + 1].max()), max(0.0, min(restart, saving)) + max(0.0, lead))
+
+        def regret(m_t: float) -> float:
+            own = state.cost[-2] + params.e0 * m_t + params.e1 * prefix[-1, -1] + 2 * params.beta * max(m_t - state.previous[-1], 0.0)
+            return own - gcp_u_cost + 2 * params.beta * max(gcp_u - m_t, 0.0)
+
+        fallback = max(forced[-1], min(state.previous[-1], gcp_u))  # follow the GCP-U shadow down, never up beyond r_t
+        wanted, safe = regret(capacity[-1]), regret(fallback)
+        holding, allowance = False, 0.0
+        if wanted > safe:  # the mixture's level risks more than never holding: only within an allowance
+            if state.holding and wanted <= state.allowance:
+                holding, allowance = True, state.allowance
+            elif not state.holding and safe + params.e0 * (capacity[-1] - fallback) < budget:
+                holding, allowance = True, budget
+            if not holding:
+                capacity[-1] = fallback
+                assigned[-1] = min(fallback, prefix[-1, -1])
+                step_cost[-1] = params.e0 * fallback + params.e1 * assigned[-1] + 2 * params.beta * max(fallback - state.previous[-1], 0.0)
+        cost = np.concatenate([state.cost[:-1] + step_cost, [follow_cost]])
     # EDF: x_t runs the earliest deadlines first; what is left of each prefix is max(Y_j - x_t, 0).
     left = np.maximum(prefix - assigned[:, None], 0.0)
     queue = np.diff(left, axis=1, prepend=0.0)
@@ -316,6 +381,7 @@ def hold_step(
         load_sum=load_sum,
         slots=slots,
         holding=holding,
+        allowance=allowance,
     )
     return float(capacity[-1]), float(assigned[-1]), new_state
 
@@ -325,7 +391,8 @@ def leading_rule(state: HoldState, params: CostParams) -> str:
     window = break_even_slots(params)
     if not window:
         return "hold for ever (e0 = 0)" if window is None else "no hold (beta = 0)"
-    return experts(window, _break_even(params)).labels[int(np.argmin(state.cost[:-1]))]
+    labels = experts(window, _break_even(params)).labels
+    return labels[int(np.argmin(state.cost[: len(labels)]))]
 
 
 def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
