@@ -100,9 +100,16 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
                 f"{store_path}: this replay store was started before, and the in-memory cluster it used is gone; "
                 "give a new --store (only a replay against an EMR endpoint can resume)"
             )
+        if not saved and store.all_jobs():
+            raise ConfigError(
+                f"{store_path}: holds {len(store.all_jobs()):,} jobs and no replay's state (a daemon's store?); "
+                "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
+                "for a temporary one"
+            )
         runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock, policy_name=policy)
         horizon = window_slots + deadline_slots
-        check = _DrainCheck(jobs, replay_end_slot(horizon), horizon, max_nodes, slot_s)
+        end_slot = replay_end_slot(horizon)
+        check = _DrainCheck(jobs, end_slot, horizon, max_nodes, slot_s)
         submitted = 0
         started = time.perf_counter()
         stop = _StopSignal()
@@ -118,6 +125,12 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
                         submitted += 1
                     if slot >= horizon and not any(job.state == "queued" for job in store.active_jobs()):
                         break
+                    if slot >= end_slot:
+                        queued = sum(job.state == "queued" for job in store.active_jobs())
+                        raise ConfigError(
+                            f"run --replay: {queued:,} jobs still queued at slot {slot:,}, twice the horizon of {horizon:,} "
+                            f"slots; were jobs submitted to {store_path} while it ran? {_kept(store_path)}"
+                        )
                     check(slot, submitted, store.active_jobs)
                     runner.run_slot()
                     progress.advance(task)

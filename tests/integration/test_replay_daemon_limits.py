@@ -106,3 +106,13 @@ def test_sigterm_stops_the_replay_after_a_slot_and_says_which(tmp_path):
     text = log.read_text()
     assert f"run --replay: stopped by SIGTERM after slot {last} of 290 (the horizon); the slots decided are in {store}" in text
     assert json.loads([line for line in text.splitlines() if '"event": "slot"' in line][-1])["slot"] == last
+
+
+def test_a_store_holding_a_daemons_jobs_is_refused_and_left_as_it_was(tmp_path, capsys):
+    store = tmp_path / "prod.db"
+    submit = ["submit", "--store", str(store), "--name", "nightly", "--tenant", "ads", "--deadline", "2h", "--length-s", "60"]
+    assert main([*submit, "--command", "echo", "hi"]) == 0
+    before = store.read_bytes()
+    assert main(["run", "--replay", "default", "--store", str(store)]) == 2
+    assert "holds 1 jobs and no replay's state" in capsys.readouterr().err
+    assert store.read_bytes() == before
