@@ -306,8 +306,11 @@ def parse_deadlines(text: str) -> list[int]:
         if high - low > 10_000:
             raise ConfigError(f"--deadlines: {text!r} is {high - low + 1:,} deadlines to sweep; expected at most 10,001")
         return list(range(low, high + 1))
+    parts = text.split(",")
+    if len(parts) > 1 and not all(part.strip() for part in parts):
+        raise ConfigError(f"--deadlines: {text!r} has an empty item; expected {forms}")
     try:
-        values = [int(part) for part in text.split(",") if part.strip()]
+        values = [int(part) for part in parts if part.strip()]
     except ValueError:
         both = " (a range or a list, not both)" if "-" in text and "," in text else ""
         raise ConfigError(f"--deadlines: expected {forms}{both}, got {text!r}") from None
@@ -315,6 +318,9 @@ def parse_deadlines(text: str) -> list[int]:
         raise ConfigError(f"--deadlines: expected {forms}, got {text!r}")
     if min(values) < 0:
         raise ConfigError(f"--deadlines: {text!r} has a negative deadline ({min(values)}); expected {forms}")
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ConfigError(f"--deadlines: {text!r} gives D = {', '.join(map(str, repeated))} more than once; give each deadline once")
     return values
 
 

@@ -88,6 +88,8 @@ def test_a_dash_after_command_stays_the_jobs_own(tmp_path, capsys):
         ("2,-4", "--deadlines: '2,-4' has a negative deadline (-4)"),
         ("1-3,5", "(a range or a list, not both), got '1-3,5'"),
         ("1-99999", "'1-99999' is 99,999 deadlines to sweep"),
+        ("1,,3", "--deadlines: '1,,3' has an empty item"),
+        ("5,5", "--deadlines: '5,5' gives D = 5 more than once"),
     ],
 )
 def test_sweep_says_what_is_wrong_with_the_deadlines(capsys, deadlines, message):
