@@ -26,11 +26,8 @@ from autoscaler.lateness import LATE_HELP
 from autoscaler.model import JOB_STATES, MAX_SLOTS, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
 from autoscaler.readable import number_text
-from autoscaler.traces import DEFAULT_NAME, SHIPPED, TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
+from autoscaler.traces import TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
 from autoscaler.traces import label as trace_label
-
-DEFAULT_TRACE = SHIPPED[DEFAULT_NAME].file_name
-"""Workload A of the deferral paper, shipped as package data (BSD licence beside it)."""
 
 
 def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = math.inf):
