@@ -253,6 +253,8 @@ class Job:
     else None; its tenant's dynamic DRF demand comes from it. ``deadline_text``: the deadline as
     submitted ("2h", or an ISO-8601 time), which decides whether a resubmission is the same job
     (``autoscaler.intake.deadline_difference``); None for jobs not submitted that way (a trace's).
+    ``seq``: the job's place in the store's order of arrival (1, 2, ...; set by the store, None for a
+    job not read from one); the daemon reads only the jobs after the last it has seen. Not compared.
     """
 
     job_id: str
@@ -267,3 +269,4 @@ class Job:
     step_id: str | None = None
     demand_vector: tuple[float, float, float] | None = None
     deadline_text: str | None = None
+    seq: int | None = field(default=None, compare=False)
