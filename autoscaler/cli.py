@@ -23,7 +23,7 @@ from autoscaler.budget import DEFAULT_MEMORY_BUDGET_MB
 from autoscaler.errors import AutoscalerError, ConfigError
 from autoscaler.intake import SAME_DEADLINE_RULE
 from autoscaler.lateness import LATE_HELP
-from autoscaler.model import JOB_STATES, MAX_SLOTS, MIB, CostParams, LengthModel, Workload
+from autoscaler.model import DEFAULT_MAX_NODES, JOB_STATES, MAX_SLOTS, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
 from autoscaler.readable import number_text
 from autoscaler.traces import TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
@@ -171,22 +171,39 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run the daemon: every slot, decide capacity, resize the TASK group and release jobs",
-        description="Run the slot loop against the EMR cluster of --config. --dry-run logs each slot's decision "
-        "and changes nothing on the cluster or in the store. --replay TRACE instead drives the same slot loop "
-        "from a recorded trace with a simulated clock against an in-memory cluster, and checks its capacity "
-        "against `autoscaler replay`.",
+        description="Run the slot loop against the EMR cluster of --config. --dry-run runs the same loop on a "
+        "shadow of the store and a simulated cluster that starts from EMR's TASK group and follows the dry "
+        "run's own decisions: it logs what the daemon would do, slot after slot, and changes nothing on the "
+        "cluster or in the store. --replay TRACE drives the same slot loop from a recorded trace with a "
+        "simulated clock against an in-memory cluster, and checks its capacity against `autoscaler replay`. "
+        "Settings come from --config and AUTOSCALER_* variables in every mode.",
         formatter_class=_HelpFormatter,
     )
     run.add_argument("--config", type=Path, default=None, help="TOML config (fields also from AUTOSCALER_* variables)")
-    run.add_argument("--dry-run", action="store_true", help="log what would be done; change nothing")
+    run.add_argument("--dry-run", action="store_true", help="decide every slot as the daemon would, change nothing (with --replay: keep no store at all)")
+    run.add_argument("--decisions-out", type=Path, default=None, metavar="FILE", help="append one JSON line per slot: slot, m_t, nodes, released job ids, reason")
     run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon: {TRACE_NAMES_HELP}")
     run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
     run.add_argument("--policy", choices=["hold", "gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
-    run.add_argument("--store", type=Path, default=None, help="replay: job store file (default: a temporary one)")
-    run.add_argument("--max-nodes", type=_positive_int, default=None, help="replay: most task nodes (default: the config's, else unlimited)")
+    run.add_argument("--store", type=Path, default=None, help="replay: job store file, kept (default: a temporary one, removed at exit)")
+    run.add_argument("--keep-store", action="store_true", help="replay: keep the temporary store and print where it is")
+    run.add_argument("--max-nodes", type=_positive_int, default=None, help=f"replay: most task nodes (default: the config's cluster.max_nodes, else {DEFAULT_MAX_NODES})")
     run.add_argument("--tenants", type=_positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
     run.set_defaults(handler=_run_daemon)
+
+    explain = commands.add_parser(
+        "explain",
+        help="why a past slot's capacity and nodes are what they are",
+        description="Print one slot's decision from the store's decision log (or a --decisions-out file): m_t, x_t, "
+        "nodes, the jobs released, late and missed, and which rule bound m_t and the nodes, in words.",
+        formatter_class=_HelpFormatter,
+    )
+    _add_store_arguments(explain)
+    explain.add_argument("--slot", type=_non_negative_int, default=None, help="the slot (default: the last decided)")
+    explain.add_argument("--decisions", type=Path, default=None, metavar="FILE", help="read a --decisions-out file instead of the store")
+    explain.add_argument("--format", choices=["text", "json"], default="text", help="stdout format")
+    explain.set_defaults(handler=_run_explain)
 
     report = commands.add_parser(
         "report",
@@ -673,67 +690,102 @@ def _utc(seconds: float) -> str:
 
 
 def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler import compose
     from autoscaler.logs import configure_logging
 
+    if args.decisions_out is not None:
+        compose.require_folder(args.decisions_out, "--decisions-out")
     if args.replay is not None:
         from autoscaler.replay_daemon import replay_through_daemon
 
-        if args.dry_run:
-            raise ConfigError("run: --dry-run and --replay do not go together (a replay changes nothing real)")
-        settings = _settings_or_none(args.config)
-        configure_logging(settings.log_format if settings else "auto")
+        settings = compose.settings(args.config, cluster_required=False)
+        configure_logging(settings.log_format)
         _note_shadowed_file(args.replay, "--replay", err)
         return replay_through_daemon(args, settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
-    import structlog
-
-    from autoscaler.adapters.clock import WallClock
-    from autoscaler.adapters.emr import EmrCluster, emr_client
-    from autoscaler.adapters.health import Telemetry, serve
-    from autoscaler.adapters.lock import StoreLock
-    from autoscaler.adapters.sqlite_store import SqliteJobStore
-    from autoscaler.config import load_settings
-    from autoscaler.daemon import SlotRunner, run_forever
-    from energy.power import power_model
-
-    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None)):
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--keep-store", args.keep_store or None)):
         if value is not None:
             raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
-    settings = load_settings(args.config)
+    import structlog
+
+    from autoscaler.adapters.health import Telemetry, serve
+    from autoscaler.daemon import DecisionsFile, run_forever
+
+    settings = compose.settings(args.config)
     configure_logging(settings.log_format)
-    config = settings.controller_config(0.0)
-    def new_client():
-        return emr_client(settings.cluster.region, settings.cluster.endpoint_url)
+    decisions = DecisionsFile(args.decisions_out) if args.decisions_out is not None else None
+    telemetry = Telemetry(settings.slot_s)
+    try:
+        with compose.daemon_runner(settings, dry_run=args.dry_run, telemetry=telemetry, on_decision=decisions) as runner:
+            server = serve(telemetry, settings.health_host, settings.health_port)
+            structlog.get_logger("autoscaler").info("serving", healthz=f"http://{settings.health_host}:{server.server_port}/healthz", metrics=f"http://{settings.health_host}:{server.server_port}/metrics")
+            daily = None
+            if settings.report.daily and not args.dry_run:
+                from autoscaler.reporting import daily_report, mail_sender
 
-    cluster = EmrCluster(new_client(), settings.cluster.id, new_client=new_client)
-    cluster.task_group()  # fail at start-up, not at the first slot, if the cluster is wrong
-    with StoreLock(settings.store_path), SqliteJobStore(settings.store_path) as store:
-        telemetry = Telemetry(settings.slot_s)
-        server = serve(telemetry, settings.health_host, settings.health_port)
-        structlog.get_logger("autoscaler").info("serving", healthz=f"http://{settings.health_host}:{server.server_port}/healthz", metrics=f"http://{settings.health_host}:{server.server_port}/metrics")
-        runner = SlotRunner(
-            config=config,
-            store=store,
-            cluster=cluster,
-            clock=WallClock(),
-            policy_name=settings.policy,
-            dry_run=args.dry_run,
-            power_model=power_model(settings.report.power_model),
-            telemetry=telemetry,
-        )
-        daily = None
-        if settings.report.daily and not args.dry_run:
-            from autoscaler.reporting import daily_report, mail_sender
-
-            if settings.report.email_to:
-                mail_sender(settings)  # a missing SMTP password stops the daemon now, not at 00:10
-            daily = lambda: daily_report(settings)  # noqa: E731
-        try:
-            run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily)
-        finally:
-            server.shutdown()
+                if settings.report.email_to:
+                    mail_sender(settings)  # a missing SMTP password stops the daemon now, not at 00:10
+                daily = lambda: daily_report(settings)  # noqa: E731
+            try:
+                run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily)
+            finally:
+                server.shutdown()
+    finally:
+        if decisions is not None:
+            decisions.close()
     return 0
+
+
+def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler.controller import Decision, explain
+
+    if args.decisions is not None:
+        records = _read_decision_lines(args.decisions)
+        if not records:
+            raise ConfigError(f"{args.decisions}: no decisions in this file")
+        by_slot = {int(record["slot"]): record for record in records}
+        slot = args.slot if args.slot is not None else max(by_slot)
+        record = by_slot.get(slot)
+        where = f"{args.decisions} (slots {min(by_slot):,} to {max(by_slot):,})"
+    else:
+        store, _ = _open_store(args, must_exist=True)
+        with store:
+            last = store.last_slot()
+            if last is None:
+                raise ConfigError(f"{store.path}: no slot decided yet in this store")
+            slot = args.slot if args.slot is not None else last
+            record = store.decision(slot)
+            first = store.decisions()[0]["slot"] if record is None else None
+        where = f"{store.path} (slots {first:,} to {last:,})" if record is None else str(store.path)
+    if record is None:
+        raise ConfigError(f"slot {slot:,}: no decision recorded for it in {where}")
+    decision = Decision.from_json(record)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(decision.to_json(), allow_nan=False) + "\n")
+        return 0
+    out.print(explain(decision), markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def _read_decision_lines(path: Path) -> list[dict]:
+    """The records of a --decisions-out file; a line that is not a decision is named with its number."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the decisions file: {error.strerror or error}") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{path}:{number}: not a JSON line ({error.msg}); expected one decision per line as --decisions-out writes") from None
+        if not isinstance(record, dict) or "slot" not in record:
+            raise ConfigError(f"{path}:{number}: expected a decision object with a 'slot', got {line[:60]!r}")
+        records.append(record)
+    return records
 
 
 REPORT_POLICIES = "gcp-u,vfw"

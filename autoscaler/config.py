@@ -27,6 +27,7 @@ from pydantic_settings import (
 
 from autoscaler.controller import ControllerConfig
 from autoscaler.errors import ConfigError
+from autoscaler.model import DEFAULT_MAX_NODES
 from autoscaler.model import CostParams
 from autoscaler.readable import number_text
 
@@ -43,11 +44,12 @@ class ClusterSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(pattern=r"^j-[0-9A-Za-z]+$", description="EMR cluster id, e.g. 'j-2AXXXXXXGAPLF'")
+    id: str | None = Field(default=None, pattern=r"^j-[0-9A-Za-z]+$", description="EMR cluster id, e.g. 'j-2AXXXXXXGAPLF'")
+    """Required to run against a cluster (``load_settings(cluster_required=True)``); a replay needs none."""
     region: str | None = None
     endpoint_url: str | None = None
     min_nodes: int = Field(default=0, ge=0, le=100_000)
-    max_nodes: int = Field(default=20, ge=0, le=100_000)
+    max_nodes: int = Field(default=DEFAULT_MAX_NODES, ge=0, le=100_000)
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> ClusterSettings:
@@ -125,7 +127,7 @@ class Settings(BaseSettings):
     e0: float = Field(default=1.0, ge=0)
     e1: float = Field(default=0.0, ge=0)
     beta: float = Field(default=12.0, ge=0)
-    cluster: ClusterSettings
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     store_path: Path = Path("autoscaler.db")
     log_format: Literal["auto", "json", "console"] = "auto"
     misfire_grace_s: float = Field(default=60.0, gt=0)
@@ -135,6 +137,8 @@ class Settings(BaseSettings):
     health_port: int = Field(default=9464, ge=0, le=65535)
     """/healthz and /metrics; 0 picks a free port (logged at start)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
+    retention_days: float = Field(default=30.0, gt=0, le=36_600)
+    """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
     tenants_n: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
     """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
     known_tenants, or 10 when any tenant may submit."""
@@ -196,11 +200,13 @@ class Settings(BaseSettings):
         )
 
 
-def load_settings(path: str | os.PathLike | None) -> Settings:
+def load_settings(path: str | os.PathLike | None, cluster_required: bool = True) -> Settings:
     """Read settings from the TOML file at ``path`` (None: environment only), env overriding file.
 
-    Raises ConfigError naming the path if the file is missing, unreadable or not valid TOML,
-    and ConfigError listing every bad, missing or unknown field with what was expected.
+    ``cluster_required``: refuse settings without ``cluster.id`` (every command that talks to a
+    cluster); a replay passes False. Raises ConfigError naming the path if the file is missing,
+    unreadable or not valid TOML, and ConfigError listing every bad, missing or unknown field with
+    what was expected.
     """
     toml_path = None if path is None else Path(path)
     if toml_path is not None:
@@ -245,6 +251,12 @@ def load_settings(path: str | os.PathLike | None) -> Settings:
     unknown = unknown_variables(os.environ, password)
     if unknown:
         raise ConfigError(_unknown_variables_text(unknown, password))
+    if cluster_required and settings.cluster.id is None:
+        where = f"{toml_path} (and AUTOSCALER_* environment)" if toml_path is not None else "AUTOSCALER_* environment"
+        raise ConfigError(
+            f"invalid settings in {where}:\n  cluster.id: field required (the EMR cluster to run against, "
+            "e.g. [cluster] id = \"j-2AXXXXXXGAPLF\", or AUTOSCALER_CLUSTER__ID)"
+        )
     return settings
 
 

@@ -22,6 +22,11 @@ MAX_SLOTS = 1_000_000
 hourly ones. Beyond it the arrays alone take gigabytes, so it is refused rather than attempted."""
 
 
+DEFAULT_MAX_NODES = 100
+"""The most task nodes the daemon asks for unless told otherwise (``cluster.max_nodes``, ``--max-nodes``):
+the one default of every path (run, run --dry-run, run --replay, report)."""
+
+
 @dataclass(frozen=True)
 class TraceJob:
     """One job of a SWIM trace; byte sizes are S, S', S'' of the paper's §V-A."""

@@ -10,8 +10,11 @@ names an endpoint. At the end the capacity m_t of every slot is compared with wh
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import itertools
 import math
+import shutil
 import signal
 import tempfile
 import threading
@@ -26,9 +29,11 @@ from rich.table import Table
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.lock import StoreLock
+from autoscaler.adapters.shadow import ShadowStore
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.controller import ControllerConfig
-from autoscaler.daemon import SlotRunner
+from autoscaler.config import Settings
+from autoscaler.controller import Decision
+from autoscaler.daemon import DecisionsFile, SlotRunner
 from autoscaler.errors import ConfigError
 from autoscaler.lateness import LATE_HELP, slots_late
 from autoscaler.model import CostParams, Job, StepSpec
@@ -65,11 +70,17 @@ def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenan
     ]
 
 
-def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err: Console) -> int:
-    """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ)."""
-    policy = args.policy or (settings.policy if settings else "hold")
-    deadline_slots = args.deadline if args.deadline is not None else (settings.deadline_slots if settings else 2)
-    slot_s = settings.slot_s if settings else 300.0
+def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Console, err: Console) -> int:
+    """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ).
+
+    The store is ``args.store`` (kept), else a temporary folder's, removed at exit unless
+    ``args.keep_store``; with ``args.dry_run`` there is none: a shadow store in memory."""
+    from autoscaler import compose
+
+    config = compose.controller_config(settings, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes, tenants=args.tenants)
+    policy, deadline_slots, slot_s, max_nodes = config.policy, config.deadline_slots, config.slot_s, config.max_nodes
+    if args.dry_run and (args.store is not None or args.keep_store):
+        raise ConfigError("run --replay --dry-run keeps no store; leave out --store and --keep-store")
     with open_trace(args.replay, "--replay") as (path, _):
         trace = read_swim(path)
     workload = workload_from_trace(trace, slot_s=slot_s)
@@ -77,20 +88,22 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     window_slots = workload.n_slots
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
-    capped = args.max_nodes is not None or settings is not None
-    max_nodes = args.max_nodes if args.max_nodes is not None else (settings.cluster.max_nodes if settings else 1_000_000)
-    config = ControllerConfig(
-        policy=policy,
-        deadline_slots=deadline_slots,
-        slot_s=slot_s,
-        epoch_s=0.0,
-        min_nodes=settings.cluster.min_nodes if settings else 0,
-        max_nodes=max_nodes,
-        max_deadline_slots=settings.max_deadline_slots if settings else 288,
-        tenants_n=max(args.tenants, settings.tenants_n or 0) if settings else args.tenants,
-    )
-    store_path = args.store or Path(tempfile.mkdtemp(prefix="autoscaler-replay-")) / "replay.db"
-    with StoreLock(store_path), SqliteJobStore(store_path) as store:
+    with contextlib.ExitStack() as stack:
+        decisions_file = stack.enter_context(DecisionsFile(args.decisions_out)) if args.decisions_out is not None else None
+        store_path = None
+        if args.dry_run:
+            store = ShadowStore(None)
+        else:
+            if args.store is not None:
+                store_path = args.store
+            else:
+                folder = tempfile.mkdtemp(prefix="autoscaler-replay-")
+                if not args.keep_store:
+                    stack.callback(shutil.rmtree, folder, ignore_errors=True)
+                store_path = Path(folder) / "replay.db"
+            stack.enter_context(StoreLock(store_path))
+            store = stack.enter_context(SqliteJobStore(store_path))
+        kept = _kept(store_path, args)
         saved = store.load_state()
         first_slot = int(saved["last_slot"]) + 1 if saved else 0
         clock = SimulatedClock(first_slot * slot_s)
@@ -100,13 +113,13 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
                 f"{store_path}: this replay store was started before, and the in-memory cluster it used is gone; "
                 "give a new --store (only a replay against an EMR endpoint can resume)"
             )
-        if not saved and store.all_jobs():
+        if not saved and store.max_seq():
             raise ConfigError(
-                f"{store_path}: holds {len(store.all_jobs()):,} jobs and no replay's state (a daemon's store?); "
+                f"{store_path}: holds {store.max_seq():,} jobs and no replay's state (a daemon's store?); "
                 "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
                 "for a temporary one"
             )
-        runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock, policy_name=policy)
+        runner = compose.runner(settings, config, store, cluster, clock, dry_run=args.dry_run, on_decision=decisions_file, retention_s=None)
         horizon = window_slots + deadline_slots
         end_slot = replay_end_slot(horizon)
         check = _DrainCheck(jobs, end_slot, horizon, max_nodes, slot_s)
@@ -120,16 +133,18 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
                 # Until the horizon, and on until every job is released; long jobs may run on past it.
                 while True:
                     clock.time_s = slot * slot_s
+                    arriving = submitted
                     while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
-                        store.submit(jobs[submitted])
                         submitted += 1
-                    if slot >= horizon and not any(job.state == "queued" for job in store.active_jobs()):
+                    if submitted > arriving:
+                        store.submit_many(jobs[arriving:submitted])
+                    queued = _queued(runner, store)
+                    if slot >= horizon and not queued:
                         break
                     if slot >= end_slot:
-                        queued = sum(job.state == "queued" for job in store.active_jobs())
                         raise ConfigError(
                             f"run --replay: {queued:,} jobs still queued at slot {slot:,}, twice the horizon of {horizon:,} "
-                            f"slots; were jobs submitted to {store_path} while it ran? {_kept(store_path)}"
+                            f"slots; were jobs submitted to {store_path} while it ran? {kept}"
                         )
                     check(slot, submitted, store.active_jobs)
                     runner.run_slot()
@@ -138,21 +153,21 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
                     if stop.sleep(slot_s / args.speedup):
                         break
             except KeyboardInterrupt:
-                err.print(f"run --replay: interrupted after slot {slot - 1}; {_kept(store_path)}", highlight=False)
+                err.print(f"run --replay: interrupted after slot {slot - 1}; {kept}", highlight=False)
                 raise
         if stop.signal_name:
             err.print(
-                f"run --replay: stopped by {stop.signal_name} after slot {slot - 1} of {horizon} (the horizon); {_kept(store_path)}",
+                f"run --replay: stopped by {stop.signal_name} after slot {slot - 1} of {horizon} (the horizon); {kept}",
                 highlight=False,
             )
             return 128 + stop.signal_number
         elapsed = time.perf_counter() - started
-        decisions = store.decisions()
+        decisions = [Decision.from_json(record) for record in store.decisions()]
         final_state = store.load_state() or {}
-        stored_jobs = store.all_jobs()
+        stored_jobs = store.all_jobs() if not args.dry_run else _shadow_jobs(jobs, decisions, slot_s)
         late = {job.job_id: slots_late(job, config, clock.time_s, store.last_slot()) for job in stored_jobs}
-    capacity = np.array([d["capacity"] for d in decisions])
-    nodes = np.array([d["nodes"] for d in decisions], dtype=float)
+    capacity = np.array([d.capacity for d in decisions])
+    nodes = np.array([d.nodes for d in decisions], dtype=float)
     whole = whole_nodes(capacity)
     below, above = np.maximum(whole - nodes, 0.0), np.maximum(nodes - whole, 0.0)
     table = Table(
@@ -161,9 +176,9 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
     )
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("jobs released", f"{sum(len(d['release']) for d in decisions):,}")
+    table.add_row("jobs released", f"{sum(len(d.release) for d in decisions):,}")
     table.add_row("jobs late (missed their deadline)", f"{sum(1 for n in late.values() if n):,}")
-    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d['overloaded'] for d in decisions):,} (max nodes {max_nodes:,})" if capped else "0 (no max nodes)")
+    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d.overloaded for d in decisions):,} (max nodes {max_nodes:,})")
     table.add_row("capacity m_t, server-slots (sum of m_t)", f"{capacity.sum():,.1f}")
     rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
     table.add_row("m_t rounded up to whole nodes, node-slots", f"{whole.sum():,.0f} (+{rounding_pct:.2f} %)")
@@ -192,7 +207,8 @@ def replay_through_daemon(args: argparse.Namespace, settings, out: Console, err:
         status = 0 if difference <= 1e-6 else 1
     out.print(table)
     out.print(_tenant_table(stored_jobs, late, decisions, final_state))
-    err.print(f"store: {store_path}", highlight=False)
+    if store_path is not None and (args.store is not None or args.keep_store):
+        err.print(f"store: {store_path}", highlight=False)
     return status
 
 
@@ -338,17 +354,39 @@ class _StopSignal:
         return self.signal_name is not None
 
 
-def _kept(store_path) -> str:
+def _kept(store_path, args) -> str:
+    """Where the slots decided so far are, for a replay that stops early."""
+    if store_path is None:
+        return "a dry run keeps no store"
+    if args.store is None and not args.keep_store:
+        return "its temporary store is removed (keep one with --store or --keep-store)"
     return f"the slots decided are in {store_path}"
 
 
-def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[dict], state: dict) -> Table:
+def _queued(runner: SlotRunner, store) -> int:
+    """Jobs queued: the runner's queue once it has run a slot, else the store's."""
+    if runner.queue is not None:
+        return runner.queue.queued_count
+    return sum(job.state == "queued" for job in store.active_jobs())
+
+
+def _shadow_jobs(jobs: list[Job], decisions: list[Decision], slot_s: float) -> list[Job]:
+    """A dry replay's jobs with what its decisions did to them: released (in the slot that released
+    them) or queued; lateness needs only that."""
+    released_in = {job_id: d.slot for d in decisions for job_id in d.release}
+    return [
+        dataclasses.replace(job, state="released", released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job
+        for job in jobs
+    ]
+
+
+def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decision], state: dict) -> Table:
     """Per tenant: jobs, late jobs (``late``: {job id: slots late}, see autoscaler.lateness), node-slots
     held in overloaded slots, dominant share."""
     overloaded_node_slots: dict[str, int] = {}
     for decision in decisions:
-        if decision["overloaded"]:
-            for tenant, nodes in decision["nodes_by_tenant"].items():
+        if decision.overloaded:
+            for tenant, nodes in decision.nodes_by_tenant.items():
                 overloaded_node_slots[tenant] = overloaded_node_slots.get(tenant, 0) + nodes
     shares = dict(zip(state.get("tenants", []), state.get("dominant_shares", [])))
     table = Table(title="tenants (dynamic DRF shares divide the nodes in overloaded slots)")

@@ -1,0 +1,169 @@
+"""A dry run's shadow of the job store: the real store's jobs, with the dry run's own states.
+
+``run --dry-run`` is the live slot loop on two shadows: this store and a simulated cluster
+seeded from EMR (:func:`shadow_cluster`). The shadow reads the jobs submitted to the real store,
+but every state it records (released, running, done), its policy state and its decisions stay in
+memory, so slot after slot it decides what the live daemon would have, from its own decisions,
+and the real store and cluster are never written.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+
+from autoscaler.adapters.fakes import FakeCluster
+from autoscaler.errors import ActuationError
+from autoscaler.model import Job
+from autoscaler.ports import Clock, Cluster, JobStore
+
+FINAL_STATES = ("done", "failed")
+
+
+class ShadowStore:
+    """The JobStore port over a real store (``real``; None: an empty one), read-only.
+
+    At the first read it copies the real store's active jobs and policy state; afterwards it
+    reads only the jobs submitted since (by ``Job.seq``), which join its queue as queued whatever
+    the real daemon has done with them. ``commit_slot`` keeps states, releases, the policy state
+    and the decision in memory. Jobs that finish in the shadow are forgotten.
+    """
+
+    def __init__(self, real: JobStore | None) -> None:
+        self._real = real
+        self._jobs: dict[str, Job] | None = None
+        self._arrivals: list[int] = []  # seqs of the jobs read, in order
+        self._arrival_ids: list[str] = []
+        self._seq = 0
+        self._state: dict | None = None
+        self._last_slot: int | None = None
+        self._decisions: dict[int, dict] = {}
+        self._recent: list[tuple[float, str]] = []  # (released_s, step id), oldest first
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _sync(self) -> dict[str, Job]:
+        if self._jobs is None:
+            jobs = self._real.active_jobs() if self._real is not None else []
+            self._jobs = {}
+            for job in jobs:
+                self._remember(job)
+            self._seq = max([self._seq, *(job.seq or 0 for job in jobs), self._real.max_seq() if self._real else 0])
+            self._state = self._real.load_state() if self._real is not None else None
+            self._last_slot = self._real.last_slot() if self._real is not None else None
+            self._recent = sorted((job.released_s, job.step_id) for job in jobs if job.step_id and job.released_s is not None)
+        elif self._real is not None:
+            for job in self._real.jobs_after(self._seq):
+                self._seq = max(self._seq, job.seq or 0)
+                # New to the shadow: queued, whatever the real daemon has done with it since.
+                self._remember(dataclasses.replace(job, state="queued", released_s=None, step_id=None))
+        return self._jobs
+
+    def submit_many(self, jobs: list[Job]) -> int:
+        """Add jobs to the shadow alone (a dry replay's trace), queued, in order; returns how many."""
+        self._sync()
+        for job in jobs:
+            self._seq += 1
+            self._remember(dataclasses.replace(job, state="queued", seq=self._seq))
+        return len(jobs)
+
+    def all_jobs(self) -> list[Job]:
+        """The jobs active in the shadow (finished ones are forgotten)."""
+        return self.active_jobs()
+
+    def _remember(self, job: Job) -> None:
+        if job.state in FINAL_STATES:
+            return
+        self._jobs[job.job_id] = job
+        self._arrivals.append(job.seq or 0)
+        self._arrival_ids.append(job.job_id)
+
+    def active_jobs(self) -> list[Job]:
+        """The jobs active in the shadow, in arrival order."""
+        return sorted(self._sync().values(), key=lambda job: (job.seq or 0, job.submit_s))
+
+    def jobs_after(self, seq: int) -> list[Job]:
+        """Jobs read after arrival number ``seq`` and still active in the shadow, in arrival order."""
+        jobs = self._sync()
+        start = bisect.bisect_right(self._arrivals, seq)
+        return [jobs[job_id] for job_id in self._arrival_ids[start:] if job_id in jobs]
+
+    def max_seq(self) -> int:
+        self._sync()
+        return self._seq
+
+    def load_state(self) -> dict | None:
+        self._sync()
+        return self._state
+
+    def last_slot(self) -> int | None:
+        self._sync()
+        return self._last_slot
+
+    def recent_step_ids(self, limit: int = 256, released_before_s: float | None = None) -> frozenset[str]:
+        self._sync()
+        recent = [step for released_s, step in self._recent if released_before_s is None or released_s < released_before_s]
+        return frozenset(recent[-limit:])
+
+    def decisions(self, first_slot: int | None = None, last_slot: int | None = None) -> list[dict]:
+        return [
+            self._decisions[slot]
+            for slot in sorted(self._decisions)
+            if (first_slot is None or slot >= first_slot) and (last_slot is None or slot <= last_slot)
+        ]
+
+    def decision(self, slot: int) -> dict | None:
+        return self._decisions.get(slot)
+
+    # -- the slot's record, in memory ----------------------------------------------------------
+
+    def commit_slot(
+        self,
+        slot: int,
+        state: dict,
+        released: dict[str, tuple[float, str]],
+        decision: dict,
+        states: dict[str, str] | None = None,
+        prune_before_s: float | None = None,
+        prune_decisions_before_slot: int | None = None,
+    ) -> None:
+        """What ``SqliteJobStore.commit_slot`` would write, kept in memory (pruning: the shadow's decisions only)."""
+        jobs = self._sync()
+        for job_id, job_state in (states or {}).items():
+            if job_id in jobs:
+                jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+        for job_id, (released_s, step_id) in released.items():
+            job = jobs.get(job_id)
+            if job is not None and (job.state == "queued" or job.step_id is None):
+                jobs[job_id] = dataclasses.replace(
+                    job, state="released" if job.state == "queued" else job.state, released_s=released_s, step_id=step_id
+                )
+                self._recent.append((released_s, step_id))
+        for job_id in [job_id for job_id, job in jobs.items() if job.state in FINAL_STATES]:
+            del jobs[job_id]
+        del self._recent[: max(0, len(self._recent) - 4096)]
+        self._state = state
+        self._last_slot = int(slot)
+        self._decisions[int(slot)] = decision
+        if prune_decisions_before_slot is not None:
+            for old in [s for s in self._decisions if s < prune_decisions_before_slot]:
+                del self._decisions[old]
+
+
+def shadow_cluster(cluster: Cluster, store: JobStore, clock: Clock) -> FakeCluster:
+    """A simulated cluster that starts as ``cluster`` is now: its TASK group's requested nodes, and
+    its running steps of jobs in ``store``, each finishing at the job's release time plus its
+    estimated length. Reads the cluster once; raises ActuationError naming what failed."""
+    try:
+        group = cluster.task_group()
+        steps = cluster.steps(active_only=True)
+    except ActuationError as error:
+        raise ActuationError(f"dry run: cannot read the cluster to start its shadow from: {error}", permanent=error.permanent) from error
+    jobs = {job.job_id: job for job in store.active_jobs()}
+    now_s = clock.now_s()
+    running = [
+        (step.job_id, step.step_id, jobs[step.job_id].released_s or now_s, jobs[step.job_id].length_s)
+        for step in steps
+        if step.job_id in jobs
+    ]
+    return FakeCluster.seeded(clock, group.requested, running)

@@ -1,0 +1,123 @@
+"""The composition root: settings -> clients -> adapters -> the slot runner, for every way of running it.
+
+``run`` (EMR and the SQLite store), ``run --dry-run`` (a simulated cluster seeded from EMR and a
+shadow of the store: nothing real is written), ``run --replay`` (a simulated cluster and clock and
+a temporary store, or a shadow with ``--dry-run``) and ``report`` all take their settings and
+adapters from here, so a default (``max_nodes``: :data:`autoscaler.model.DEFAULT_MAX_NODES`) and an
+``AUTOSCALER_*`` variable mean the same on every path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from autoscaler.config import Settings, load_settings
+from autoscaler.controller import ControllerConfig
+from autoscaler.daemon import SlotRunner
+from autoscaler.errors import ConfigError
+
+
+def settings(config_path: Path | None, cluster_required: bool = True) -> Settings:
+    """The settings of ``config_path`` (None: the ``AUTOSCALER_*`` environment and the defaults).
+    ``cluster_required``: refuse settings without ``cluster.id``. Raises ConfigError."""
+    return load_settings(config_path, cluster_required=cluster_required)
+
+
+def controller_config(
+    settings: Settings,
+    policy: str | None = None,
+    deadline_slots: int | None = None,
+    max_nodes: int | None = None,
+    tenants: int | None = None,
+    epoch_s: float = 0.0,
+) -> ControllerConfig:
+    """The controller's configuration: ``settings``, with the command line's overrides where given.
+    ``tenants``: the tenants a replay deals its jobs to (n is at least that many). Raises ConfigError
+    for a combination the controller refuses (e.g. vfw's delta against a new D)."""
+    config = settings.controller_config(epoch_s)
+    changes: dict = {}
+    if policy is not None:
+        changes["policy"] = policy
+    if deadline_slots is not None:
+        changes["deadline_slots"] = deadline_slots
+    if max_nodes is not None:
+        changes["max_nodes"] = max_nodes
+        changes["min_nodes"] = min(config.min_nodes, max_nodes)
+    if tenants is not None and tenants > 1:
+        changes["tenants_n"] = max(tenants, settings.tenants_n or 0)
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def runner(settings: Settings, config: ControllerConfig, store, cluster, clock, **options) -> SlotRunner:
+    """The slot runner on these adapters, with the settings' power model and retention; ``options``
+    are SlotRunner's other fields (and override those)."""
+    from energy.power import power_model
+
+    chosen = {
+        "policy_name": config.policy,
+        "power_model": power_model(settings.report.power_model),
+        "retention_s": settings.retention_days * 86400.0,
+    }
+    return SlotRunner(config=config, store=store, cluster=cluster, clock=clock, **(chosen | options))
+
+
+def emr_cluster(settings: Settings):
+    """The EMR adapter for ``settings.cluster``, its client renewed each slot; the TASK group is read
+    once now, so a wrong cluster fails at start-up rather than at the first slot."""
+    from autoscaler.adapters.emr import EmrCluster, emr_client
+
+    def new_client():
+        return emr_client(settings.cluster.region, settings.cluster.endpoint_url)
+
+    cluster = EmrCluster(new_client(), settings.cluster.id, new_client=new_client)
+    cluster.task_group()
+    return cluster
+
+
+@contextmanager
+def daemon_runner(
+    settings: Settings,
+    dry_run: bool,
+    clock=None,
+    telemetry=None,
+    on_decision: Callable[[dict], None] | None = None,
+    cluster=None,
+) -> Iterator[SlotRunner]:
+    """The daemon's runner on EMR and the store of ``settings``; the store's lock is held inside.
+
+    With ``dry_run`` the same runner runs on a shadow of the store (read, never written; no lock, so
+    it may watch a store a live daemon is using; a store not yet created is an empty queue) and on a
+    simulated cluster that starts from EMR's TASK group and running steps and then follows the dry
+    run's own decisions. ``cluster``: an EMR adapter to use instead of building one (tests).
+    """
+    from autoscaler.adapters.clock import WallClock
+    from autoscaler.adapters.lock import StoreLock
+    from autoscaler.adapters.shadow import ShadowStore, shadow_cluster
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+
+    clock = clock or WallClock()
+    cluster = cluster or emr_cluster(settings)
+    config = controller_config(settings)
+    path = settings.store_path
+    if dry_run:
+        real = SqliteJobStore(path) if os.path.exists(path) else None
+        try:
+            shadow = ShadowStore(real)
+            simulated = shadow_cluster(cluster, shadow, clock)
+            yield runner(settings, config, shadow, simulated, clock, dry_run=True, telemetry=telemetry, on_decision=on_decision)
+        finally:
+            if real is not None:
+                real.close()
+        return
+    with StoreLock(path), SqliteJobStore(path) as store:
+        yield runner(settings, config, store, cluster, clock, telemetry=telemetry, on_decision=on_decision)
+
+
+def require_folder(path: Path, what: str) -> None:
+    """ConfigError unless the folder that would hold ``path`` exists."""
+    if not path.parent.is_dir():
+        raise ConfigError(f"{path}: cannot write {what}: folder {path.parent} does not exist")

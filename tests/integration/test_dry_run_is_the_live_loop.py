@@ -1,0 +1,126 @@
+"""The dry run is the live slot loop on shadows: slot after slot it decides what the live daemon does.
+
+Against moto's EMR over HTTP with the real boto3 client. The dry run runs first, on a store the
+test keeps submitting to; it must leave the cluster and that store as they were. The live daemon
+then runs the same slots on the same cluster; moto never advances step states, so the test
+completes each step once its job's estimated length has passed on the simulated clock, which is
+the rule the dry run's simulated cluster follows. Both must decide the same m_t, nodes and jobs
+released in every slot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from autoscaler import compose
+from autoscaler.adapters.emr import EmrCluster
+from autoscaler.adapters.fakes import SimulatedClock
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.config import Settings
+from autoscaler.replay_daemon import trace_jobs
+
+from conftest import REGION
+from test_daemon import TAU, our_steps, workload_a
+
+
+def _settings(cluster_id: str, endpoint: str, store_path, policy: str) -> Settings:
+    return Settings(
+        cluster={"id": cluster_id, "region": REGION, "endpoint_url": endpoint, "max_nodes": 10_000},
+        store_path=store_path,
+        policy=policy,
+        deadline_slots=2,
+        slot_s=TAU,
+    )
+
+
+def _run(settings: Settings, jobs, slots: int, dry_run: bool, cluster, complete=None) -> list[tuple]:
+    """Run ``slots`` slots, submitting each slot's jobs to the real store first; returns per slot
+    (slot, m_t, nodes, released job ids)."""
+    clock = SimulatedClock(0.0)
+    decided = []
+    submitted = 0
+    with SqliteJobStore(settings.store_path) as users:  # what submitters write to, in both runs
+        with compose.daemon_runner(settings, dry_run=dry_run, clock=clock, cluster=cluster) as runner:
+            for slot in range(slots):
+                clock.time_s = slot * TAU
+                arriving = submitted
+                while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * TAU:
+                    submitted += 1
+                users.submit_many(jobs[arriving:submitted])
+                if complete is not None:
+                    complete(users, clock.time_s)
+                decision = runner.run_slot()
+                decided.append((decision.slot, round(decision.capacity, 9), decision.nodes, decision.release))
+    return decided
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("policy", ["hold", "gcp-u"])
+@pytest.mark.parametrize("window_slots", [pytest.param(36, id="3h"), pytest.param(288, id="day", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
+def test_a_dry_run_decides_every_slot_as_the_live_daemon_and_changes_nothing(
+    emr_cluster_id, moto_endpoint, set_step_state, tmp_path, policy, window_slots
+):
+    client, cluster_id = emr_cluster_id
+    jobs = sorted(trace_jobs(workload_a(window_slots), 2, TAU, window_slots * TAU), key=lambda j: j.submit_s)
+    lengths_s = {job.job_id: job.length_s for job in jobs}
+    slots = window_slots + 2
+    cluster = EmrCluster(client, cluster_id)
+
+    dry_settings = _settings(cluster_id, moto_endpoint, tmp_path / "watched.db", policy)
+    dry = _run(dry_settings, jobs, slots, dry_run=True, cluster=cluster)
+    # The dry run added no step and resized nothing, and wrote nothing into the store it watched.
+    assert our_steps(client, cluster_id) == []
+    assert cluster.task_group().requested == 0
+    with SqliteJobStore(dry_settings.store_path) as store:
+        assert store.last_slot() is None and store.decisions() == []
+        assert {job.state for job in store.all_jobs()} == {"queued"}
+        assert len(store.all_jobs()) == len(jobs)
+
+    def complete(store, now_s: float) -> None:
+        released = {job.step_id: job for job in store.active_jobs() if job.step_id}
+        for step in our_steps(client, cluster_id):
+            job = released.get(step["Id"])
+            if job is not None and step["Status"]["State"] in ("PENDING", "RUNNING"):
+                if job.released_s + lengths_s[job.job_id] <= now_s:
+                    set_step_state(cluster_id, step["Id"], "COMPLETED")
+
+    live = _run(_settings(cluster_id, moto_endpoint, tmp_path / "live.db", policy), jobs, slots, dry_run=False, cluster=cluster, complete=complete)
+    assert sum(len(released) for *_, released in live) == len(jobs)
+    first_difference = next((i for i, (a, b) in enumerate(zip(dry, live)) if a != b), None)
+    assert first_difference is None, f"slot {first_difference}: dry {dry[first_difference]} != live {live[first_difference]}"
+    assert len(dry) == len(live) == slots
+
+
+@pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
+def test_a_dry_run_beside_a_live_daemon_changes_nothing_in_its_store(emr_cluster_id, moto_endpoint, tmp_path):
+    client, cluster_id = emr_cluster_id
+    settings = _settings(cluster_id, moto_endpoint, tmp_path / "shared.db", "hold")
+    jobs = sorted(trace_jobs(workload_a(12), 2, TAU, 12 * TAU), key=lambda j: j.submit_s)
+    cluster = EmrCluster(client, cluster_id)
+    clock = SimulatedClock(0.0)
+    with compose.daemon_runner(settings, dry_run=False, clock=clock, cluster=cluster) as live:
+        with SqliteJobStore(settings.store_path) as users:
+            users.submit_many(jobs)
+        for slot in range(6):
+            clock.time_s = slot * TAU
+            live.run_slot()
+        steps_before = our_steps(client, cluster_id)
+        # The database and its WAL hold the data; -shm is SQLite's shared index of the WAL, which
+        # every reader updates, and the lock file is the live daemon's.
+        store_files = [tmp_path / "shared.db", tmp_path / "shared.db-wal"]
+        before = {path.name: _digest(path) for path in store_files}
+        with compose.daemon_runner(settings, dry_run=True, clock=clock, cluster=cluster) as dry:
+            for slot in range(6, 12):
+                clock.time_s = slot * TAU
+                assert dry.run_slot() is not None
+        assert {path.name: _digest(path) for path in store_files} == before
+        assert our_steps(client, cluster_id) == steps_before
+        # The live daemon goes on where it was: the dry run's slots are not in its store.
+        clock.time_s = 6 * TAU
+        assert live.run_slot().slot == 6
