@@ -116,7 +116,7 @@ class JobStore(Protocol):
         states: dict[str, str] | None = None,
         prune_before_s: float | None = None,
         prune_decisions_before_slot: int | None = None,
-        prune_limit_rows: int = 10_000,
+        prune_limit_rows: int = 2_000,
     ) -> None:
         """In one transaction, in this order: set job ``states`` ({job id: 'running' | 'done' | 'failed'
         ...}, from EMR step states), mark jobs released ({job id: (released_s, step_id)}), save the
