@@ -11,6 +11,13 @@ What a slot reads and writes costs the same however long the store has run: ever
 released (``recent_step_ids``); and ``commit_slot`` deletes old finished jobs and decisions a bounded
 number of rows at a time. Every such query runs on an index.
 
+Durability costs one fsync of the WAL per write transaction. A checkpoint (copying the WAL into the
+file: one more fsync of each) runs in the commit that takes the WAL past SQLite's default
+``wal_autocheckpoint`` of 1,000 pages; a slot writes about 30 pages, so that is one commit in ~30
+(``benchmarks/bench_store.py`` counted 1.08 fsyncs per transaction). The default is kept: a smaller
+one makes every few slots pay two more fsyncs for a spike of a few ms, a larger one a longer WAL
+for readers to search and a larger spike.
+
 A file is only ever written once it is known to be ours: a new or empty SQLite file is initialised,
 a file carrying our marker (``PRAGMA application_id`` and the ``meta`` table) is used, and anything
 else (another program's database, a corrupt or non-SQLite file) is refused with StoreError and left
