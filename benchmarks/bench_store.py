@@ -209,9 +209,7 @@ def count_fsyncs(path: Path, n: int, per_slot: int) -> None:
                  "--probe", str(path), "--probe-slots", str(n), "--per-slot", str(per_slot), *extra],
                 check=True,
             )  # fmt: skip
-            by_file = Counter(
-                os.path.basename(match.group(1)) for match in re.finditer(r"f(?:data)?sync\(\d+<([^>]*)>", trace.read_text())
-            )
+            by_file = Counter(os.path.basename(match.group(1)) for match in re.finditer(r"f(?:data)?sync\(\d+<([^>]*)>", trace.read_text()))
             transactions = n * (2 if not extra else 1)
             print(
                 f"fsync calls over {n} slots ({label}, {transactions} write transactions, wal_autocheckpoint = 1000 pages): "

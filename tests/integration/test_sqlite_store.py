@@ -404,9 +404,48 @@ def test_jobs_after_sees_every_state_and_a_second_writer(db_path):
 def _version_3_file(path: Path) -> list[tuple]:
     """A store as version 3 wrote it (its schema, by hand), jobs in an arrival order unlike their submit order."""
     rows = [
-        ("late", "n", "t", 3000.0, 9000.0, 60.0, '{"jar": "command-runner.jar", "args": ["true"], "main_class": null}', "queued", None, None, None, "2h"),
-        ("early", "n", "u", 1000.0, 9000.0, 30.0, '{"jar": "x.jar", "args": [], "main_class": "M"}', "done", 1100.0, "s-e", "[1.0, 2.0, 3.0]", None),
-        ("mid", "n", "t", 2000.0, 9000.0, 45.0, '{"jar": "command-runner.jar", "args": ["ls"], "main_class": null}', "running", 2050.0, "s-m", None, None),
+        (
+            "late",
+            "n",
+            "t",
+            3000.0,
+            9000.0,
+            60.0,
+            '{"jar": "command-runner.jar", "args": ["true"], "main_class": null}',
+            "queued",
+            None,
+            None,
+            None,
+            "2h",
+        ),
+        (
+            "early",
+            "n",
+            "u",
+            1000.0,
+            9000.0,
+            30.0,
+            '{"jar": "x.jar", "args": [], "main_class": "M"}',
+            "done",
+            1100.0,
+            "s-e",
+            "[1.0, 2.0, 3.0]",
+            None,
+        ),
+        (
+            "mid",
+            "n",
+            "t",
+            2000.0,
+            9000.0,
+            45.0,
+            '{"jar": "command-runner.jar", "args": ["ls"], "main_class": null}',
+            "running",
+            2050.0,
+            "s-m",
+            None,
+            None,
+        ),
     ]
     with raw(path) as conn:
         conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -434,7 +473,14 @@ def test_a_version_3_store_is_migrated_keeping_every_job_and_giving_seqs_in_arri
         assert ids(store.all_jobs()) == ["early", "mid", "late"]
         for job, row in zip(migrated, rows, strict=True):
             assert (job.job_id, job.tenant, job.submit_s, job.length_s, job.state, job.released_s, job.step_id, job.deadline_text) == (
-                row[0], row[2], row[3], row[5], row[7], row[8], row[9], row[11]
+                row[0],
+                row[2],
+                row[3],
+                row[5],
+                row[7],
+                row[8],
+                row[9],
+                row[11],
             )
         assert migrated[1].demand_vector == (1.0, 2.0, 3.0) and migrated[1].step == StepSpec(jar="x.jar", main_class="M")
         assert store.load_state() == {"last_slot": 41} and store.decisions() == [{"slot": 41}]
@@ -516,7 +562,13 @@ def test_a_commit_slot_failing_part_way_writes_nothing(slot_store, db_path, fail
     before = _snapshot(db_path)
     with pytest.raises(StoreError) as caught:
         slot_store.commit_slot(
-            4, {"last_slot": 4}, {"q": (1200.0, "s-q")}, decision, states=states, prune_before_s=prune_before_s, prune_decisions_before_slot=3
+            4,
+            {"last_slot": 4},
+            {"q": (1200.0, "s-q")},
+            decision,
+            states=states,
+            prune_before_s=prune_before_s,
+            prune_decisions_before_slot=3,
         )
     assert str(db_path) in str(caught.value)
     assert _snapshot(db_path) == before
@@ -650,7 +702,13 @@ def test_every_query_of_a_slot_runs_on_an_index(slot_store, db_path):
         slot_store.recent_step_ids()
         slot_store.load_state()
         slot_store.commit_slot(
-            4, {"last_slot": 4}, {"q": (1200.0, "s-q")}, {"slot": 4}, states={"r": "done"}, prune_before_s=1000.0, prune_decisions_before_slot=2
+            4,
+            {"last_slot": 4},
+            {"q": (1200.0, "s-q")},
+            {"slot": 4},
+            states={"r": "done"},
+            prune_before_s=1000.0,
+            prune_decisions_before_slot=2,
         )
         slot_store.decisions(2, 4)
         slot_store.decision(4)
