@@ -241,9 +241,12 @@ class SqliteJobStore:
         A step added but not recorded (a crash, or an answer lost, between add_step and commit_slot)
         is newer on the cluster than every step recorded before it, so listing the cluster's steps
         newest first down to the first of these ids finds it; any of them is a safe place to stop,
-        and the newest one the earliest. Raises StoreError if ``limit`` is not a whole number >= 1.
+        and the newest one the earliest. Raises StoreError if ``limit`` is not a whole number >= 1 or
+        ``released_before_s`` not a number (nor None).
         """
         limit = _whole(limit, "limit", self.path, minimum=1)
+        if released_before_s is not None and not (_is_number(released_before_s) and not math.isnan(released_before_s)):
+            raise StoreError(f"{self.path}: released_before_s must be Unix seconds or None, got {released_before_s!r}")
         before = "" if released_before_s is None else "AND released_s < ?"
         params = (limit,) if released_before_s is None else (float(released_before_s), limit)
         with self._transaction() as conn:

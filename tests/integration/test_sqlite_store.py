@@ -679,6 +679,7 @@ def test_decisions_by_range_and_one_decision(store):
         (lambda s: s.jobs_after("3"), "seq must be a whole number"),
         (lambda s: s.jobs_after(1.5), "seq must be a whole number"),
         (lambda s: s.recent_step_ids(0), "limit must be a whole number >= 1"),
+        (lambda s: s.recent_step_ids(released_before_s=float("nan")), "released_before_s must be Unix seconds or None"),
         (lambda s: s.decisions(first_slot="a"), "first_slot must be a whole number"),
         (lambda s: s.decision(None), "slot must be a whole number"),
         (lambda s: s.commit_slot(1, {}, {}, {}, prune_decisions_before_slot=2.5), "prune_decisions_before_slot must be"),
