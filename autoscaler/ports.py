@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -64,27 +65,73 @@ class Cluster(Protocol):
 
 
 class JobStore(Protocol):
-    """Durable queue and controller state. Every method is one transaction."""
+    """Durable queue, controller state and decision log. Every method is one transaction; times are
+    Unix seconds. Each job has ``seq``, its place in the order of arrival (1, 2, ...; it only grows),
+    so a slot reads only what arrived since the last (``jobs_after``) and writes once (``commit_slot``):
+    its cost does not grow with the jobs ever stored. Raises StoreError when the store fails."""
 
     def submit(self, job: Job) -> bool:
-        """Add a queued job; False if the same job id is already stored with the same content.
-        Raises SubmitError if the id is stored with different content."""
+        """Add a job (normally queued; it gets the next seq); False if the same job id is already
+        stored with the same content (a retry: nothing changes). Raises SubmitError if the id is
+        stored with different content, or the job is malformed."""
+
+    def submit_many(self, jobs: Iterable[Job]) -> int:
+        """``submit`` for each job in one transaction; returns how many were added (retries, also of
+        an earlier job in ``jobs``, are skipped). Raises SubmitError naming the first refused job, and
+        then nothing is written."""
 
     def active_jobs(self) -> list[Job]:
-        """Jobs not yet done or failed."""
+        """Jobs queued, released or running (seq filled), oldest submission first. Reads all of them:
+        a daemon's first slot."""
 
     def all_jobs(self) -> list[Job]:
-        """Every job, oldest submission first."""
+        """Every job stored (seq filled), oldest submission first. Reads the whole store: not per slot."""
+
+    def jobs_after(self, seq: int) -> list[Job]:
+        """Jobs with ``job.seq > seq``, any state, in arrival order. Raises StoreError if ``seq`` is not
+        a whole number."""
+
+    def max_seq(self) -> int:
+        """The seq of the last job that arrived; 0 before the first. Never decreases (retention
+        deleting that job does not lower it)."""
+
+    def recent_step_ids(self, limit: int = 256, released_before_s: float | None = None) -> frozenset[str]:
+        """Step ids of the ``limit`` jobs released last (newest released_s, then seq), only those
+        released before ``released_before_s`` when given: where a listing of the cluster's steps,
+        newest first, may stop when looking for a step added but not recorded."""
 
     def load_state(self) -> dict | None:
         """The controller state document saved by the last ``commit_slot``, or None."""
 
-    def commit_slot(self, slot: int, state: dict, released: dict[str, tuple[float, str]], decision: dict) -> None:
-        """In one transaction: save the controller state, mark jobs released
-        ({job id: (released_s, step_id)}) and append the slot's decision to the log."""
+    def last_slot(self) -> int | None:
+        """The slot of the last ``commit_slot``, or None before the first."""
+
+    def commit_slot(
+        self,
+        slot: int,
+        state: dict,
+        released: dict[str, tuple[float, str]],
+        decision: dict,
+        *,
+        states: dict[str, str] | None = None,
+        prune_before_s: float | None = None,
+        prune_decisions_before_slot: int | None = None,
+        prune_limit_rows: int = 2_000,
+    ) -> None:
+        """In one transaction, in this order: set job ``states`` ({job id: 'running' | 'done' | 'failed'
+        ...}, from EMR step states), mark jobs released ({job id: (released_s, step_id)}), save the
+        controller state and the slot's decision (replacing one of the same slot), and, when asked,
+        delete done/failed jobs released (else submitted) before ``prune_before_s`` and decisions of
+        slots before ``prune_decisions_before_slot``, at most ``prune_limit_rows`` of each per call.
+        Unknown job ids are ignored. Raises StoreError, with nothing written, on a state not in
+        JOB_STATES, a document that is not JSON, a bad bound, or a store failure."""
 
     def set_states(self, updates: dict[str, str]) -> None:
-        """Set job states from EMR step states ({job id: 'running' | 'done' | 'failed'})."""
+        """Set job states from EMR step states ({job id: 'running' | 'done' | 'failed'}) in their own
+        transaction; ``commit_slot(states=...)`` does the same within the slot's one."""
 
-    def decisions(self) -> list[dict]:
-        """The decision log, oldest first."""
+    def decisions(self, first_slot: int | None = None, last_slot: int | None = None) -> list[dict]:
+        """The decision log, oldest first; only ``first_slot <= slot <= last_slot`` when given."""
+
+    def decision(self, slot: int) -> dict | None:
+        """The decision of one slot, or None (not decided, or pruned)."""

@@ -159,6 +159,7 @@ def test_file_is_in_wal_mode_with_our_marker(store, db_path):
         assert dict(conn.execute("SELECT key, value FROM meta")) == {
             "application": "deferral-autoscaler",
             "schema_version": str(SCHEMA_VERSION),
+            "last_seq": "1",
         }
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     store.close()
@@ -357,3 +358,368 @@ def test_refusing_a_database_leaves_no_files_beside_it(tmp_path):
     with pytest.raises(StoreError):
         SqliteJobStore(path)
     assert [p.name for p in tmp_path.iterdir()] == ["theirs.db"]
+
+
+# -- arrival order, reads of what changed, one write per slot, retention ---------------------
+
+
+def ids(jobs) -> list[str]:
+    return [job.job_id for job in jobs]
+
+
+def test_seq_follows_arrival_and_never_goes_back(db_path):
+    with SqliteJobStore(db_path) as store:
+        assert store.max_seq() == 0 and store.jobs_after(0) == []
+        for job_id, submit_s in (("a", 3000.0), ("b", 1000.0), ("c", 2000.0)):
+            store.submit(make_job(job_id, submit_s=submit_s))
+        assert store.submit(make_job("a", submit_s=3000.0)) is False  # a retry takes no seq
+        assert [(job.job_id, job.seq) for job in store.jobs_after(0)] == [("a", 1), ("b", 2), ("c", 3)]
+        assert [(job.job_id, job.seq) for job in store.all_jobs()] == [("b", 2), ("c", 3), ("a", 1)]
+        assert [(job.job_id, job.seq) for job in store.active_jobs()] == [("b", 2), ("c", 3), ("a", 1)]
+        assert ids(store.jobs_after(1)) == ["b", "c"]
+        assert store.max_seq() == 3 and store.jobs_after(3) == []
+        # c, the newest, finishes and is pruned: SQLite would give its rowid to the next row.
+        store.commit_slot(1, {}, {"c": (2100.0, "s-c")}, {}, states={"c": "done"}, prune_before_s=5000.0)
+        assert ids(store.all_jobs()) == ["b", "a"]
+        assert store.max_seq() == 3
+        store.submit(make_job("d"))
+    with raw(db_path) as conn:
+        assert conn.execute("SELECT rowid, seq FROM jobs WHERE job_id = 'd'").fetchone() == (3, 4)
+    with SqliteJobStore(db_path) as again:
+        assert [(job.job_id, job.seq) for job in again.jobs_after(3)] == [("d", 4)]
+        assert again.max_seq() == 4
+        again.submit(make_job("e"))
+        assert [job.seq for job in again.jobs_after(0)] == [1, 2, 4, 5]
+
+
+def test_jobs_after_sees_every_state_and_a_second_writer(db_path):
+    with SqliteJobStore(db_path) as daemon, SqliteJobStore(db_path) as cli:
+        daemon.submit(make_job("mine"))
+        seen = daemon.max_seq()
+        cli.submit(make_job("from-cli", state="running", released_s=1100.0, step_id="s-1"))
+        (job,) = daemon.jobs_after(seen)
+        assert (job.job_id, job.state, job.seq) == ("from-cli", "running", 2)
+
+
+def _version_3_file(path: Path) -> list[tuple]:
+    """A store as version 3 wrote it (its schema, by hand), jobs in an arrival order unlike their submit order."""
+    rows = [
+        (
+            "late",
+            "n",
+            "t",
+            3000.0,
+            9000.0,
+            60.0,
+            '{"jar": "command-runner.jar", "args": ["true"], "main_class": null}',
+            "queued",
+            None,
+            None,
+            None,
+            "2h",
+        ),
+        (
+            "early",
+            "n",
+            "u",
+            1000.0,
+            9000.0,
+            30.0,
+            '{"jar": "x.jar", "args": [], "main_class": "M"}',
+            "done",
+            1100.0,
+            "s-e",
+            "[1.0, 2.0, 3.0]",
+            None,
+        ),
+        (
+            "mid",
+            "n",
+            "t",
+            2000.0,
+            9000.0,
+            45.0,
+            '{"jar": "command-runner.jar", "args": ["ls"], "main_class": null}',
+            "running",
+            2050.0,
+            "s-m",
+            None,
+            None,
+        ),
+    ]
+    with raw(path) as conn:
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute(
+            """CREATE TABLE jobs (job_id TEXT PRIMARY KEY, name TEXT NOT NULL, tenant TEXT NOT NULL,
+               submit_s REAL NOT NULL, deadline_s REAL NOT NULL, length_s REAL NOT NULL, step TEXT NOT NULL,
+               state TEXT NOT NULL, released_s REAL, step_id TEXT, demand_vector TEXT, deadline_text TEXT)"""
+        )
+        conn.execute("CREATE INDEX jobs_by_state ON jobs (state)")
+        conn.execute("CREATE TABLE controller_state (id INTEGER PRIMARY KEY CHECK (id = 1), slot INTEGER NOT NULL, state TEXT NOT NULL)")
+        conn.execute("CREATE TABLE decisions (slot INTEGER PRIMARY KEY, decision TEXT NOT NULL)")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.executemany("INSERT INTO meta VALUES (?, ?)", [("application", "deferral-autoscaler"), ("schema_version", "3")])
+        conn.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.execute("INSERT INTO controller_state VALUES (1, 41, '{\"last_slot\": 41}')")
+        conn.execute("INSERT INTO decisions VALUES (41, '{\"slot\": 41}')")
+    return rows
+
+
+def test_a_version_3_store_is_migrated_keeping_every_job_and_giving_seqs_in_arrival_order(db_path):
+    rows = _version_3_file(db_path)
+    with SqliteJobStore(db_path) as store:
+        migrated = store.jobs_after(0)
+        assert [(job.job_id, job.seq) for job in migrated] == [("late", 1), ("early", 2), ("mid", 3)]
+        assert ids(store.all_jobs()) == ["early", "mid", "late"]
+        for job, row in zip(migrated, rows, strict=True):
+            assert (job.job_id, job.tenant, job.submit_s, job.length_s, job.state, job.released_s, job.step_id, job.deadline_text) == (
+                row[0],
+                row[2],
+                row[3],
+                row[5],
+                row[7],
+                row[8],
+                row[9],
+                row[11],
+            )
+        assert migrated[1].demand_vector == (1.0, 2.0, 3.0) and migrated[1].step == StepSpec(jar="x.jar", main_class="M")
+        assert store.load_state() == {"last_slot": 41} and store.decisions() == [{"slot": 41}]
+        assert store.max_seq() == 3
+        assert store.recent_step_ids() == frozenset({"s-e", "s-m"})
+        store.submit(make_job("new"))
+        assert [(job.job_id, job.seq) for job in store.jobs_after(3)] == [("new", 4)]
+    with raw(db_path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
+        indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+        assert indexes == {"jobs_by_seq", "jobs_by_state_and_age", "jobs_by_release"}
+
+
+def _snapshot(path: Path) -> dict:
+    with raw(path) as conn:
+        return {
+            "jobs": conn.execute("SELECT * FROM jobs ORDER BY seq").fetchall(),
+            "state": conn.execute("SELECT * FROM controller_state").fetchall(),
+            "decisions": conn.execute("SELECT * FROM decisions ORDER BY slot").fetchall(),
+            "meta": conn.execute("SELECT * FROM meta ORDER BY key").fetchall(),
+        }
+
+
+@pytest.fixture
+def slot_store(db_path):
+    """A store after one slot: a queued, a released job, two old finished jobs and three decisions."""
+    with SqliteJobStore(db_path) as store:
+        store.submit(make_job("q", submit_s=900.0))
+        store.submit(make_job("r", submit_s=900.0))
+        store.submit(make_job("old-done", submit_s=100.0, state="done", released_s=200.0, step_id="s-o"))
+        store.submit(make_job("old-failed", submit_s=100.0, state="failed"))
+        for slot in (1, 2):
+            store.commit_slot(slot, {"last_slot": slot}, {}, {"slot": slot})
+        store.commit_slot(3, {"last_slot": 3}, {"r": (1000.0, "s-r")}, {"slot": 3})
+        yield store
+
+
+def test_commit_slot_applies_states_releases_and_retention_together(slot_store, db_path):
+    slot_store.commit_slot(
+        4,
+        {"last_slot": 4},
+        {"q": (1200.0, "s-q")},
+        {"slot": 4, "nodes": 2},
+        states={"r": "running", "unknown": "done"},
+        prune_before_s=1000.0,
+        prune_decisions_before_slot=3,
+    )
+    stored = {job.job_id: (job.state, job.released_s, job.step_id) for job in slot_store.all_jobs()}
+    assert stored == {"q": ("released", 1200.0, "s-q"), "r": ("running", 1000.0, "s-r")}
+    assert slot_store.decisions() == [{"slot": 3}, {"slot": 4, "nodes": 2}]
+    assert slot_store.load_state() == {"last_slot": 4} and slot_store.last_slot() == 4
+
+
+def test_states_and_releases_in_one_commit_are_set_in_that_order(slot_store):
+    # Reconciliation finds q's step running (added just before a crash): it keeps 'running' and gets its step.
+    slot_store.commit_slot(4, {}, {"q": (1200.0, "s-q")}, {}, states={"q": "running"})
+    (q,) = [job for job in slot_store.all_jobs() if job.job_id == "q"]
+    assert (q.state, q.released_s, q.step_id) == ("running", 1200.0, "s-q")
+
+
+class _Refuse:
+    """Not JSON-serialisable."""
+
+
+@pytest.mark.parametrize("failure", ["decision not JSON", "SQLite fails at the last statement", "bad state", "bad cutoff"])
+def test_a_commit_slot_failing_part_way_writes_nothing(slot_store, db_path, failure):
+    decision: dict = {"slot": 4}
+    states = {"r": "done", "q": "failed"}
+    prune_before_s: float = 1000.0
+    if failure == "decision not JSON":
+        decision = {"slot": 4, "bad": _Refuse()}
+    elif failure == "SQLite fails at the last statement":
+        with raw(db_path) as conn:  # the decisions' pruning is the last statement of the transaction
+            conn.execute("CREATE TRIGGER keep_decisions BEFORE DELETE ON decisions BEGIN SELECT RAISE(ABORT, 'kept by the test'); END")
+    elif failure == "bad state":
+        states = {"r": "done", "q": "FAILED"}
+    else:
+        prune_before_s = float("nan")
+    before = _snapshot(db_path)
+    with pytest.raises(StoreError) as caught:
+        slot_store.commit_slot(
+            4,
+            {"last_slot": 4},
+            {"q": (1200.0, "s-q")},
+            decision,
+            states=states,
+            prune_before_s=prune_before_s,
+            prune_decisions_before_slot=3,
+        )
+    assert str(db_path) in str(caught.value)
+    assert _snapshot(db_path) == before
+    assert slot_store.load_state() == {"last_slot": 3}
+    assert len(slot_store.all_jobs()) == 4
+
+
+def test_pruning_deletes_only_finished_jobs_older_than_the_cutoff_and_at_most_the_bound(store):
+    cutoff_s = 5000.0
+    jobs = [
+        make_job("done-old-1", submit_s=100.0, state="done", released_s=4000.0, step_id="s-1"),
+        make_job("failed-queued-old", submit_s=200.0, state="failed"),  # never released: its submit time counts
+        make_job("done-old-2", submit_s=300.0, state="done", released_s=4999.0, step_id="s-2"),
+        make_job("done-at-cutoff", submit_s=100.0, state="done", released_s=cutoff_s, step_id="s-3"),
+        make_job("failed-released-late", submit_s=100.0, state="failed", released_s=6000.0, step_id="s-4"),
+        make_job("queued-old", submit_s=100.0),
+        make_job("released-old", submit_s=100.0, state="released", released_s=150.0, step_id="s-5"),
+        make_job("running-old", submit_s=100.0, state="running", released_s=150.0, step_id="s-6"),
+    ]
+    assert store.submit_many(jobs) == len(jobs)
+    expected_left = {"done-at-cutoff", "failed-released-late", "queued-old", "released-old", "running-old"}
+    for slot in range(10):
+        store.commit_slot(slot, {}, {}, {"slot": slot})
+    store.commit_slot(10, {}, {}, {"slot": 10}, prune_before_s=cutoff_s, prune_decisions_before_slot=6, prune_limit_rows=2)
+    left = {job.job_id for job in store.all_jobs()}
+    assert expected_left < left and len(left) == len(jobs) - 2
+    assert [d["slot"] for d in store.decisions()] == [2, 3, 4, 5, 6, 7, 8, 9, 10]
+    store.commit_slot(11, {}, {}, {"slot": 11}, prune_before_s=cutoff_s, prune_decisions_before_slot=6, prune_limit_rows=2)
+    assert {job.job_id for job in store.all_jobs()} == expected_left
+    assert [d["slot"] for d in store.decisions()] == [4, 5, 6, 7, 8, 9, 10, 11]
+    store.commit_slot(12, {}, {}, {"slot": 12}, prune_before_s=cutoff_s, prune_decisions_before_slot=6, prune_limit_rows=2)
+    store.commit_slot(13, {}, {}, {"slot": 13}, prune_before_s=cutoff_s, prune_decisions_before_slot=6, prune_limit_rows=2)
+    assert {job.job_id for job in store.all_jobs()} == expected_left
+    assert [d["slot"] for d in store.decisions()] == [6, 7, 8, 9, 10, 11, 12, 13]
+
+
+def test_pruning_is_bounded_by_default(store):
+    from autoscaler.adapters.sqlite_store import PRUNE_ROWS_PER_COMMIT
+
+    n = PRUNE_ROWS_PER_COMMIT + 7
+    store.submit_many(make_job(f"j{i}", submit_s=100.0, state="done", released_s=200.0, step_id=f"s-{i}") for i in range(n))
+    store.commit_slot(1, {}, {}, {}, prune_before_s=1000.0)
+    assert len(store.jobs_after(0)) == 7
+    store.commit_slot(2, {}, {}, {}, prune_before_s=1000.0)
+    assert store.jobs_after(0) == [] and store.max_seq() == n
+
+
+def test_submit_many_adds_in_one_transaction_and_skips_retries(store):
+    store.submit(make_job("x"))
+    added = store.submit_many([make_job("n1"), make_job("n2"), make_job("n1"), make_job("x")])
+    assert added == 2
+    assert [(job.job_id, job.seq) for job in store.jobs_after(0)] == [("x", 1), ("n1", 2), ("n2", 3)]
+    assert store.submit_many([]) == 0
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        ([make_job("n1"), make_job("x", length_s=1.0), make_job("n2")], r"job_id 'x' is already stored with different content \(length_s"),
+        ([make_job("n1"), make_job("n1", tenant="other")], r"job_id 'n1' is already stored with different content \(tenant"),
+        ([make_job("n1"), make_job("n2", state="COMPLETED")], r"job 'n2': state must be one of"),
+        ([make_job("n1"), make_job("n2", length_s=float("inf"))], r"job 'n2': length_s must be a finite number"),
+    ],
+)
+def test_submit_many_writes_nothing_when_one_job_is_refused(store, db_path, batch, message):
+    store.submit(make_job("x"))
+    before = _snapshot(db_path)
+    with pytest.raises(SubmitError, match=message):
+        store.submit_many(batch)
+    assert _snapshot(db_path) == before
+    assert store.max_seq() == 1
+
+
+def test_recent_step_ids_are_those_of_the_newest_releases(store):
+    rng = random.Random(3)
+    jobs = [make_job(f"j{i}", submit_s=10.0 * i) for i in range(40)]
+    store.submit_many(jobs)
+    # Releases over several slots, several per slot (equal times), some not released at all.
+    for slot in range(8):
+        chosen = rng.sample([job.job_id for job in jobs[slot * 5 : slot * 5 + 5]], 3)
+        store.commit_slot(slot, {}, {job_id: (1000.0 + 300.0 * slot, f"s-{job_id}") for job_id in chosen}, {})
+    store.submit(make_job("never", submit_s=99999.0))
+    released = sorted((job for job in store.all_jobs() if job.released_s is not None), key=lambda job: (job.released_s, job.seq))
+    assert len(released) == 24
+    for limit in (1, 5, 24, 100):
+        assert store.recent_step_ids(limit) == frozenset(job.step_id for job in released[-limit:])
+    assert store.recent_step_ids() == frozenset(job.step_id for job in released)
+    before_s = 1000.0 + 300.0 * 5  # releases of slots 0-4
+    assert store.recent_step_ids(4, released_before_s=before_s) == frozenset(
+        job.step_id for job in [job for job in released if job.released_s < before_s][-4:]
+    )
+    assert store.recent_step_ids(released_before_s=1000.0) == frozenset()
+
+
+def test_decisions_by_range_and_one_decision(store):
+    for slot in (3, 4, 5, 9):
+        store.commit_slot(slot, {}, {}, {"slot": slot})
+    assert [d["slot"] for d in store.decisions(4, 9)] == [4, 5, 9]
+    assert [d["slot"] for d in store.decisions(first_slot=5)] == [5, 9]
+    assert [d["slot"] for d in store.decisions(last_slot=4)] == [3, 4]
+    assert store.decisions(6, 8) == []
+    assert store.decision(5) == {"slot": 5} and store.decision(6) is None
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.jobs_after("3"), "seq must be a whole number"),
+        (lambda s: s.jobs_after(1.5), "seq must be a whole number"),
+        (lambda s: s.recent_step_ids(0), "limit must be a whole number >= 1"),
+        (lambda s: s.recent_step_ids(released_before_s=float("nan")), "released_before_s must be Unix seconds or None"),
+        (lambda s: s.decisions(first_slot="a"), "first_slot must be a whole number"),
+        (lambda s: s.decision(None), "slot must be a whole number"),
+        (lambda s: s.commit_slot(1, {}, {}, {}, prune_decisions_before_slot=2.5), "prune_decisions_before_slot must be"),
+        (lambda s: s.commit_slot(1, {}, {}, {}, prune_before_s=1.0, prune_limit_rows=0), "prune_limit_rows must be a whole number >= 1"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(store, call, message):
+    with pytest.raises(StoreError, match=message):
+        call(store)
+    assert store.last_slot() is None
+
+
+def test_every_query_of_a_slot_runs_on_an_index(slot_store, db_path):
+    """The statements the per-slot calls run, as SQLite executed them, each planned without a table scan."""
+    executed: list[str] = []
+    slot_store._conn.set_trace_callback(executed.append)
+    try:
+        slot_store.jobs_after(2)
+        slot_store.max_seq()
+        slot_store.recent_step_ids(released_before_s=2000.0)
+        slot_store.recent_step_ids()
+        slot_store.load_state()
+        slot_store.commit_slot(
+            4,
+            {"last_slot": 4},
+            {"q": (1200.0, "s-q")},
+            {"slot": 4},
+            states={"r": "done"},
+            prune_before_s=1000.0,
+            prune_decisions_before_slot=2,
+        )
+        slot_store.decisions(2, 4)
+        slot_store.decision(4)
+        slot_store.submit_many([make_job("n")])
+    finally:
+        slot_store._conn.set_trace_callback(None)
+    queries = [sql for sql in executed if sql.split()[0].upper() in ("SELECT", "UPDATE", "DELETE", "INSERT")]
+    assert len(queries) >= 12
+    with raw(db_path) as conn:
+        for sql in queries:
+            plan = " / ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert "SCAN" not in plan.replace("SCAN CONSTANT ROW", ""), f"{sql}: {plan}"
+            assert "TEMP B-TREE" not in plan, f"{sql}: {plan}"
