@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from autoscaler.edf import demand_vector, dispatch, fair_release, start_by_slot
 from autoscaler.errors import ConfigError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import MIB, CostParams, Job, require_positive
@@ -35,15 +35,27 @@ from autoscaler.policies.gcp import GcpState, gcp_step
 from autoscaler.policies.hold import HoldState, hold_step
 from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
 
+__all__ = [
+    "CONTROLLER_POLICIES",
+    "ControllerConfig",
+    "Decision",
+    "FollowWatch",
+    "PolicyState",
+    "arrive_tenants",
+    "demand_vector",
+    "dispatch",
+    "fair_release",
+    "job_units",
+    "start_by_slot",
+    "tick",
+]
+"""What other modules import from here; EDF order and release live in ``autoscaler.edf``."""
+
 CONTROLLER_POLICIES = ("hold", "gcp-u", "gcp", "vfw", "follow")
 """Policies the daemon can run; ``hold`` is the default."""
 
 UNIFORM_DEADLINE_POLICIES = ("hold", "gcp-u", "vfw")
 """Policies that give every unit of work the one deadline D (the others: each job's own slack, or none)."""
-
-SHARE_TOLERANCE = 1e-12
-"""A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
-
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -242,11 +254,6 @@ def _vfw_state(document: dict | None) -> VfwState | None:
     )
 
 
-def start_by_slot(job: Job, config: ControllerConfig) -> int:
-    """Latest slot a job may start in and still finish by its deadline."""
-    return config.slot_of(job.deadline_s - job.length_s)
-
-
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
     """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model)."""
     submit_slot = config.slot_of(job.submit_s)
@@ -317,8 +324,25 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     else:
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
-    decision = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
-    decision = replace(decision, load=float(arrivals.sum()), work=capacity if work is None else work)
+    dispatched = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
+    decision = Decision(
+        slot=slot,
+        capacity=capacity,
+        work=capacity if work is None else work,
+        nodes=dispatched.nodes,
+        release=dispatched.release,
+        late=dispatched.late,
+        at_risk=dispatched.at_risk,
+        queue_depth=dispatched.queue_depth,
+        running=dispatched.running,
+        rounding_node_slots=dispatched.nodes - capacity,
+        overloaded=dispatched.overloaded,
+        nodes_wanted=dispatched.nodes_wanted,
+        missed=dispatched.missed,
+        missed_by_tenant=dispatched.missed_by_tenant,
+        nodes_by_tenant=dispatched.nodes_by_tenant,
+        load=float(arrivals.sum()),
+    )
     watch = state.follow_watch.step(decision.capacity, decision.work, decision.load, config.cost)
     if watch.worse:
         decision = replace(decision, worse_than_follow=True)
@@ -347,21 +371,6 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     )
 
 
-def demand_vector(job: Job, config: ControllerConfig) -> np.ndarray:
-    """A job's demand vector ``(3,)`` on one scale: node-seconds of CPU, disk and network.
-
-    From the job's estimated (CPU seconds, disk bytes, network bytes), bytes divided by one
-    node's disk and network rates; a job without sizes (or with all-zero ones) demands its
-    length in CPU seconds only (a zero-length one, one CPU second).
-    """
-    cpu_s, disk_bytes, network_bytes = job.demand_vector or (0.0, 0.0, 0.0)
-    vector = np.array([cpu_s, disk_bytes / config.node_disk_bytes_s, network_bytes / config.node_network_bytes_s])
-    if vector.max() > 0:
-        return vector
-    # Only a vector's direction matters to DRF: a job of unknown (or zero) size needs CPU only.
-    return np.array([max(job.length_s, 1.0), 0.0, 0.0])
-
-
 def arrive_tenants(
     state: PolicyState, jobs: list[Job], slot: int, config: ControllerConfig
 ) -> tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]:
@@ -385,118 +394,3 @@ def arrive_tenants(
         present.add(job.tenant)
         _, shares = dynamic_drf_step(np.array(demands), shares, max(config.tenants_n, len(tenants)))
     return tuple(tenants), tuple(tuple(float(v) for v in d) for d in demands), tuple(float(x) for x in shares)
-
-
-def dispatch(
-    slot: int,
-    capacity: float,
-    jobs: list[Job],
-    config: ControllerConfig,
-    dominant_shares: dict[str, float] | None = None,
-    missed_before: frozenset[str] = frozenset(),
-) -> Decision:
-    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
-
-    Without overload, queued jobs are released in EDF order (earliest start-by slot first)
-    onto the policy's nodes (so nodes ``hold`` keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto extra nodes up to
-    ``max_nodes``. Under overload (``Decision.overloaded``), every free node is filled and the
-    free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
-    weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
-    tenant missing from it has weight 0. ``missed_before``: ids already counted as missed.
-    """
-    running = [j for j in jobs if j.state in ("released", "running")]
-    queued = sorted(
-        (j for j in jobs if j.state == "queued" and config.slot_of(j.submit_s) <= slot),
-        key=lambda j: _edf_key(j, config),
-    )
-    wanted = math.ceil(capacity - 1e-9)
-    due = sum(1 for j in queued if start_by_slot(j, config) <= slot)
-    nodes_wanted = max(wanted, len(running) + due)
-    overloaded = nodes_wanted > config.max_nodes and bool(queued)
-    nodes = min(config.max_nodes, max(config.min_nodes, wanted))
-    if overloaded:
-        release = fair_release(queued, running, config.max_nodes - len(running), dominant_shares or {}, config)
-    else:
-        release = _edf_release(queued, len(running), nodes, slot, config)
-    nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
-    released = set(release)
-    late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, config) < slot]
-    held = [j for j in queued if j.job_id not in released]
-    at_risk = sum(1 for j in held if start_by_slot(j, config) <= slot + 1)
-    # Released in its start-by slot is in time; held through it, or released after it, is missed.
-    missed = [
-        j
-        for j in queued
-        if j.job_id not in missed_before
-        and (start_by_slot(j, config) < slot or (start_by_slot(j, config) == slot and j.job_id not in released))
-    ]
-    missed_by_tenant = dict(Counter(j.tenant for j in missed))
-    nodes_by_tenant = dict(Counter(j.tenant for j in running) + Counter(j.tenant for j in queued if j.job_id in released))
-    return Decision(
-        slot=slot,
-        capacity=capacity,
-        work=capacity,
-        nodes=nodes,
-        release=tuple(release),
-        late=tuple(late),
-        at_risk=at_risk,
-        queue_depth=len(held),
-        running=len(running) + len(release),
-        rounding_node_slots=nodes - capacity,
-        overloaded=overloaded,
-        nodes_wanted=nodes_wanted,
-        missed=tuple(j.job_id for j in missed),
-        missed_by_tenant=missed_by_tenant,
-        nodes_by_tenant=nodes_by_tenant,
-    )
-
-
-def _edf_key(job: Job, config: ControllerConfig) -> tuple:
-    return (start_by_slot(job, config), job.deadline_s, job.submit_s, job.job_id)
-
-
-def _edf_release(queued: list[Job], running: int, nodes: int, slot: int, config: ControllerConfig) -> list[str]:
-    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum."""
-    release: list[str] = []
-    for job in queued:
-        due = start_by_slot(job, config) <= slot
-        if running + len(release) < nodes or (due and running + len(release) < config.max_nodes):
-            release.append(job.job_id)
-        elif not due:
-            break
-    return release
-
-
-def fair_release(
-    queued: list[Job], running: list[Job], free_nodes: int, dominant_shares: dict[str, float], config: ControllerConfig
-) -> list[str]:
-    """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
-
-    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
-    held (running plus released now) per unit of dominant share is least, ties to the tenant
-    whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
-    This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
-    note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
-    Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
-    Returns job ids in EDF order.
-    """
-    held = Counter(j.tenant for j in running)
-    queues: dict[str, deque[Job]] = {}
-    for job in queued:
-        queues.setdefault(job.tenant, deque()).append(job)
-    chosen: set[str] = set()
-
-    def load(tenant: str) -> tuple[float, tuple]:
-        weight = dominant_shares.get(tenant, 0.0)
-        # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
-        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _edf_key(queues[tenant][0], config))
-
-    for _ in range(max(0, free_nodes)):
-        if not queues:
-            break
-        tenant = min(queues, key=load)
-        chosen.add(queues[tenant].popleft().job_id)
-        held[tenant] += 1
-        if not queues[tenant]:
-            del queues[tenant]
-    return [j.job_id for j in queued if j.job_id in chosen]

@@ -13,18 +13,50 @@ the paper's small jobs and are not split. Longer jobs become ell pieces of at mo
   later piece is released in the slot right after the scheduler ran the previous one, with deadline 0.
 
 ``edf_order`` is the order in which released pieces are handed to the scheduler.
+
+Whole jobs (the daemon's): a job of length T_J seconds due at ``deadline_s`` must start by its
+start-by slot, the slot of (deadline - length) (``start_by_slot``). Queued jobs are released in EDF
+order of that slot (``dispatch``: onto the policy's nodes, the jobs due onto extra nodes up to the
+maximum; under overload by dynamic DRF share, ``fair_release``).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from autoscaler.errors import ConfigError, ScheduleError
+from autoscaler.model import Job
 from autoscaler.readable import duration_text
+
+SHARE_TOLERANCE = 1e-12
+"""A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
+
+
+class SlotGrid(Protocol):
+    """Where slots are: slot k is [epoch_s + k*slot_s, epoch_s + (k+1)*slot_s), seconds."""
+
+    slot_s: float
+    epoch_s: float
+
+
+class NodeLimits(SlotGrid, Protocol):
+    """A slot grid and the bounds on task nodes, [min_nodes, max_nodes]."""
+
+    min_nodes: int
+    max_nodes: int
+
+
+class NodeRates(Protocol):
+    """One node's disk and network rates, bytes/s, which put a demand vector on one scale."""
+
+    node_disk_bytes_s: float
+    node_network_bytes_s: float
 
 
 @dataclass(frozen=True)
@@ -251,3 +283,176 @@ def _whole(name: str, value: object, *, minimum: int | None = None, where: str) 
     if minimum is not None and value < minimum:
         raise ConfigError(f"{where}: {name} must be >= {minimum}, got {value!r}")
     return int(value)
+
+
+# -- whole jobs: start-by slots, EDF release and fair release under overload ----------------------
+
+
+def slot_of(time_s: float, grid: SlotGrid) -> int:
+    """The slot holding ``time_s`` (seconds): floor((time_s - epoch_s)/slot_s)."""
+    return math.floor((time_s - grid.epoch_s) / grid.slot_s)
+
+
+def start_by_slot(job: Job, grid: SlotGrid) -> int:
+    """Latest slot a job may start in and still finish by its deadline: the slot of deadline - length."""
+    return slot_of(job.deadline_s - job.length_s, grid)
+
+
+def _edf_key(job: Job, grid: SlotGrid) -> tuple[int, float, float, str]:
+    """EDF order of whole jobs: (start-by slot, deadline_s, submit_s, job_id), a total order."""
+    return (start_by_slot(job, grid), job.deadline_s, job.submit_s, job.job_id)
+
+
+edf_key = _edf_key
+
+
+def demand_vector(job: Job, rates: NodeRates) -> np.ndarray:
+    """A job's demand vector ``(3,)`` on one scale: node-seconds of CPU, disk and network.
+
+    From the job's estimated (CPU seconds, disk bytes, network bytes), bytes divided by one
+    node's disk and network rates; a job without sizes (or with all-zero ones) demands its
+    length in CPU seconds only (a zero-length one, one CPU second).
+    """
+    cpu_s, disk_bytes, network_bytes = job.demand_vector or (0.0, 0.0, 0.0)
+    vector = np.array([cpu_s, disk_bytes / rates.node_disk_bytes_s, network_bytes / rates.node_network_bytes_s])
+    if vector.max() > 0:
+        return vector
+    # Only a vector's direction matters to DRF: a job of unknown (or zero) size needs CPU only.
+    return np.array([max(job.length_s, 1.0), 0.0, 0.0])
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """What EDF dispatch decided for one slot (``dispatch``); the controller's Decision carries it.
+
+    ``policy_nodes``: ceil(m_t) clamped to [min_nodes, max_nodes]. ``nodes``: that, raised to the
+    running jobs plus those released now (never beyond max_nodes). ``due``: queued jobs whose
+    start-by slot has come. Other fields as in ``autoscaler.controller.Decision``.
+    """
+
+    slot: int
+    capacity: float
+    policy_nodes: int
+    nodes: int
+    release: tuple[str, ...]
+    late: tuple[str, ...]
+    at_risk: int
+    queue_depth: int
+    running: int
+    overloaded: bool
+    nodes_wanted: int
+    due: int
+    missed: tuple[str, ...] = ()
+    missed_by_tenant: dict[str, int] = field(default_factory=dict)
+    nodes_by_tenant: dict[str, int] = field(default_factory=dict)
+
+
+def dispatch(
+    slot: int,
+    capacity: float,
+    jobs: list[Job],
+    limits: NodeLimits,
+    dominant_shares: dict[str, float] | None = None,
+    missed_before: frozenset[str] = frozenset(),
+) -> Dispatch:
+    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
+
+    Without overload, queued jobs are released in EDF order (earliest start-by slot first)
+    onto the policy's nodes (so nodes ``hold`` keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto extra nodes up to
+    ``max_nodes``. Under overload (``Dispatch.overloaded``), every free node is filled and the
+    free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
+    weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
+    tenant missing from it has weight 0. ``missed_before``: ids already counted as missed.
+    """
+    running = [j for j in jobs if j.state in ("released", "running")]
+    queued = sorted(
+        (j for j in jobs if j.state == "queued" and slot_of(j.submit_s, limits) <= slot),
+        key=lambda j: _edf_key(j, limits),
+    )
+    wanted = math.ceil(capacity - 1e-9)
+    due = sum(1 for j in queued if start_by_slot(j, limits) <= slot)
+    nodes_wanted = max(wanted, len(running) + due)
+    overloaded = nodes_wanted > limits.max_nodes and bool(queued)
+    policy_nodes = nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
+    if overloaded:
+        release = fair_release(queued, running, limits.max_nodes - len(running), dominant_shares or {}, limits)
+    else:
+        release = _edf_release(queued, len(running), nodes, slot, limits)
+    nodes = min(limits.max_nodes, max(nodes, len(running) + len(release)))
+    released = set(release)
+    late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, limits) < slot]
+    held = [j for j in queued if j.job_id not in released]
+    at_risk = sum(1 for j in held if start_by_slot(j, limits) <= slot + 1)
+    # Released in its start-by slot is in time; held through it, or released after it, is missed.
+    missed = [
+        j
+        for j in queued
+        if j.job_id not in missed_before
+        and (start_by_slot(j, limits) < slot or (start_by_slot(j, limits) == slot and j.job_id not in released))
+    ]
+    missed_by_tenant = dict(Counter(j.tenant for j in missed))
+    nodes_by_tenant = dict(Counter(j.tenant for j in running) + Counter(j.tenant for j in queued if j.job_id in released))
+    return Dispatch(
+        slot=slot,
+        capacity=capacity,
+        policy_nodes=policy_nodes,
+        nodes=nodes,
+        release=tuple(release),
+        late=tuple(late),
+        at_risk=at_risk,
+        queue_depth=len(held),
+        running=len(running) + len(release),
+        overloaded=overloaded,
+        nodes_wanted=nodes_wanted,
+        due=due,
+        missed=tuple(j.job_id for j in missed),
+        missed_by_tenant=missed_by_tenant,
+        nodes_by_tenant=nodes_by_tenant,
+    )
+
+
+def _edf_release(queued: list[Job], running: int, nodes: int, slot: int, limits: NodeLimits) -> list[str]:
+    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum."""
+    release: list[str] = []
+    for job in queued:
+        due = start_by_slot(job, limits) <= slot
+        if running + len(release) < nodes or (due and running + len(release) < limits.max_nodes):
+            release.append(job.job_id)
+        elif not due:
+            break
+    return release
+
+
+def fair_release(
+    queued: list[Job], running: list[Job], free_nodes: int, dominant_shares: dict[str, float], grid: SlotGrid
+) -> list[str]:
+    """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
+
+    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
+    held (running plus released now) per unit of dominant share is least, ties to the tenant
+    whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
+    This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
+    note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
+    Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
+    Returns job ids in EDF order.
+    """
+    held = Counter(j.tenant for j in running)
+    queues: dict[str, deque[Job]] = {}
+    for job in queued:
+        queues.setdefault(job.tenant, deque()).append(job)
+    chosen: set[str] = set()
+
+    def load(tenant: str) -> tuple[float, tuple]:
+        weight = dominant_shares.get(tenant, 0.0)
+        # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
+        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _edf_key(queues[tenant][0], grid))
+
+    for _ in range(max(0, free_nodes)):
+        if not queues:
+            break
+        tenant = min(queues, key=load)
+        chosen.add(queues[tenant].popleft().job_id)
+        held[tenant] += 1
+        if not queues[tenant]:
+            del queues[tenant]
+    return [j.job_id for j in queued if j.job_id in chosen]
