@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from autoscaler.errors import ConfigError, ScheduleError
-from autoscaler.model import Job
+from autoscaler.model import JOB_STATES, Job
 from autoscaler.readable import duration_text
 
 SHARE_TOLERANCE = 1e-12
@@ -319,6 +320,218 @@ def demand_vector(job: Job, rates: NodeRates) -> np.ndarray:
         return vector
     # Only a vector's direction matters to DRF: a job of unknown (or zero) size needs CPU only.
     return np.array([max(job.length_s, 1.0), 0.0, 0.0])
+
+
+QUEUED = "queued"
+RUNNING_STATES = ("released", "running")
+"""States in which a job holds a node."""
+FINAL_STATES = ("done", "failed")
+
+
+class JobQueue:
+    """The active jobs (queued, released, running) kept between slots, indexed so that a slot costs
+    the jobs that change, the jobs released and O(log n), not the queue.
+
+    Queued jobs sit in a ``sortedcontainers.SortedList`` in EDF order, keyed by (start-by slot,
+    deadline_s, submit_s, job_id) (``edf_key``), and once more per tenant; released and running jobs
+    in a dict. Two more sorted indexes hold every active job by ``Job.seq`` (the store's order of
+    arrival, for ``arrived_after``) and by submit_s (``submitted_in``). Adding, updating or removing
+    a job costs O(log n). Iterators (``queued``, ``tenant_queued``) must be used up before the queue
+    is changed.
+
+    ``slot_s``, ``epoch_s``: the slot grid (seconds) the start-by slots are counted on; it must be
+    the controller's. Raises ConfigError for a grid that is not finite with slot_s > 0, and for a
+    job whose state is not one of ``JOB_STATES``.
+    """
+
+    def __init__(self, slot_s: float, epoch_s: float = 0.0) -> None:
+        if isinstance(slot_s, bool) or not isinstance(slot_s, (int, float)) or not (math.isfinite(slot_s) and slot_s > 0):
+            raise ConfigError(f"job queue: slot_s must be a finite number > 0 (seconds), got {slot_s!r}")
+        if isinstance(epoch_s, bool) or not isinstance(epoch_s, (int, float)) or not math.isfinite(epoch_s):
+            raise ConfigError(f"job queue: epoch_s must be a finite number (Unix seconds), got {epoch_s!r}")
+        self.slot_s = float(slot_s)
+        self.epoch_s = float(epoch_s)
+        self._jobs: dict[str, Job] = {}
+        self._keys: dict[str, tuple] = {}  # queued job id -> EDF key
+        self._edf = SortedList()
+        self._by_tenant: dict[str, SortedList] = {}
+        self._running: dict[str, Job] = {}
+        self._running_by_tenant: Counter[str] = Counter()
+        self._by_seq = SortedList()  # (seq, job_id) of active jobs with a seq
+        self._by_submit = SortedList()  # (submit_s, job_id) of every active job
+
+    @classmethod
+    def of(cls, jobs: Iterable[Job], slot_s: float, epoch_s: float = 0.0) -> "JobQueue":
+        """A queue holding ``jobs`` (done and failed ones left out; of two with one id, the later),
+        built with one sort per index: O(n log n)."""
+        queue = cls(slot_s, epoch_s)
+        latest: dict[str, Job] = {}
+        for job in jobs:
+            _check_state(job.job_id, job.state)
+            latest.pop(job.job_id, None)
+            latest[job.job_id] = job
+        by_tenant: dict[str, list[tuple]] = {}
+        for job_id, job in latest.items():
+            if job.state in FINAL_STATES:
+                continue
+            queue._jobs[job_id] = job
+            if job.state == QUEUED:
+                key = queue._keys[job_id] = _edf_key(job, queue)
+                by_tenant.setdefault(job.tenant, []).append(key)
+            else:
+                queue._running[job_id] = job
+                queue._running_by_tenant[job.tenant] += 1
+        queue._edf = SortedList(queue._keys.values())
+        queue._by_tenant = {tenant: SortedList(keys) for tenant, keys in by_tenant.items()}
+        queue._by_seq = SortedList((job.seq, job_id) for job_id, job in queue._jobs.items() if job.seq is not None)
+        queue._by_submit = SortedList((job.submit_s, job_id) for job_id, job in queue._jobs.items())
+        return queue
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def add(self, job: Job) -> None:
+        """Add a job, or replace the one with its id: queued ones join EDF order, released and
+        running ones the running jobs; a done or failed one is only removed."""
+        _check_state(job.job_id, job.state)
+        self._discard(job.job_id)
+        self._insert(job)
+
+    def update(self, job_id: str, state: str, released_s: float | None = None, step_id: str | None = None) -> None:
+        """A job's new state: done or failed removes it; released or running moves it to the running
+        jobs, with ``released_s`` and ``step_id`` when given (else the ones it had). Unknown ids are ignored."""
+        _check_state(job_id, state)
+        job = self._discard(job_id)
+        if job is None or state in FINAL_STATES:
+            return
+        self._insert(
+            replace(
+                job,
+                state=state,
+                released_s=job.released_s if released_s is None else released_s,
+                step_id=job.step_id if step_id is None else step_id,
+            )
+        )
+
+    def _insert(self, job: Job) -> None:
+        if job.state in FINAL_STATES:
+            return
+        job_id = job.job_id
+        self._jobs[job_id] = job
+        if job.state == QUEUED:
+            key = self._keys[job_id] = _edf_key(job, self)
+            self._edf.add(key)
+            self._by_tenant.setdefault(job.tenant, SortedList()).add(key)
+        else:
+            self._running[job_id] = job
+            self._running_by_tenant[job.tenant] += 1
+        if job.seq is not None:
+            self._by_seq.add((job.seq, job_id))
+        self._by_submit.add((job.submit_s, job_id))
+
+    def _discard(self, job_id: str) -> Job | None:
+        job = self._jobs.pop(job_id, None)
+        if job is None:
+            return None
+        if job.state == QUEUED:
+            key = self._keys.pop(job_id)
+            self._edf.remove(key)
+            tenant = self._by_tenant[job.tenant]
+            tenant.remove(key)
+            if not tenant:
+                del self._by_tenant[job.tenant]
+        else:
+            del self._running[job_id]
+            self._running_by_tenant[job.tenant] -= 1
+            if not self._running_by_tenant[job.tenant]:
+                del self._running_by_tenant[job.tenant]
+        if job.seq is not None:
+            self._by_seq.remove((job.seq, job_id))
+        self._by_submit.remove((job.submit_s, job_id))
+        return job
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Active jobs: queued, released and running."""
+        return len(self._jobs)
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._jobs
+
+    def get(self, job_id: str) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def jobs(self) -> list[Job]:
+        """Every active job, in no particular order."""
+        return list(self._jobs.values())
+
+    def queued(self) -> Iterator[Job]:
+        """Queued jobs in EDF order (earliest start-by slot first)."""
+        return (self._jobs[key[3]] for key in self._edf)
+
+    @property
+    def queued_count(self) -> int:
+        return len(self._edf)
+
+    def running(self) -> list[Job]:
+        """Released and running jobs (each holds a node)."""
+        return list(self._running.values())
+
+    @property
+    def running_count(self) -> int:
+        return len(self._running)
+
+    def running_by_tenant(self) -> dict[str, int]:
+        """{tenant: released and running jobs}, tenants holding none left out."""
+        return dict(self._running_by_tenant)
+
+    def queued_tenants(self) -> list[str]:
+        """Tenants with queued jobs."""
+        return list(self._by_tenant)
+
+    def tenant_queued(self, tenant: str) -> Iterator[Job]:
+        """A tenant's queued jobs in EDF order (none for a tenant with nothing queued)."""
+        keys = self._by_tenant.get(tenant, ())
+        return (self._jobs[key[3]] for key in keys)
+
+    def due_count(self, slot: int) -> int:
+        """Queued jobs whose start-by slot is <= ``slot``: O(log n)."""
+        return self._edf.bisect_left((slot + 1,))
+
+    def start_by_between(self, first_slot: int | None, last_slot: int | None) -> list[Job]:
+        """Queued jobs whose start-by slot is in [first_slot, last_slot] (None: unbounded), EDF order;
+        O(log n + the jobs returned)."""
+        start = 0 if first_slot is None else self._edf.bisect_left((first_slot,))
+        stop = len(self._edf) if last_slot is None else self._edf.bisect_left((last_slot + 1,))
+        return [self._jobs[key[3]] for key in self._edf.islice(start, stop)]
+
+    def arrived_after(self, seq: int) -> list[Job]:
+        """Active jobs with ``job.seq > seq`` in seq order (jobs without a seq never); O(log n + returned)."""
+        return [self._jobs[job_id] for _, job_id in self._by_seq.islice(self._by_seq.bisect_left((seq + 1,)))]
+
+    def max_seq(self) -> int | None:
+        """The highest seq of an active job, None if none has one."""
+        return self._by_seq[-1][0] if self._by_seq else None
+
+    def submitted_in(self, first_slot: int | None, last_slot: int | None) -> list[Job]:
+        """Active jobs whose submit slot is in [first_slot, last_slot] (None: unbounded), by submit_s;
+        O(log n + the jobs returned)."""
+        # Bounds one slot wider than the range, so floating-point rounding at a slot's edge cannot
+        # drop a job; slot_of decides.
+        lo = 0 if first_slot is None else self._by_submit.bisect_left((self.epoch_s + (first_slot - 1) * self.slot_s,))
+        hi = len(self._by_submit) if last_slot is None else self._by_submit.bisect_left((self.epoch_s + (last_slot + 2) * self.slot_s,))
+        found = [self._jobs[job_id] for _, job_id in self._by_submit.islice(lo, hi)]
+        return [
+            job
+            for job in found
+            if (first_slot is None or slot_of(job.submit_s, self) >= first_slot)
+            and (last_slot is None or slot_of(job.submit_s, self) <= last_slot)
+        ]
+
+
+def _check_state(job_id: str, state: str) -> None:
+    if state not in JOB_STATES:
+        raise ConfigError(f"job {job_id!r}: state must be one of {', '.join(JOB_STATES)}, got {state!r}")
 
 
 @dataclass(frozen=True)
