@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from autoscaler.edf import demand_vector, dispatch, fair_release, start_by_slot
+from autoscaler.edf import JobQueue, as_queue, demand_vector, dispatch, fair_release, start_by_slot
 from autoscaler.errors import ConfigError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import MIB, CostParams, Job, require_positive
@@ -141,30 +142,45 @@ class FollowWatch:
         return FollowWatch(policy, follow, capacity, load, worse)
 
 
+UNKNOWN_SEQ = -1
+"""``PolicyState.counted_seq`` of a state saved before the watermark existed: which jobs it counted
+is not known, so every job is taken as counted iff its submit slot is decided (the rule for jobs
+without a seq)."""
+
+
 @dataclass(frozen=True)
 class PolicyState:
     """What the controller carries between slots, persisted with the queue in one transaction.
+    Its size does not grow with the queue.
 
     ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
     work y and m_{t-1}. ``hold``: hold's queues, capacities and its rules' costs. ``future``: units of already-submitted jobs still to arrive,
     {slot: [units by deadline, shape (nu+1,)]}. ``tenants``: dynamic DRF's agents in arrival
     order, with their normalised demand vectors ``tenant_demands`` (k, 3) and dominant shares
-    ``dominant_shares`` (k,), which never decrease. ``missed``: active jobs already counted as
-    having missed their start-by slot.
+    ``dominant_shares`` (k,), which never decrease.
+
+    Which jobs the policy's work already counts (each job once, in the first slot decided at or
+    after its submit slot): ``counted_seq``, the highest ``Job.seq`` seen (every job with a seq up
+    to it is counted), except ``uncounted``, the ids of such jobs whose submit slot is still to
+    come; a job without a seq is counted iff its submit slot is <= ``last_slot``.
+    ``UNKNOWN_SEQ`` (a state saved before the watermark): that rule for every job.
+    ``released_due``: ids the last decision released in their start-by slot; one still queued now
+    (its release failed) has missed it.
     """
 
     last_slot: int = -1
     gcp: GcpState | None = None
     future: dict[int, tuple[float, ...]] = field(default_factory=dict)
-    counted: frozenset[str] = frozenset()
+    counted_seq: int = 0
     vfw: VfwState | None = None
     policy_key: str = ""
     tenants: tuple[str, ...] = ()
     tenant_demands: tuple[tuple[float, ...], ...] = ()
     dominant_shares: tuple[float, ...] = ()
-    missed: frozenset[str] = frozenset()
+    uncounted: frozenset[str] = frozenset()
     hold: HoldState | None = None
     follow_watch: FollowWatch = field(default_factory=FollowWatch)
+    released_due: frozenset[str] = frozenset()
 
     def to_json(self) -> dict:
         return {
@@ -172,31 +188,35 @@ class PolicyState:
             "unassigned": list(self.gcp.unassigned) if self.gcp else None,
             "previous_capacity": self.gcp.previous_capacity if self.gcp else 0.0,
             "future": {str(k): list(v) for k, v in sorted(self.future.items())},
-            "counted": sorted(self.counted),
+            "counted_seq": self.counted_seq,
+            "uncounted": sorted(self.uncounted),
+            "released_due": sorted(self.released_due),
             "vfw": dataclasses.asdict(self.vfw) if self.vfw else None,
             "policy_key": self.policy_key,
             "tenants": list(self.tenants),
             "tenant_demands": [list(d) for d in self.tenant_demands],
             "dominant_shares": list(self.dominant_shares),
-            "missed": sorted(self.missed),
             "hold": self.hold.to_json() if self.hold else None,
             "follow_watch": dataclasses.asdict(self.follow_watch),
         }
 
     @classmethod
     def from_json(cls, document: dict) -> "PolicyState":
+        """The state :meth:`to_json` wrote, or one written before the watermark: its ``counted`` and
+        ``missed`` id lists are not needed (``UNKNOWN_SEQ``; missed jobs follow from the slots decided)."""
         unassigned = document.get("unassigned")
         return cls(
             last_slot=int(document["last_slot"]),
             gcp=GcpState(tuple(unassigned), float(document["previous_capacity"])) if unassigned is not None else None,
             future={int(k): tuple(float(u) for u in v) for k, v in document.get("future", {}).items()},
-            counted=frozenset(document.get("counted", ())),
+            counted_seq=int(document["counted_seq"]) if document.get("counted_seq") is not None else UNKNOWN_SEQ,
+            uncounted=frozenset(str(i) for i in document.get("uncounted", ())),
+            released_due=frozenset(str(i) for i in document.get("released_due", ())),
             vfw=_vfw_state(document.get("vfw")),
             policy_key=str(document.get("policy_key", "")),
             tenants=tuple(str(t) for t in document.get("tenants", ())),
             tenant_demands=tuple(tuple(float(v) for v in d) for d in document.get("tenant_demands", ())),
             dominant_shares=tuple(float(x) for x in document.get("dominant_shares", ())),
-            missed=frozenset(document.get("missed", ())),
             hold=HoldState.from_json(document["hold"]) if document.get("hold") else None,
             follow_watch=FollowWatch(**document["follow_watch"]) if document.get("follow_watch") else FollowWatch(),
         )
@@ -267,17 +287,26 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     return start, end, deadline
 
 
-def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerConfig) -> tuple[Decision, PolicyState]:
-    """Decide slot floor((now_s - epoch_s)/slot_s).
+def tick(
+    now_s: float, jobs: JobQueue | Iterable[Job], state: PolicyState, config: ControllerConfig
+) -> tuple[Decision, PolicyState]:
+    """Decide slot floor((now_s - epoch_s)/slot_s): returns (the decision, the state to save).
 
-    ``jobs``: every job not yet done or failed, in any order. Jobs submitted after
-    since the last decided slot (not in ``state.counted``) join the policy's work now. Raises ConfigError if the
-    slot is not after ``state.last_slot``.
+    ``jobs``: every job not yet done or failed, as a :class:`~autoscaler.edf.JobQueue` on the
+    config's slots (read, never changed: the caller applies the decision with ``JobQueue.update``)
+    or any iterable of jobs (built into one, O(n log n)). Jobs not yet counted
+    (``PolicyState.counted_seq``) whose submit slot has come join the policy's work now. On a
+    JobQueue a slot costs O(log n + jobs arrived + released + missed), n the queued jobs (and the
+    whole queue once, when the policy changed across a restart). Raises ConfigError if the slot is
+    not after ``state.last_slot`` or the queue is on other slots.
     """
+    queue = as_queue(jobs, config)
     slot = config.slot_of(now_s)
     if slot <= state.last_slot:
         raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
     nu = config.nu
+    arrived, counted_seq, uncounted = _arrivals(queue, state, slot, config)
+    counting = arrived
     if state.last_slot >= 0 and state.policy_key != config.policy_key:
         # The policy or its deadlines changed across a restart: its saved work vector has
         # another shape. Start it afresh; every active job is counted again from this slot.
@@ -287,16 +316,10 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
             tenants=state.tenants,
             tenant_demands=state.tenant_demands,
             dominant_shares=state.dominant_shares,
-            missed=state.missed,
+            released_due=state.released_due,
         )
-    future = dict(state.future)
-    for job in jobs:
-        if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
-            start, end, deadline = job_units(job, config, slot)
-            for s in range(start, end):
-                units = list(future.get(s, (0.0,) * (nu + 1)))
-                units[deadline] += 1.0
-                future[s] = tuple(units)
+        counting = [j for j in queue.jobs() if config.slot_of(j.submit_s) <= slot]
+    future = _with_units(state.future, counting, slot, config)
     arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
     # Units of slots skipped while the daemon was down belonged to slots that are gone:
     # piling them on now would only spike m_t. Jobs still queued are released by their
@@ -323,8 +346,17 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
         )
     else:
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
-    tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
-    dispatched = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
+    tenants, tenant_demands, dominant_shares = arrive_tenants(state, arrived, slot, config)
+    dispatched = dispatch(
+        slot,
+        capacity,
+        queue,
+        config,
+        dict(zip(tenants, dominant_shares)),
+        last_slot=state.last_slot,
+        arrived=arrived,
+        released_due=state.released_due,
+    )
     decision = Decision(
         slot=slot,
         capacity=capacity,
@@ -353,28 +385,77 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
                 f"over its slots so far (servers switched off after the last), more than follow the workload "
                 f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
             )
-    counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
-    active = {j.job_id for j in jobs}
+    released_due = frozenset(job_id for job_id in dispatched.release if start_by_slot(queue.get(job_id), config) == slot)
     return decision, PolicyState(
         last_slot=slot,
         gcp=gcp_state,
         future=future,
-        counted=counted,
+        counted_seq=counted_seq,
         vfw=vfw_state,
         policy_key=config.policy_key,
         tenants=tenants,
         tenant_demands=tenant_demands,
         dominant_shares=dominant_shares,
-        missed=(state.missed & active) | frozenset(decision.missed),
+        uncounted=uncounted,
         hold=hold_state,
         follow_watch=watch,
+        released_due=released_due,
     )
 
 
+def _arrivals(queue: JobQueue, state: PolicyState, slot: int, config: ControllerConfig) -> tuple[list[Job], int, frozenset[str]]:
+    """(jobs counted for the first time in ``slot``, the new ``counted_seq``, the new ``uncounted``).
+
+    A job with a seq above ``state.counted_seq`` is seen now: counted if its submit slot has come,
+    else kept in ``uncounted`` until it does. A job without a seq is counted in the first slot
+    decided at or after its submit slot: now iff its submit slot is in (``state.last_slot``, ``slot``].
+    Cost: O(log n + the jobs returned + uncounted).
+    """
+    since = None if state.last_slot < 0 else state.last_slot + 1
+    if state.counted_seq < 0:  # UNKNOWN_SEQ: the no-seq rule for every job, once
+        top = queue.max_seq()
+        later = frozenset(j.job_id for j in queue.submitted_in(slot + 1, None) if j.seq is not None)
+        return queue.submitted_in(since, slot), 0 if top is None else top, later
+    found = {j.job_id: j for j in queue.submitted_in(since, slot) if j.seq is None}
+    counted_seq = state.counted_seq
+    later: set[str] = set()
+    for job_id in state.uncounted:
+        job = queue.get(job_id)
+        if job is not None:
+            if config.slot_of(job.submit_s) <= slot:
+                found[job_id] = job
+            else:
+                later.add(job_id)
+    for job in queue.arrived_after(state.counted_seq):
+        counted_seq = max(counted_seq, job.seq)
+        if config.slot_of(job.submit_s) <= slot:
+            found[job.job_id] = job
+        else:
+            later.add(job.job_id)
+    return list(found.values()), counted_seq, frozenset(later)
+
+
+def _with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
+    """``future`` with one unit per slot each of ``jobs`` would run from ``slot`` on (``job_units``)."""
+    empty = (0.0,) * (config.nu + 1)
+    touched: dict[int, list[float]] = {}
+    for job in jobs:
+        start, end, deadline = job_units(job, config, slot)
+        for s in range(start, end):
+            units = touched.get(s)
+            if units is None:
+                units = touched[s] = list(future.get(s, empty))
+            units[deadline] += 1.0
+    return {**future, **{s: tuple(units) for s, units in touched.items()}}
+
+
 def arrive_tenants(
-    state: PolicyState, jobs: list[Job], slot: int, config: ControllerConfig
+    state: PolicyState, jobs: Iterable[Job], slot: int, config: ControllerConfig
 ) -> tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]:
     """Dynamic DRF over tenants: each tenant arrives with its first job submitted by ``slot``.
+
+    ``jobs``: the jobs not seen before (``tick`` passes those counted in this slot: a tenant's
+    first job is among them, since every earlier job's tenant has arrived already).
 
     Returns (tenants, normalised demand vectors, dominant shares) in arrival order. A tenant's
     demand vector is its first job's (``demand_vector``); newcomers arrive in submit order, one

@@ -23,7 +23,7 @@ maximum; under overload by dynamic DRF share, ``fair_release``).
 from __future__ import annotations
 
 import math
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -563,74 +563,118 @@ class Dispatch:
 def dispatch(
     slot: int,
     capacity: float,
-    jobs: list[Job],
+    jobs: JobQueue | Iterable[Job],
     limits: NodeLimits,
     dominant_shares: dict[str, float] | None = None,
-    missed_before: frozenset[str] = frozenset(),
+    last_slot: int | None = None,
+    arrived: Iterable[Job] = (),
+    released_due: Iterable[str] = (),
 ) -> Dispatch:
-    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
+    """Turn m_t (``capacity``, servers) into whole nodes and the jobs to release in ``slot`` (EDF,
+    non-preemptive; paper: deferral, §V-B).
 
-    Without overload, queued jobs are released in EDF order (earliest start-by slot first)
-    onto the policy's nodes (so nodes ``hold`` keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto extra nodes up to
-    ``max_nodes``. Under overload (``Dispatch.overloaded``), every free node is filled and the
-    free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
-    weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
-    tenant missing from it has weight 0. ``missed_before``: ids already counted as missed.
+    ``jobs``: the active jobs, a :class:`JobQueue` on ``limits``' grid (read, never changed) or any
+    iterable of jobs; queued jobs submitted after ``slot`` wait. Without overload, queued jobs are
+    released in EDF order (earliest start-by slot first) onto the policy's nodes (so nodes ``hold``
+    keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto
+    extra nodes up to ``max_nodes``. Under overload (``Dispatch.overloaded``: jobs are queued and
+    the running jobs plus those due, or ceil(m_t), exceed ``max_nodes``), every free node is filled
+    and the free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares
+    as weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
+    tenant missing from it has weight 0.
+
+    Missed, each job once if every slot is decided: a queued job whose start-by slot is in
+    (``last_slot``, ``slot``) (it passed while no slot was decided), or is ``slot`` and the job is
+    not released; or one of ``arrived`` (jobs seen for the first time now) already past its start-by
+    slot; or one of ``released_due`` (released in their start-by slot by the decision of
+    ``last_slot``) still queued. ``last_slot`` None: ``slot - 1``.
+
+    Cost: O(log n + released + missed + queued jobs submitted after ``slot``), and under overload
+    O(free nodes x tenants) more, for n queued jobs (a list is first built into a JobQueue, O(n log n)).
     """
-    running = [j for j in jobs if j.state in ("released", "running")]
-    queued = sorted(
-        (j for j in jobs if j.state == "queued" and slot_of(j.submit_s, limits) <= slot),
-        key=lambda j: _edf_key(j, limits),
-    )
+    queue = as_queue(jobs, limits)
+    last = slot - 1 if last_slot is None else last_slot
+    # Queued jobs submitted after this slot are not there yet: skipped, and taken off the counts.
+    waiting = {j.job_id: start_by_slot(j, limits) for j in queue.submitted_in(slot + 1, None) if j.state == QUEUED}
+
+    def present(jobs: Iterable[Job]) -> Iterator[Job]:
+        return (j for j in jobs if j.job_id not in waiting) if waiting else iter(jobs)
+
+    def count_by(start_by: int) -> int:
+        return queue.due_count(start_by) - sum(1 for s in waiting.values() if s <= start_by)
+
+    running = queue.running_count
+    queued = queue.queued_count - len(waiting)
     wanted = math.ceil(capacity - 1e-9)
-    due = sum(1 for j in queued if start_by_slot(j, limits) <= slot)
-    nodes_wanted = max(wanted, len(running) + due)
-    overloaded = nodes_wanted > limits.max_nodes and bool(queued)
-    policy_nodes = nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
+    due = count_by(slot)
+    nodes_wanted = max(wanted, running + due)
+    overloaded = nodes_wanted > limits.max_nodes and queued > 0
+    policy_nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
     if overloaded:
-        release = fair_release(queued, running, limits.max_nodes - len(running), dominant_shares or {}, limits)
+        heads = {tenant: present(queue.tenant_queued(tenant)) for tenant in queue.queued_tenants()}
+        release = _fair_release(heads, Counter(queue.running_by_tenant()), limits.max_nodes - running, dominant_shares or {}, limits)
     else:
-        release = _edf_release(queued, len(running), nodes, slot, limits)
-    nodes = min(limits.max_nodes, max(nodes, len(running) + len(release)))
-    released = set(release)
-    late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, limits) < slot]
-    held = [j for j in queued if j.job_id not in released]
-    at_risk = sum(1 for j in held if start_by_slot(j, limits) <= slot + 1)
+        release = _edf_release(present(queue.queued()), running, policy_nodes, slot, limits)
+    nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
+    released = {j.job_id for j in release}
+    release_start_by = [start_by_slot(j, limits) for j in release]
+    late = tuple(j.job_id for j, s in zip(release, release_start_by) if s < slot)
+    at_risk = count_by(slot + 1) - sum(1 for s in release_start_by if s <= slot + 1)
     # Released in its start-by slot is in time; held through it, or released after it, is missed.
-    missed = [
-        j
-        for j in queued
-        if j.job_id not in missed_before
-        and (start_by_slot(j, limits) < slot or (start_by_slot(j, limits) == slot and j.job_id not in released))
-    ]
-    missed_by_tenant = dict(Counter(j.tenant for j in missed))
-    nodes_by_tenant = dict(Counter(j.tenant for j in running) + Counter(j.tenant for j in queued if j.job_id in released))
+    missed = {
+        j.job_id: j
+        for j in present(queue.start_by_between(last + 1, slot))
+        if start_by_slot(j, limits) < slot or j.job_id not in released
+    }
+    for job in [*arrived, *(queue.get(job_id) for job_id in released_due)]:
+        if job is None or job.job_id in missed or job.job_id in waiting:
+            continue
+        current = queue.get(job.job_id)
+        if current is not None and current.state == QUEUED and start_by_slot(current, limits) <= min(last, slot - 1):
+            missed[job.job_id] = current
+    missed_jobs = sorted(missed.values(), key=lambda j: _edf_key(j, limits))
     return Dispatch(
         slot=slot,
         capacity=capacity,
         policy_nodes=policy_nodes,
         nodes=nodes,
-        release=tuple(release),
-        late=tuple(late),
+        release=tuple(j.job_id for j in release),
+        late=late,
         at_risk=at_risk,
-        queue_depth=len(held),
-        running=len(running) + len(release),
+        queue_depth=queued - len(release),
+        running=running + len(release),
         overloaded=overloaded,
         nodes_wanted=nodes_wanted,
         due=due,
-        missed=tuple(j.job_id for j in missed),
-        missed_by_tenant=missed_by_tenant,
-        nodes_by_tenant=nodes_by_tenant,
+        missed=tuple(j.job_id for j in missed_jobs),
+        missed_by_tenant=dict(Counter(j.tenant for j in missed_jobs)),
+        nodes_by_tenant=dict(Counter(queue.running_by_tenant()) + Counter(j.tenant for j in release)),
     )
 
 
-def _edf_release(queued: list[Job], running: int, nodes: int, slot: int, limits: NodeLimits) -> list[str]:
-    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum."""
-    release: list[str] = []
+def as_queue(jobs: JobQueue | Iterable[Job], grid: SlotGrid) -> JobQueue:
+    """``jobs`` as a JobQueue on ``grid``: itself if it is one (ConfigError if on another grid), else built."""
+    if isinstance(jobs, JobQueue):
+        if (jobs.slot_s, jobs.epoch_s) != (float(grid.slot_s), float(grid.epoch_s)):
+            raise ConfigError(
+                f"job queue: its slots (slot_s = {jobs.slot_s:g}, epoch_s = {jobs.epoch_s:g}) are not the controller's "
+                f"(slot_s = {grid.slot_s:g}, epoch_s = {grid.epoch_s:g})"
+            )
+        return jobs
+    return JobQueue.of(jobs, grid.slot_s, grid.epoch_s)
+
+
+def _edf_release(queued: Iterable[Job], running: int, nodes: int, slot: int, limits: NodeLimits) -> list[Job]:
+    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum.
+
+    ``queued`` in EDF order; it is read only up to the first job not due that finds no node (jobs due
+    come first), so this costs the jobs released plus one, unless due jobs find no node (overload).
+    """
+    release: list[Job] = []
     for job in queued:
         due = start_by_slot(job, limits) <= slot
         if running + len(release) < nodes or (due and running + len(release) < limits.max_nodes):
-            release.append(job.job_id)
+            release.append(job)
         elif not due:
             break
     return release
@@ -647,25 +691,43 @@ def fair_release(
     This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
     note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
     Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
-    Returns job ids in EDF order.
+    Returns job ids in EDF order. Cost: O(free_nodes x tenants) past grouping ``queued``.
     """
-    held = Counter(j.tenant for j in running)
-    queues: dict[str, deque[Job]] = {}
+    by_tenant: dict[str, list[Job]] = {}
     for job in queued:
-        queues.setdefault(job.tenant, deque()).append(job)
-    chosen: set[str] = set()
+        by_tenant.setdefault(job.tenant, []).append(job)
+    heads = {tenant: iter(jobs) for tenant, jobs in by_tenant.items()}
+    chosen = {j.job_id for j in _fair_release(heads, Counter(j.tenant for j in running), free_nodes, dominant_shares, grid)}
+    return [j.job_id for j in queued if j.job_id in chosen]
+
+
+def _fair_release(
+    queues: dict[str, Iterator[Job]], held: Counter, free_nodes: int, dominant_shares: dict[str, float], grid: SlotGrid
+) -> list[Job]:
+    """``fair_release`` on each tenant's queued jobs in EDF order (read lazily) and the nodes each holds;
+    the jobs chosen, in EDF order."""
+    held = Counter(held)
+    heads: dict[str, tuple[tuple, Job]] = {}
+    for tenant, jobs in queues.items():
+        first = next(jobs, None)
+        if first is not None:
+            heads[tenant] = (_edf_key(first, grid), first)
 
     def load(tenant: str) -> tuple[float, tuple]:
         weight = dominant_shares.get(tenant, 0.0)
         # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
-        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _edf_key(queues[tenant][0], grid))
+        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, heads[tenant][0])
 
+    chosen: list[tuple[tuple, Job]] = []
     for _ in range(max(0, free_nodes)):
-        if not queues:
+        if not heads:
             break
-        tenant = min(queues, key=load)
-        chosen.add(queues[tenant].popleft().job_id)
+        tenant = min(heads, key=load)
+        chosen.append(heads[tenant])
         held[tenant] += 1
-        if not queues[tenant]:
-            del queues[tenant]
-    return [j.job_id for j in queued if j.job_id in chosen]
+        following = next(queues[tenant], None)
+        if following is None:
+            del heads[tenant]
+        else:
+            heads[tenant] = (_edf_key(following, grid), following)
+    return [job for _, job in sorted(chosen, key=lambda pair: pair[0])]
