@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from autoscaler.edf import JobQueue, as_queue, demand_vector, dispatch, fair_release, start_by_slot
-from autoscaler.errors import ConfigError
+from autoscaler.errors import ConfigError, StoreError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import MIB, CostParams, Job, require_positive
 from autoscaler.policies.gcp import GcpState, gcp_step
@@ -226,11 +226,13 @@ class PolicyState:
 class Decision:
     """What one slot decided.
 
-    ``capacity``: the policy's m_t (servers, fractional). ``work``: x_t, the work the policy runs
+    ``capacity``: the policy's m_t (servers, fractional). ``assigned``: x_t, the work the policy runs
     (x_t = m_t, except that nodes ``hold`` keeps on may have less to run). ``nodes``: task nodes to run,
     ceil(m_t) clamped to [min, max] and raised for due jobs. ``release``: job ids to
     release now, EDF order. ``late``: ids released after their start-by slot.
     ``at_risk``: queued jobs whose start-by slot is within one slot and were not released.
+    ``queue_depth``: jobs queued after the release; ``running``: jobs holding a node after it.
+    ``rounding_node_slots``: nodes - m_t.
     ``nodes_wanted``: the policy's ceil(m_t), or the running jobs plus those due, whichever is more.
     ``overloaded``: jobs are queued and ``nodes_wanted`` exceeds ``max_nodes``, so free nodes went
     to tenants by dynamic DRF share. ``missed``: jobs that
@@ -240,11 +242,12 @@ class Decision:
     (what "follow the workload" would have run), kept for the energy report.
     ``worse_than_follow``: the policy's m_t, x_t have cost more than follow over the slots decided
     since its state began (:class:`FollowWatch`); ``warning`` says so, in the slot it first happens.
+    ``solve_ms``: wall time of the decision, filled in by the daemon (``tick`` reads no clock).
     """
 
     slot: int
     capacity: float
-    work: float
+    assigned: float
     nodes: int
     release: tuple[str, ...]
     late: tuple[str, ...]
@@ -260,6 +263,102 @@ class Decision:
     load: float = 0.0
     worse_than_follow: bool = False
     warning: str = ""
+    solve_ms: float = 0.0
+
+    @property
+    def work(self) -> float:
+        """x_t under its former name; read ``assigned``."""
+        return self.assigned
+
+    def to_json(self) -> dict:
+        """The decision as JSON-ready values (lists, plain ints, floats and strings), for the decision log."""
+        return {
+            "slot": int(self.slot),
+            "capacity": float(self.capacity),
+            "assigned": float(self.assigned),
+            "nodes": int(self.nodes),
+            "release": list(self.release),
+            "late": list(self.late),
+            "at_risk": int(self.at_risk),
+            "queue_depth": int(self.queue_depth),
+            "running": int(self.running),
+            "rounding_node_slots": float(self.rounding_node_slots),
+            "overloaded": bool(self.overloaded),
+            "nodes_wanted": int(self.nodes_wanted),
+            "missed": list(self.missed),
+            "missed_by_tenant": {str(t): int(n) for t, n in self.missed_by_tenant.items()},
+            "nodes_by_tenant": {str(t): int(n) for t, n in self.nodes_by_tenant.items()},
+            "load": float(self.load),
+            "worse_than_follow": bool(self.worse_than_follow),
+            "warning": str(self.warning),
+            "solve_ms": float(self.solve_ms),
+        }
+
+    @classmethod
+    def from_json(cls, document: dict) -> "Decision":
+        """A decision from :meth:`to_json`, or from a log written as ``dataclasses.asdict(decision) |
+        {"solve_ms": ...}`` before ``assigned`` was named so (its ``work``; x_t = m_t where neither
+        is there). Fields a log lacks take their defaults; keys it does not know are ignored.
+
+        Raises StoreError naming the field when ``slot``, ``capacity`` or ``nodes`` is missing or a
+        field has the wrong type.
+        """
+        if not isinstance(document, dict):
+            raise StoreError(f"decision log: expected an object per slot, got {type(document).__name__}")
+        for name in ("slot", "capacity", "nodes"):
+            if name not in document:
+                raise StoreError(f"decision log: a decision has no {name!r} (keys: {', '.join(sorted(map(str, document)))})")
+        where = f"decision log, slot {document['slot']!r}"
+
+        def read(name: str, kind, default):
+            value = document.get(name, default)
+            try:
+                if kind is tuple:
+                    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                        raise TypeError
+                    return tuple(str(v) for v in value)
+                if kind is dict:
+                    return {str(k): int(v) for k, v in dict(value).items()}
+                if kind is bool:
+                    if not isinstance(value, bool):
+                        raise TypeError
+                    return value
+                if kind is str:
+                    return str(value)
+                if isinstance(value, bool) or value is None:
+                    raise TypeError
+                number = kind(value)
+                if kind is int and number != value:
+                    raise ValueError
+                return number
+            except (TypeError, ValueError):
+                raise StoreError(f"{where}: {name!r} must be {_KIND_WORDS[kind]}, got {value!r}") from None
+
+        capacity = read("capacity", float, None)
+        return cls(
+            slot=read("slot", int, None),
+            capacity=capacity,
+            assigned=read("assigned", float, document.get("work", capacity)),
+            nodes=read("nodes", int, None),
+            release=read("release", tuple, ()),
+            late=read("late", tuple, ()),
+            at_risk=read("at_risk", int, 0),
+            queue_depth=read("queue_depth", int, 0),
+            running=read("running", int, 0),
+            rounding_node_slots=read("rounding_node_slots", float, 0.0),
+            overloaded=read("overloaded", bool, False),
+            nodes_wanted=read("nodes_wanted", int, 0),
+            missed=read("missed", tuple, ()),
+            missed_by_tenant=read("missed_by_tenant", dict, {}),
+            nodes_by_tenant=read("nodes_by_tenant", dict, {}),
+            load=read("load", float, 0.0),
+            worse_than_follow=read("worse_than_follow", bool, False),
+            warning=read("warning", str, ""),
+            solve_ms=read("solve_ms", float, 0.0),
+        )
+
+
+_KIND_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text", tuple: "a list of job ids", dict: "an object of counts"}
 
 
 def _vfw_state(document: dict | None) -> VfwState | None:
@@ -360,7 +459,7 @@ def tick(
     decision = Decision(
         slot=slot,
         capacity=capacity,
-        work=capacity if work is None else work,
+        assigned=capacity if work is None else work,
         nodes=dispatched.nodes,
         release=dispatched.release,
         late=dispatched.late,
@@ -375,7 +474,7 @@ def tick(
         nodes_by_tenant=dispatched.nodes_by_tenant,
         load=float(arrivals.sum()),
     )
-    watch = state.follow_watch.step(decision.capacity, decision.work, decision.load, config.cost)
+    watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
     if watch.worse:
         decision = replace(decision, worse_than_follow=True)
         if not state.follow_watch.worse:

@@ -350,7 +350,7 @@ def test_tick_on_a_job_queue_decides_as_the_old_scan_did(
         decision, state = tick(t * TAU, queue, state, config)
         got = dataclasses.asdict(decision)
         assert {k: got[k] for k in FIELDS} == {k: expected[k] for k in FIELDS}, t
-        assert decision.work == expected["work"]
+        assert decision.assigned == expected["work"]
         state = PolicyState.from_json(state.to_json())
         for job_id in decision.release:
             if int(job_id[1:]) in failing and job_id not in failed_once:
