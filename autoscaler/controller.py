@@ -23,21 +23,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from autoscaler.edf import JobQueue, as_queue, demand_vector, dispatch, fair_release, start_by_slot
+from autoscaler.edf import Dispatch, JobQueue, as_queue, demand_vector, dispatch, fair_release, start_by_slot
 from autoscaler.errors import ConfigError, StoreError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import MIB, CostParams, Job, require_positive
-from autoscaler.policies.gcp import GcpState, gcp_step
-from autoscaler.policies.hold import HoldState, hold_step
-from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
+from autoscaler.policies.gcp import GcpState, binding_deadline, gcp_step
+from autoscaler.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
+from autoscaler.policies.vfw import VfwState, default_delta, step_bounds, vfw_step
 
 __all__ = [
     "CONTROLLER_POLICIES",
+    "REASONS",
     "ControllerConfig",
     "Decision",
     "FollowWatch",
@@ -45,6 +47,7 @@ __all__ = [
     "arrive_tenants",
     "demand_vector",
     "dispatch",
+    "explain",
     "fair_release",
     "job_units",
     "start_by_slot",
@@ -57,6 +60,36 @@ CONTROLLER_POLICIES = ("hold", "gcp-u", "gcp", "vfw", "follow")
 
 UNIFORM_DEADLINE_POLICIES = ("hold", "gcp-u", "vfw")
 """Policies that give every unit of work the one deadline D (the others: each job's own slack, or none)."""
+
+REASONS = ("idle", "follow", "deadlines", "held", "valley", "due_jobs", "running", "min_nodes", "max_nodes", "overloaded")
+"""What bound a slot's m_t or nodes (``Decision.reason``), the first that applies of, from last to first:
+
+* ``overloaded``: jobs are queued and the nodes wanted (ceil(m_t), or the running jobs plus those due)
+  exceed ``max_nodes``: the free nodes were shared among tenants by dynamic DRF share;
+* ``max_nodes``: ceil(m_t) is above ``max_nodes`` (nothing queued): nodes capped;
+* ``due_jobs``: nodes raised above ceil(m_t) for jobs at (or past) their start-by slot;
+* ``running``: nodes kept above ceil(m_t) for jobs still running;
+* ``min_nodes``: nodes raised to ``min_nodes``;
+* ``idle``: m_t = 0 and no job queued or running: no nodes;
+* the policy's own rule for m_t: ``follow`` (m_t = L_t); ``deadlines`` (the lowest m_t that meets
+  the queued work's deadlines: for gcp, gcp-u and hold r_t = max_j Y_j/(j+1), GCP-OPT (7)'s first
+  slope; for vfw outside a valley, LOPT (4)); ``held`` (hold kept servers on above r_t through a
+  valley); ``valley`` (vfw fills a valley, VOPT (5)).
+"""
+
+REASON_WORDS = {
+    "idle": "nothing to run",
+    "follow": "following the load",
+    "deadlines": "forced by deadlines",
+    "held": "held through a valley",
+    "valley": "filling a valley",
+    "due_jobs": "raised for due jobs",
+    "running": "kept for running jobs",
+    "min_nodes": "raised to min_nodes",
+    "max_nodes": "capped at max_nodes",
+    "overloaded": "overloaded: shared by DRF",
+}
+"""Each reason code in a few words, for ``explain``."""
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -242,6 +275,8 @@ class Decision:
     (what "follow the workload" would have run), kept for the energy report.
     ``worse_than_follow``: the policy's m_t, x_t have cost more than follow over the slots decided
     since its state began (:class:`FollowWatch`); ``warning`` says so, in the slot it first happens.
+    ``reason``: which rule bound m_t or the nodes, one of ``REASONS`` ("" in logs written before
+    decisions explained themselves); ``why``: that, in one sentence with its figures.
     ``solve_ms``: wall time of the decision, filled in by the daemon (``tick`` reads no clock).
     """
 
@@ -263,7 +298,13 @@ class Decision:
     load: float = 0.0
     worse_than_follow: bool = False
     warning: str = ""
+    reason: str = ""
+    why: str = ""
     solve_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.reason and self.reason not in REASONS:
+            raise ConfigError(f"decision reason: expected one of {', '.join(REASONS)}, got {self.reason!r}")
 
     @property
     def work(self) -> float:
@@ -291,6 +332,8 @@ class Decision:
             "load": float(self.load),
             "worse_than_follow": bool(self.worse_than_follow),
             "warning": str(self.warning),
+            "reason": str(self.reason),
+            "why": str(self.why),
             "solve_ms": float(self.solve_ms),
         }
 
@@ -335,6 +378,9 @@ class Decision:
                 raise StoreError(f"{where}: {name!r} must be {_KIND_WORDS[kind]}, got {value!r}") from None
 
         capacity = read("capacity", float, None)
+        reason = read("reason", str, "")
+        if reason and reason not in REASONS:
+            raise StoreError(f"{where}: 'reason' must be one of {', '.join(REASONS)}, got {reason!r}")
         return cls(
             slot=read("slot", int, None),
             capacity=capacity,
@@ -354,6 +400,8 @@ class Decision:
             load=read("load", float, 0.0),
             worse_than_follow=read("worse_than_follow", bool, False),
             warning=read("warning", str, ""),
+            reason=reason,
+            why=read("why", str, ""),
             solve_ms=read("solve_ms", float, 0.0),
         )
 
@@ -429,22 +477,23 @@ def tick(
     vfw_state = state.vfw
     hold_state = state.hold
     work = None
+    load = float(arrivals.sum())
     if config.policy == "follow":
-        capacity = float(arrivals.sum())
+        capacity = load
+        policy_reason = _follow_reason(load)
     elif config.policy == "hold":
         # The daemon clamps nodes to max_nodes itself, as for gcp; hold never asks beyond max(r_t, m_{t-1}).
-        capacity, work, hold_state = hold_step(
-            hold_state or HoldState.empty(config.deadline_slots, config.cost),
-            float(arrivals.sum()),
-            config.deadline_slots,
-            replace(config.cost, max_servers=None),
-        )
+        before = hold_state or HoldState.empty(config.deadline_slots, config.cost)
+        params = replace(config.cost, max_servers=None)
+        capacity, work, hold_state = hold_step(before, load, config.deadline_slots, params)
+        policy_reason = _hold_reason(before, hold_state, load, capacity, work, params)
     elif config.policy == "vfw":
-        capacity, vfw_state = vfw_step(
-            vfw_state or VfwState.empty(config.deadline_slots), float(arrivals.sum()), config.deadline_slots, config.vfw_delta
-        )
+        before = vfw_state or VfwState.empty(config.deadline_slots)
+        capacity, vfw_state = vfw_step(before, load, config.deadline_slots, config.vfw_delta)
+        policy_reason = _vfw_reason(before, vfw_state, capacity, config)
     else:
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
+        policy_reason = _gcp_reason(gcp_state, capacity, config.policy)
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, arrived, slot, config)
     dispatched = dispatch(
         slot,
@@ -472,8 +521,10 @@ def tick(
         missed=dispatched.missed,
         missed_by_tenant=dispatched.missed_by_tenant,
         nodes_by_tenant=dispatched.nodes_by_tenant,
-        load=float(arrivals.sum()),
+        load=load,
     )
+    reason, why = _node_reason(dispatched, queue, config, policy_reason)
+    decision = replace(decision, reason=reason, why=why)
     watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
     if watch.worse:
         decision = replace(decision, worse_than_follow=True)
@@ -546,6 +597,109 @@ def _with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int
                 units = touched[s] = list(future.get(s, empty))
             units[deadline] += 1.0
     return {**future, **{s: tuple(units) for s, units in touched.items()}}
+
+
+def _follow_reason(load: float) -> tuple[str, str]:
+    return "follow", f"follow runs m_t = L_t = {load:.4g}, the work that arrived for this slot"
+
+
+def _gcp_reason(after: GcpState, capacity: float, policy: str) -> tuple[str, str]:
+    work, slots = binding_deadline(np.array(after.unassigned))
+    return "deadlines", (
+        f"{policy} runs m_t = {capacity:.4g} = max_j Y_j/(j+1), the flat rate that meets every queued deadline "
+        f"(GCP-OPT (7)'s first slope): {work:.4g} units of work are due within {_count(slots, 'slot')}"
+    )
+
+
+def _hold_reason(
+    before: HoldState, after: HoldState, load: float, capacity: float, assigned: float, params: CostParams
+) -> tuple[str, str]:
+    forced, work, slots = forced_capacity(before, load)
+    due = f"{work:.4g} units of work are due within {_count(slots, 'slot')}" if slots else "no work is queued"
+    if capacity <= forced * (1 + 1e-12) + 1e-12:
+        return "deadlines", f"hold runs m_t = r_t = {capacity:.4g} = max_j Y_j/(j+1), what the deadlines force: {due}"
+    how = "inside a hold its guard allowed" if after.holding else "by its rules' hold level"
+    return "held", (
+        f"hold keeps m_t = {capacity:.4g} on (m_{{t-1}} = {before.capacity:.4g}) where the deadlines force r_t = {forced:.4g} "
+        f"({due}): a valley held {how}, leading rule '{leading_rule(after, params)}'; x_t = {assigned:.4g} of it runs queued work"
+    )
+
+
+def _vfw_reason(before: VfwState, after: VfwState, capacity: float, config: ControllerConfig) -> tuple[str, str]:
+    need_now, allowed = step_bounds(before, after, config.deadline_slots, config.vfw_delta)
+    if after.valley > 0:
+        return "valley", (
+            f"vfw fills a valley (slot {after.valley} of {config.vfw_delta + 1}, VOPT (5)): m_t = {capacity:.4g} of the "
+            f"{allowed:.4g} units released and not yet run, {need_now:.4g} of them due now"
+        )
+    return "deadlines", (
+        f"vfw runs m_t = {capacity:.4g} (LOPT (4)): {need_now:.4g} units released {config.deadline_slots} slots ago are due now, "
+        f"and it runs no more than the {allowed:.4g} released by {_count(config.vfw_delta, 'slot')} ago, spread over "
+        f"{config.deadline_slots + 1} slots"
+    )
+
+
+def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig, policy_reason: tuple[str, str]) -> tuple[str, str]:
+    """The rule that bound the nodes (``REASONS``, first to last), else the policy's own for m_t."""
+    capacity, nodes = dispatched.capacity, dispatched.nodes
+    wanted = math.ceil(capacity - 1e-9)
+    running_before = dispatched.running - len(dispatched.release)
+    if dispatched.overloaded:
+        free = config.max_nodes - running_before
+        released = Counter(queue.get(job_id).tenant for job_id in dispatched.release)
+        shares = ", ".join(f"{tenant} {count}" for tenant, count in sorted(released.items(), key=lambda kv: (-kv[1], kv[0])))
+        held = ", ".join(f"{tenant} {count}" for tenant, count in sorted(dispatched.nodes_by_tenant.items(), key=lambda kv: (-kv[1], kv[0])))
+        return "overloaded", (
+            f"{dispatched.nodes_wanted} nodes wanted (ceil(m_t) = {wanted}; {running_before} running and {dispatched.due} due), "
+            f"more than max_nodes = {config.max_nodes}: the {_count(max(free, 0), 'free node')} went by dynamic DRF share"
+            + (f", released now: {shares}" if shares else ", none free")
+            + (f"; nodes held: {held}" if held else "")
+        )
+    if wanted > config.max_nodes:
+        return "max_nodes", f"m_t = {capacity:.4g} wants {_count(wanted, 'node')}, capped at max_nodes = {config.max_nodes}"
+    if nodes > max(wanted, config.min_nodes):
+        beyond = dispatched.release[max(0, dispatched.policy_nodes - running_before) :]
+        if beyond:
+            first = queue.get(beyond[0])
+            return "due_jobs", (
+                f"nodes raised from {dispatched.policy_nodes} (ceil(m_t), m_t = {capacity:.4g}) to {nodes} for "
+                f"{_count(len(beyond), 'job')} at their start-by slot, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
+            )
+        return "running", (
+            f"nodes kept at {nodes}, above the {dispatched.policy_nodes} of m_t = {capacity:.4g}, for {_count(running_before, 'job')} still running"
+        )
+    if nodes > wanted:
+        return "min_nodes", f"m_t = {capacity:.4g} needs {_count(wanted, 'node')}; min_nodes keeps {config.min_nodes} on"
+    if nodes == 0 and capacity <= 0 and dispatched.queue_depth == 0:
+        return "idle", "m_t = 0 and no job is queued or running: no nodes"
+    return policy_reason
+
+
+def explain(decision: Decision) -> str:
+    """A few lines on one decision for an operator (``autoscaler explain --slot N``): m_t, x_t and
+    nodes, the jobs released, late and missed, and the rule that bound it (``Decision.why``)."""
+    lines = [
+        f"slot {decision.slot}: m_t = {decision.capacity:.4g} servers, x_t = {decision.assigned:.4g}, L_t = {decision.load:.4g}; "
+        f"{_count(decision.nodes, 'node')}" + (f" ({decision.nodes_wanted} wanted)" if decision.nodes_wanted > decision.nodes else ""),
+        f"released {_count(len(decision.release), 'job')}{_ids(decision.release)}; late {len(decision.late)}{_ids(decision.late)}; "
+        f"missed their start-by slot {len(decision.missed)}{_ids(decision.missed)}",
+        f"after it: {_count(decision.queue_depth, 'job')} queued ({decision.at_risk} due by the next slot), {decision.running} running",
+    ]
+    lines.append(f"why ({REASON_WORDS.get(decision.reason, 'not recorded')}): {decision.why or 'not recorded'}")
+    if decision.warning:
+        lines.append(f"warning: {decision.warning}")
+    return "\n".join(lines)
+
+
+def _ids(job_ids: tuple[str, ...], shown: int = 5) -> str:
+    if not job_ids:
+        return ""
+    more = f", ... ({len(job_ids) - shown} more)" if len(job_ids) > shown else ""
+    return f" ({', '.join(job_ids[:shown])}{more})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def arrive_tenants(
