@@ -400,54 +400,65 @@ class JobQueue:
         """A job's new state: done or failed removes it; released or running moves it to the running
         jobs, with ``released_s`` and ``step_id`` when given (else the ones it had). Unknown ids are ignored."""
         _check_state(job_id, state)
-        job = self._discard(job_id)
-        if job is None or state in FINAL_STATES:
+        job = self._jobs.get(job_id)
+        if job is None:
             return
-        self._insert(
-            replace(
-                job,
-                state=state,
-                released_s=job.released_s if released_s is None else released_s,
-                step_id=job.step_id if step_id is None else step_id,
-            )
+        if state in FINAL_STATES:
+            self._discard(job_id)
+            return
+        changed = replace(
+            job,
+            state=state,
+            released_s=job.released_s if released_s is None else released_s,
+            step_id=job.step_id if step_id is None else step_id,
         )
+        # Only the EDF lists or the running jobs change: the seq and submit indexes stay as they are.
+        self._unplace(job)
+        self._jobs[job_id] = changed
+        self._place(changed)
 
     def _insert(self, job: Job) -> None:
         if job.state in FINAL_STATES:
             return
-        job_id = job.job_id
-        self._jobs[job_id] = job
-        if job.state == QUEUED:
-            key = self._keys[job_id] = _edf_key(job, self)
-            self._edf.add(key)
-            self._by_tenant.setdefault(job.tenant, SortedList()).add(key)
-        else:
-            self._running[job_id] = job
-            self._running_by_tenant[job.tenant] += 1
+        self._jobs[job.job_id] = job
+        self._place(job)
         if job.seq is not None:
-            self._by_seq.add((job.seq, job_id))
-        self._by_submit.add((job.submit_s, job_id))
+            self._by_seq.add((job.seq, job.job_id))
+        self._by_submit.add((job.submit_s, job.job_id))
 
     def _discard(self, job_id: str) -> Job | None:
         job = self._jobs.pop(job_id, None)
         if job is None:
             return None
+        self._unplace(job)
+        if job.seq is not None:
+            self._by_seq.remove((job.seq, job_id))
+        self._by_submit.remove((job.submit_s, job_id))
+        return job
+
+    def _place(self, job: Job) -> None:
+        """Into the EDF lists (queued) or the running jobs."""
         if job.state == QUEUED:
-            key = self._keys.pop(job_id)
+            key = self._keys[job.job_id] = _edf_key(job, self)
+            self._edf.add(key)
+            self._by_tenant.setdefault(job.tenant, SortedList()).add(key)
+        else:
+            self._running[job.job_id] = job
+            self._running_by_tenant[job.tenant] += 1
+
+    def _unplace(self, job: Job) -> None:
+        if job.state == QUEUED:
+            key = self._keys.pop(job.job_id)
             self._edf.remove(key)
             tenant = self._by_tenant[job.tenant]
             tenant.remove(key)
             if not tenant:
                 del self._by_tenant[job.tenant]
         else:
-            del self._running[job_id]
+            del self._running[job.job_id]
             self._running_by_tenant[job.tenant] -= 1
             if not self._running_by_tenant[job.tenant]:
                 del self._running_by_tenant[job.tenant]
-        if job.seq is not None:
-            self._by_seq.remove((job.seq, job_id))
-        self._by_submit.remove((job.submit_s, job_id))
-        return job
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -516,10 +527,10 @@ class JobQueue:
     def submitted_in(self, first_slot: int | None, last_slot: int | None) -> list[Job]:
         """Active jobs whose submit slot is in [first_slot, last_slot] (None: unbounded), by submit_s;
         O(log n + the jobs returned)."""
-        # Bounds one slot wider than the range, so floating-point rounding at a slot's edge cannot
-        # drop a job; slot_of decides.
-        lo = 0 if first_slot is None else self._by_submit.bisect_left((self.epoch_s + (first_slot - 1) * self.slot_s,))
-        hi = len(self._by_submit) if last_slot is None else self._by_submit.bisect_left((self.epoch_s + (last_slot + 2) * self.slot_s,))
+        # Bounds a hair wider than the range (far more than floating-point rounding at a slot's
+        # edge, far less than a slot), so no job at an edge is dropped; slot_of decides.
+        lo = 0 if first_slot is None else self._by_submit.bisect_left((self._edge_s(first_slot, -1),))
+        hi = len(self._by_submit) if last_slot is None else self._by_submit.bisect_left((self._edge_s(last_slot + 1, 1),))
         found = [self._jobs[job_id] for _, job_id in self._by_submit.islice(lo, hi)]
         return [
             job
@@ -527,6 +538,12 @@ class JobQueue:
             if (first_slot is None or slot_of(job.submit_s, self) >= first_slot)
             and (last_slot is None or slot_of(job.submit_s, self) <= last_slot)
         ]
+
+
+    def _edge_s(self, slot: int, side: int) -> float:
+        """The start of ``slot`` (seconds), moved out by a relative 1e-9 in the direction ``side``."""
+        edge = self.epoch_s + slot * self.slot_s
+        return edge + side * 1e-9 * (abs(edge) + abs(self.epoch_s) + self.slot_s)
 
 
 def _check_state(job_id: str, state: str) -> None:

@@ -123,15 +123,16 @@ def check(queue: JobQueue, naive: Naive, probe: int) -> None:
         assert got == sorted(i for i, s in submit_slot.items() if (first is None or s >= first) and (last is None or s <= last))
 
 
-def test_submit_slots_at_a_slots_edge_are_found_in_that_slot():
-    # 0.1 + 0.2 slots of 0.1 s: floating point puts some multiples of slot_s a hair off their edge.
-    queue = JobQueue(0.1, 0.0)
-    edges = [job(f"e{k}", k * 0.1, 0.0, k * 0.1 + 1.0) for k in range(50)]
+@pytest.mark.parametrize("slot_s, epoch_s", [(0.1, 0.0), (300.0, 1.7e9 + 0.3), (1.0, 1.7e9), (0.3, -7.0)])
+def test_submit_slots_at_a_slots_edge_are_found_in_that_slot(slot_s, epoch_s):
+    # Slots of 0.1 s: floating point puts some multiples of slot_s a hair off their edge (0.1 * 3).
+    queue = JobQueue(slot_s, epoch_s)
+    edges = [job(f"e{k}{d}", epoch_s + k * slot_s + d, 0.0, epoch_s + k * slot_s + 10.0) for k in range(50) for d in (0.0, -1e-7, 1e-7)]
     for j in edges:
         queue.add(j)
-    for k in range(50):
-        expected = [j.job_id for j in edges if math.floor(j.submit_s / 0.1) == k]
-        assert [j.job_id for j in queue.submitted_in(k, k)] == expected
+    for k in range(-1, 51):
+        expected = sorted(j.job_id for j in edges if math.floor((j.submit_s - epoch_s) / slot_s) == k)
+        assert sorted(j.job_id for j in queue.submitted_in(k, k)) == expected
 
 
 def test_bad_grid_and_state_are_refused_by_name():
