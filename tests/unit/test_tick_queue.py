@@ -5,6 +5,7 @@ the controller as it was before them (every job scanned and sorted each slot, ``
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections import Counter, deque
 from dataclasses import dataclass, field, replace
@@ -13,7 +14,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.controller import ControllerConfig, FollowWatch, PolicyState, demand_vector, job_units, tick
+from autoscaler.controller import UNKNOWN_SEQ, ControllerConfig, FollowWatch, PolicyState, demand_vector, job_units, tick
 from autoscaler.edf import JobQueue, start_by_slot
 from autoscaler.errors import ConfigError
 from autoscaler.fairshare import dynamic_drf_step
@@ -358,3 +359,37 @@ def test_tick_on_a_job_queue_decides_as_the_old_scan_did(
                 continue
             queue.update(job_id, "running", released_s=t * TAU)
             live[job_id] = dataclasses.replace(live[job_id], state="running", released_s=t * TAU)
+
+
+def test_a_state_saved_before_the_watermark_goes_on_without_counting_a_job_twice():
+    # Jobs with store seqs, ticked to slot 5; the state is then written as the former code wrote it
+    # (counted and missed id lists, no counted_seq) and the run goes on from it. Every job there was
+    # submitted by slot 5, so the rule for it (counted iff submitted by the last decided slot) is exact.
+    config = ControllerConfig(policy="gcp-u", deadline_slots=2, slot_s=TAU, max_nodes=3)
+    jobs = [
+        Job(f"j{i}", "n", "t", (i % 6) * TAU + i, (i % 6 + 2) * TAU + i, 200.0, StepSpec(args=("true",)), seq=i + 1) for i in range(24)
+    ]
+    late = [Job("late", "n", "t", 7 * TAU, 9 * TAU, 200.0, StepSpec(args=("true",)), seq=25)]
+    queue = JobQueue(TAU)
+    state = PolicyState()
+    for t in range(6):
+        for j in jobs:
+            if math.floor(j.submit_s / TAU) == t:
+                queue.add(j)
+        decision, state = tick(t * TAU, queue, state, config)
+        for job_id in decision.release:
+            queue.update(job_id, "running", released_s=t * TAU)
+    document = state.to_json()
+    assert len(json.dumps(document)) < 2_000  # no list of every job counted or missed
+    old = {k: v for k, v in document.items() if k not in ("counted_seq", "uncounted", "released_due")}
+    old |= {"counted": sorted(j.job_id for j in jobs), "missed": ["j0", "gone"]}
+    resumed, fresh = PolicyState.from_json(old), state
+    assert resumed.counted_seq == UNKNOWN_SEQ
+    queue.add(late[0])  # seen already, submitted for slot 7
+    for t in range(6, 10):
+        a, resumed = tick(t * TAU, queue, resumed, config)
+        b, fresh = tick(t * TAU, queue, fresh, config)
+        assert a == b, t
+        for job_id in a.release:
+            queue.update(job_id, "running", released_s=t * TAU)
+    assert resumed.counted_seq == fresh.counted_seq == 25 and resumed.uncounted == fresh.uncounted == frozenset()
