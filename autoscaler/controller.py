@@ -17,6 +17,12 @@ gives the same m_t. Dispatch is then physical: a job is released as a whole
 by earliest start-by slot (deadline minus length), and a job whose start-by
 slot has come is released even when the policy's nodes are used up, the nodes
 being raised to fit (deadline-safe rounding), up to the configured maximum.
+
+Cost. The jobs come as an :class:`~autoscaler.edf.JobQueue` (EDF order and release live in
+``autoscaler.edf``) kept by the caller between slots; a slot reads only the jobs that arrived
+(``PolicyState.counted_seq``), those released or missed, and O(log n) of the queue, and its state
+does not grow with the queue. Every decision says which rule bound it (``Decision.reason``, one of
+``REASONS``, and ``Decision.why``); :func:`explain` gives the lines for one slot.
 """
 
 from __future__ import annotations
