@@ -17,23 +17,49 @@ gives the same m_t. Dispatch is then physical: a job is released as a whole
 by earliest start-by slot (deadline minus length), and a job whose start-by
 slot has come is released even when the policy's nodes are used up, the nodes
 being raised to fit (deadline-safe rounding), up to the configured maximum.
+
+Cost. The jobs come as an :class:`~autoscaler.edf.JobQueue` (EDF order and release live in
+``autoscaler.edf``) kept by the caller between slots; a slot reads only the jobs that arrived
+(``PolicyState.counted_seq``), those released or missed, and O(log n) of the queue, and its state
+does not grow with the queue. Every decision says which rule bound it (``Decision.reason``, one of
+``REASONS``, and ``Decision.why``); :func:`explain` gives the lines for one slot.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter, deque
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from autoscaler.errors import ConfigError
+from autoscaler.edf import Dispatch, JobQueue, as_queue, demand_vector, dispatch, fair_release, start_by_slot
+from autoscaler.errors import ConfigError, StoreError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import MIB, CostParams, Job, require_positive
-from autoscaler.policies.gcp import GcpState, gcp_step
-from autoscaler.policies.hold import HoldState, hold_step
-from autoscaler.policies.vfw import VfwState, default_delta, vfw_step
+from autoscaler.policies.gcp import GcpState, binding_deadline, gcp_step
+from autoscaler.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
+from autoscaler.policies.vfw import VfwState, default_delta, step_bounds, vfw_step
+
+__all__ = [
+    "CONTROLLER_POLICIES",
+    "REASONS",
+    "ControllerConfig",
+    "Decision",
+    "FollowWatch",
+    "PolicyState",
+    "arrive_tenants",
+    "demand_vector",
+    "dispatch",
+    "explain",
+    "fair_release",
+    "job_units",
+    "start_by_slot",
+    "tick",
+]
+"""What other modules import from here; EDF order and release live in ``autoscaler.edf``."""
 
 CONTROLLER_POLICIES = ("hold", "gcp-u", "gcp", "vfw", "follow")
 """Policies the daemon can run; ``hold`` is the default."""
@@ -41,9 +67,35 @@ CONTROLLER_POLICIES = ("hold", "gcp-u", "gcp", "vfw", "follow")
 UNIFORM_DEADLINE_POLICIES = ("hold", "gcp-u", "vfw")
 """Policies that give every unit of work the one deadline D (the others: each job's own slack, or none)."""
 
-SHARE_TOLERANCE = 1e-12
-"""A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
+REASONS = ("idle", "follow", "deadlines", "held", "valley", "due_jobs", "running", "min_nodes", "max_nodes", "overloaded")
+"""What bound a slot's m_t or nodes (``Decision.reason``), the first that applies of, from last to first:
 
+* ``overloaded``: jobs are queued and the nodes wanted (ceil(m_t), or the running jobs plus those due)
+  exceed ``max_nodes``: the free nodes were shared among tenants by dynamic DRF share;
+* ``max_nodes``: ceil(m_t) is above ``max_nodes`` (nothing queued): nodes capped;
+* ``due_jobs``: nodes raised above ceil(m_t) for jobs at (or past) their start-by slot;
+* ``running``: nodes kept above ceil(m_t) for jobs still running;
+* ``min_nodes``: nodes raised to ``min_nodes``;
+* ``idle``: m_t = 0 and no job queued or running: no nodes;
+* the policy's own rule for m_t: ``follow`` (m_t = L_t); ``deadlines`` (the lowest m_t that meets
+  the queued work's deadlines: for gcp, gcp-u and hold r_t = max_j Y_j/(j+1), GCP-OPT (7)'s first
+  slope; for vfw outside a valley, LOPT (4)); ``held`` (hold kept servers on above r_t through a
+  valley); ``valley`` (vfw fills a valley, VOPT (5)).
+"""
+
+REASON_WORDS = {
+    "idle": "nothing to run",
+    "follow": "following the load",
+    "deadlines": "forced by deadlines",
+    "held": "held through a valley",
+    "valley": "filling a valley",
+    "due_jobs": "raised for due jobs",
+    "running": "kept for running jobs",
+    "min_nodes": "raised to min_nodes",
+    "max_nodes": "capped at max_nodes",
+    "overloaded": "overloaded: shared by DRF",
+}
+"""Each reason code in a few words, for ``explain``."""
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -129,30 +181,45 @@ class FollowWatch:
         return FollowWatch(policy, follow, capacity, load, worse)
 
 
+UNKNOWN_SEQ = -1
+"""``PolicyState.counted_seq`` of a state saved before the watermark existed: which jobs it counted
+is not known, so every job is taken as counted iff its submit slot is decided (the rule for jobs
+without a seq)."""
+
+
 @dataclass(frozen=True)
 class PolicyState:
     """What the controller carries between slots, persisted with the queue in one transaction.
+    Its size does not grow with the queue.
 
     ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
     work y and m_{t-1}. ``hold``: hold's queues, capacities and its rules' costs. ``future``: units of already-submitted jobs still to arrive,
     {slot: [units by deadline, shape (nu+1,)]}. ``tenants``: dynamic DRF's agents in arrival
     order, with their normalised demand vectors ``tenant_demands`` (k, 3) and dominant shares
-    ``dominant_shares`` (k,), which never decrease. ``missed``: active jobs already counted as
-    having missed their start-by slot.
+    ``dominant_shares`` (k,), which never decrease.
+
+    Which jobs the policy's work already counts (each job once, in the first slot decided at or
+    after its submit slot): ``counted_seq``, the highest ``Job.seq`` seen (every job with a seq up
+    to it is counted), except ``uncounted``, the ids of such jobs whose submit slot is still to
+    come; a job without a seq is counted iff its submit slot is <= ``last_slot``.
+    ``UNKNOWN_SEQ`` (a state saved before the watermark): that rule for every job.
+    ``released_due``: ids the last decision released in their start-by slot; one still queued now
+    (its release failed) has missed it.
     """
 
     last_slot: int = -1
     gcp: GcpState | None = None
     future: dict[int, tuple[float, ...]] = field(default_factory=dict)
-    counted: frozenset[str] = frozenset()
+    counted_seq: int = 0
     vfw: VfwState | None = None
     policy_key: str = ""
     tenants: tuple[str, ...] = ()
     tenant_demands: tuple[tuple[float, ...], ...] = ()
     dominant_shares: tuple[float, ...] = ()
-    missed: frozenset[str] = frozenset()
+    uncounted: frozenset[str] = frozenset()
     hold: HoldState | None = None
     follow_watch: FollowWatch = field(default_factory=FollowWatch)
+    released_due: frozenset[str] = frozenset()
 
     def to_json(self) -> dict:
         return {
@@ -160,31 +227,35 @@ class PolicyState:
             "unassigned": list(self.gcp.unassigned) if self.gcp else None,
             "previous_capacity": self.gcp.previous_capacity if self.gcp else 0.0,
             "future": {str(k): list(v) for k, v in sorted(self.future.items())},
-            "counted": sorted(self.counted),
+            "counted_seq": self.counted_seq,
+            "uncounted": sorted(self.uncounted),
+            "released_due": sorted(self.released_due),
             "vfw": dataclasses.asdict(self.vfw) if self.vfw else None,
             "policy_key": self.policy_key,
             "tenants": list(self.tenants),
             "tenant_demands": [list(d) for d in self.tenant_demands],
             "dominant_shares": list(self.dominant_shares),
-            "missed": sorted(self.missed),
             "hold": self.hold.to_json() if self.hold else None,
             "follow_watch": dataclasses.asdict(self.follow_watch),
         }
 
     @classmethod
     def from_json(cls, document: dict) -> "PolicyState":
+        """The state :meth:`to_json` wrote, or one written before the watermark: its ``counted`` and
+        ``missed`` id lists are not needed (``UNKNOWN_SEQ``; missed jobs follow from the slots decided)."""
         unassigned = document.get("unassigned")
         return cls(
             last_slot=int(document["last_slot"]),
             gcp=GcpState(tuple(unassigned), float(document["previous_capacity"])) if unassigned is not None else None,
             future={int(k): tuple(float(u) for u in v) for k, v in document.get("future", {}).items()},
-            counted=frozenset(document.get("counted", ())),
+            counted_seq=int(document["counted_seq"]) if document.get("counted_seq") is not None else UNKNOWN_SEQ,
+            uncounted=frozenset(str(i) for i in document.get("uncounted", ())),
+            released_due=frozenset(str(i) for i in document.get("released_due", ())),
             vfw=_vfw_state(document.get("vfw")),
             policy_key=str(document.get("policy_key", "")),
             tenants=tuple(str(t) for t in document.get("tenants", ())),
             tenant_demands=tuple(tuple(float(v) for v in d) for d in document.get("tenant_demands", ())),
             dominant_shares=tuple(float(x) for x in document.get("dominant_shares", ())),
-            missed=frozenset(document.get("missed", ())),
             hold=HoldState.from_json(document["hold"]) if document.get("hold") else None,
             follow_watch=FollowWatch(**document["follow_watch"]) if document.get("follow_watch") else FollowWatch(),
         )
@@ -194,11 +265,13 @@ class PolicyState:
 class Decision:
     """What one slot decided.
 
-    ``capacity``: the policy's m_t (servers, fractional). ``work``: x_t, the work the policy runs
+    ``capacity``: the policy's m_t (servers, fractional). ``assigned``: x_t, the work the policy runs
     (x_t = m_t, except that nodes ``hold`` keeps on may have less to run). ``nodes``: task nodes to run,
     ceil(m_t) clamped to [min, max] and raised for due jobs. ``release``: job ids to
     release now, EDF order. ``late``: ids released after their start-by slot.
     ``at_risk``: queued jobs whose start-by slot is within one slot and were not released.
+    ``queue_depth``: jobs queued after the release; ``running``: jobs holding a node after it.
+    ``rounding_node_slots``: nodes - m_t.
     ``nodes_wanted``: the policy's ceil(m_t), or the running jobs plus those due, whichever is more.
     ``overloaded``: jobs are queued and ``nodes_wanted`` exceeds ``max_nodes``, so free nodes went
     to tenants by dynamic DRF share. ``missed``: jobs that
@@ -208,11 +281,14 @@ class Decision:
     (what "follow the workload" would have run), kept for the energy report.
     ``worse_than_follow``: the policy's m_t, x_t have cost more than follow over the slots decided
     since its state began (:class:`FollowWatch`); ``warning`` says so, in the slot it first happens.
+    ``reason``: which rule bound m_t or the nodes, one of ``REASONS`` ("" in logs written before
+    decisions explained themselves); ``why``: that, in one sentence with its figures.
+    ``solve_ms``: wall time of the decision, filled in by the daemon (``tick`` reads no clock).
     """
 
     slot: int
     capacity: float
-    work: float
+    assigned: float
     nodes: int
     release: tuple[str, ...]
     late: tuple[str, ...]
@@ -228,6 +304,115 @@ class Decision:
     load: float = 0.0
     worse_than_follow: bool = False
     warning: str = ""
+    reason: str = ""
+    why: str = ""
+    solve_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.reason and self.reason not in REASONS:
+            raise ConfigError(f"decision reason: expected one of {', '.join(REASONS)}, got {self.reason!r}")
+
+    @property
+    def work(self) -> float:
+        """x_t under its former name; read ``assigned``."""
+        return self.assigned
+
+    def to_json(self) -> dict:
+        """The decision as JSON-ready values (lists, plain ints, floats and strings), for the decision log."""
+        return {
+            "slot": int(self.slot),
+            "capacity": float(self.capacity),
+            "assigned": float(self.assigned),
+            "nodes": int(self.nodes),
+            "release": list(self.release),
+            "late": list(self.late),
+            "at_risk": int(self.at_risk),
+            "queue_depth": int(self.queue_depth),
+            "running": int(self.running),
+            "rounding_node_slots": float(self.rounding_node_slots),
+            "overloaded": bool(self.overloaded),
+            "nodes_wanted": int(self.nodes_wanted),
+            "missed": list(self.missed),
+            "missed_by_tenant": {str(t): int(n) for t, n in self.missed_by_tenant.items()},
+            "nodes_by_tenant": {str(t): int(n) for t, n in self.nodes_by_tenant.items()},
+            "load": float(self.load),
+            "worse_than_follow": bool(self.worse_than_follow),
+            "warning": str(self.warning),
+            "reason": str(self.reason),
+            "why": str(self.why),
+            "solve_ms": float(self.solve_ms),
+        }
+
+    @classmethod
+    def from_json(cls, document: dict) -> "Decision":
+        """A decision from :meth:`to_json`, or from a log written as ``dataclasses.asdict(decision) |
+        {"solve_ms": ...}`` before ``assigned`` was named so (its ``work``; x_t = m_t where neither
+        is there). Fields a log lacks take their defaults; keys it does not know are ignored.
+
+        Raises StoreError naming the field when ``slot``, ``capacity`` or ``nodes`` is missing or a
+        field has the wrong type.
+        """
+        if not isinstance(document, dict):
+            raise StoreError(f"decision log: expected an object per slot, got {type(document).__name__}")
+        for name in ("slot", "capacity", "nodes"):
+            if name not in document:
+                raise StoreError(f"decision log: a decision has no {name!r} (keys: {', '.join(sorted(map(str, document)))})")
+        where = f"decision log, slot {document['slot']!r}"
+
+        def read(name: str, kind, default):
+            value = document.get(name, default)
+            try:
+                if kind is tuple:
+                    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                        raise TypeError
+                    return tuple(str(v) for v in value)
+                if kind is dict:
+                    return {str(k): int(v) for k, v in dict(value).items()}
+                if kind is bool:
+                    if not isinstance(value, bool):
+                        raise TypeError
+                    return value
+                if kind is str:
+                    return str(value)
+                if isinstance(value, bool) or value is None:
+                    raise TypeError
+                number = kind(value)
+                if kind is int and number != value:
+                    raise ValueError
+                return number
+            except (TypeError, ValueError):
+                raise StoreError(f"{where}: {name!r} must be {_KIND_WORDS[kind]}, got {value!r}") from None
+
+        capacity = read("capacity", float, None)
+        reason = read("reason", str, "")
+        if reason and reason not in REASONS:
+            raise StoreError(f"{where}: 'reason' must be one of {', '.join(REASONS)}, got {reason!r}")
+        return cls(
+            slot=read("slot", int, None),
+            capacity=capacity,
+            assigned=read("assigned", float, document.get("work", capacity)),
+            nodes=read("nodes", int, None),
+            release=read("release", tuple, ()),
+            late=read("late", tuple, ()),
+            at_risk=read("at_risk", int, 0),
+            queue_depth=read("queue_depth", int, 0),
+            running=read("running", int, 0),
+            rounding_node_slots=read("rounding_node_slots", float, 0.0),
+            overloaded=read("overloaded", bool, False),
+            nodes_wanted=read("nodes_wanted", int, 0),
+            missed=read("missed", tuple, ()),
+            missed_by_tenant=read("missed_by_tenant", dict, {}),
+            nodes_by_tenant=read("nodes_by_tenant", dict, {}),
+            load=read("load", float, 0.0),
+            worse_than_follow=read("worse_than_follow", bool, False),
+            warning=read("warning", str, ""),
+            reason=reason,
+            why=read("why", str, ""),
+            solve_ms=read("solve_ms", float, 0.0),
+        )
+
+
+_KIND_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "text", tuple: "a list of job ids", dict: "an object of counts"}
 
 
 def _vfw_state(document: dict | None) -> VfwState | None:
@@ -240,11 +425,6 @@ def _vfw_state(document: dict | None) -> VfwState | None:
         valley=int(document["valley"]),
         previous_capacity=float(document["previous_capacity"]),
     )
-
-
-def start_by_slot(job: Job, config: ControllerConfig) -> int:
-    """Latest slot a job may start in and still finish by its deadline."""
-    return config.slot_of(job.deadline_s - job.length_s)
 
 
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
@@ -260,17 +440,26 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     return start, end, deadline
 
 
-def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerConfig) -> tuple[Decision, PolicyState]:
-    """Decide slot floor((now_s - epoch_s)/slot_s).
+def tick(
+    now_s: float, jobs: JobQueue | Iterable[Job], state: PolicyState, config: ControllerConfig
+) -> tuple[Decision, PolicyState]:
+    """Decide slot floor((now_s - epoch_s)/slot_s): returns (the decision, the state to save).
 
-    ``jobs``: every job not yet done or failed, in any order. Jobs submitted after
-    since the last decided slot (not in ``state.counted``) join the policy's work now. Raises ConfigError if the
-    slot is not after ``state.last_slot``.
+    ``jobs``: every job not yet done or failed, as a :class:`~autoscaler.edf.JobQueue` on the
+    config's slots (read, never changed: the caller applies the decision with ``JobQueue.update``)
+    or any iterable of jobs (built into one, O(n log n)). Jobs not yet counted
+    (``PolicyState.counted_seq``) whose submit slot has come join the policy's work now. On a
+    JobQueue a slot costs O(log n + jobs arrived + released + missed), n the queued jobs (and the
+    whole queue once, when the policy changed across a restart). Raises ConfigError if the slot is
+    not after ``state.last_slot`` or the queue is on other slots.
     """
+    queue = as_queue(jobs, config)
     slot = config.slot_of(now_s)
     if slot <= state.last_slot:
         raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
     nu = config.nu
+    arrived, counted_seq, uncounted = _arrivals(queue, state, slot, config)
+    counting = arrived
     if state.last_slot >= 0 and state.policy_key != config.policy_key:
         # The policy or its deadlines changed across a restart: its saved work vector has
         # another shape. Start it afresh; every active job is counted again from this slot.
@@ -280,16 +469,10 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
             tenants=state.tenants,
             tenant_demands=state.tenant_demands,
             dominant_shares=state.dominant_shares,
-            missed=state.missed,
+            released_due=state.released_due,
         )
-    future = dict(state.future)
-    for job in jobs:
-        if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
-            start, end, deadline = job_units(job, config, slot)
-            for s in range(start, end):
-                units = list(future.get(s, (0.0,) * (nu + 1)))
-                units[deadline] += 1.0
-                future[s] = tuple(units)
+        counting = [j for j in queue.jobs() if config.slot_of(j.submit_s) <= slot]
+    future = _with_units(state.future, counting, slot, config)
     arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
     # Units of slots skipped while the daemon was down belonged to slots that are gone:
     # piling them on now would only spike m_t. Jobs still queued are released by their
@@ -300,26 +483,55 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
     vfw_state = state.vfw
     hold_state = state.hold
     work = None
+    load = float(arrivals.sum())
     if config.policy == "follow":
-        capacity = float(arrivals.sum())
+        capacity = load
+        policy_reason = _follow_reason(load)
     elif config.policy == "hold":
         # The daemon clamps nodes to max_nodes itself, as for gcp; hold never asks beyond max(r_t, m_{t-1}).
-        capacity, work, hold_state = hold_step(
-            hold_state or HoldState.empty(config.deadline_slots, config.cost),
-            float(arrivals.sum()),
-            config.deadline_slots,
-            replace(config.cost, max_servers=None),
-        )
+        before = hold_state or HoldState.empty(config.deadline_slots, config.cost)
+        params = replace(config.cost, max_servers=None)
+        capacity, work, hold_state = hold_step(before, load, config.deadline_slots, params)
+        policy_reason = _hold_reason(before, hold_state, load, capacity, work, params)
     elif config.policy == "vfw":
-        capacity, vfw_state = vfw_step(
-            vfw_state or VfwState.empty(config.deadline_slots), float(arrivals.sum()), config.deadline_slots, config.vfw_delta
-        )
+        before = vfw_state or VfwState.empty(config.deadline_slots)
+        capacity, vfw_state = vfw_step(before, load, config.deadline_slots, config.vfw_delta)
+        policy_reason = _vfw_reason(before, vfw_state, capacity, config)
     else:
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
-    tenants, tenant_demands, dominant_shares = arrive_tenants(state, jobs, slot, config)
-    decision = dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
-    decision = replace(decision, load=float(arrivals.sum()), work=capacity if work is None else work)
-    watch = state.follow_watch.step(decision.capacity, decision.work, decision.load, config.cost)
+        policy_reason = _gcp_reason(gcp_state, capacity, config.policy)
+    tenants, tenant_demands, dominant_shares = arrive_tenants(state, arrived, slot, config)
+    dispatched = dispatch(
+        slot,
+        capacity,
+        queue,
+        config,
+        dict(zip(tenants, dominant_shares)),
+        last_slot=state.last_slot,
+        arrived=arrived,
+        released_due=state.released_due,
+    )
+    decision = Decision(
+        slot=slot,
+        capacity=capacity,
+        assigned=capacity if work is None else work,
+        nodes=dispatched.nodes,
+        release=dispatched.release,
+        late=dispatched.late,
+        at_risk=dispatched.at_risk,
+        queue_depth=dispatched.queue_depth,
+        running=dispatched.running,
+        rounding_node_slots=dispatched.nodes - capacity,
+        overloaded=dispatched.overloaded,
+        nodes_wanted=dispatched.nodes_wanted,
+        missed=dispatched.missed,
+        missed_by_tenant=dispatched.missed_by_tenant,
+        nodes_by_tenant=dispatched.nodes_by_tenant,
+        load=load,
+    )
+    reason, why = _node_reason(dispatched, queue, config, policy_reason)
+    decision = replace(decision, reason=reason, why=why)
+    watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
     if watch.worse:
         decision = replace(decision, worse_than_follow=True)
         if not state.follow_watch.worse:
@@ -329,43 +541,180 @@ def tick(now_s: float, jobs: list[Job], state: PolicyState, config: ControllerCo
                 f"over its slots so far (servers switched off after the last), more than follow the workload "
                 f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
             )
-    counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
-    active = {j.job_id for j in jobs}
+    released_due = frozenset(job_id for job_id in dispatched.release if start_by_slot(queue.get(job_id), config) == slot)
     return decision, PolicyState(
         last_slot=slot,
         gcp=gcp_state,
         future=future,
-        counted=counted,
+        counted_seq=counted_seq,
         vfw=vfw_state,
         policy_key=config.policy_key,
         tenants=tenants,
         tenant_demands=tenant_demands,
         dominant_shares=dominant_shares,
-        missed=(state.missed & active) | frozenset(decision.missed),
+        uncounted=uncounted,
         hold=hold_state,
         follow_watch=watch,
+        released_due=released_due,
     )
 
 
-def demand_vector(job: Job, config: ControllerConfig) -> np.ndarray:
-    """A job's demand vector ``(3,)`` on one scale: node-seconds of CPU, disk and network.
+def _arrivals(queue: JobQueue, state: PolicyState, slot: int, config: ControllerConfig) -> tuple[list[Job], int, frozenset[str]]:
+    """(jobs counted for the first time in ``slot``, the new ``counted_seq``, the new ``uncounted``).
 
-    From the job's estimated (CPU seconds, disk bytes, network bytes), bytes divided by one
-    node's disk and network rates; a job without sizes (or with all-zero ones) demands its
-    length in CPU seconds only (a zero-length one, one CPU second).
+    A job with a seq above ``state.counted_seq`` is seen now: counted if its submit slot has come,
+    else kept in ``uncounted`` until it does. A job without a seq is counted in the first slot
+    decided at or after its submit slot: now iff its submit slot is in (``state.last_slot``, ``slot``].
+    Cost: O(log n + the jobs returned + uncounted).
     """
-    cpu_s, disk_bytes, network_bytes = job.demand_vector or (0.0, 0.0, 0.0)
-    vector = np.array([cpu_s, disk_bytes / config.node_disk_bytes_s, network_bytes / config.node_network_bytes_s])
-    if vector.max() > 0:
-        return vector
-    # Only a vector's direction matters to DRF: a job of unknown (or zero) size needs CPU only.
-    return np.array([max(job.length_s, 1.0), 0.0, 0.0])
+    since = None if state.last_slot < 0 else state.last_slot + 1
+    if state.counted_seq < 0:  # UNKNOWN_SEQ: the no-seq rule for every job, once
+        top = queue.max_seq()
+        later = frozenset(j.job_id for j in queue.submitted_in(slot + 1, None) if j.seq is not None)
+        return queue.submitted_in(since, slot), 0 if top is None else top, later
+    found = {j.job_id: j for j in queue.submitted_in(since, slot) if j.seq is None}
+    counted_seq = state.counted_seq
+    later: set[str] = set()
+    for job_id in state.uncounted:
+        job = queue.get(job_id)
+        if job is not None:
+            if config.slot_of(job.submit_s) <= slot:
+                found[job_id] = job
+            else:
+                later.add(job_id)
+    for job in queue.arrived_after(state.counted_seq):
+        counted_seq = max(counted_seq, job.seq)
+        if config.slot_of(job.submit_s) <= slot:
+            found[job.job_id] = job
+        else:
+            later.add(job.job_id)
+    return list(found.values()), counted_seq, frozenset(later)
+
+
+def _with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
+    """``future`` with one unit per slot each of ``jobs`` would run from ``slot`` on (``job_units``)."""
+    empty = (0.0,) * (config.nu + 1)
+    touched: dict[int, list[float]] = {}
+    for job in jobs:
+        start, end, deadline = job_units(job, config, slot)
+        for s in range(start, end):
+            units = touched.get(s)
+            if units is None:
+                units = touched[s] = list(future.get(s, empty))
+            units[deadline] += 1.0
+    return {**future, **{s: tuple(units) for s, units in touched.items()}}
+
+
+def _follow_reason(load: float) -> tuple[str, str]:
+    return "follow", f"follow runs m_t = L_t = {load:.4g}, the work that arrived for this slot"
+
+
+def _gcp_reason(after: GcpState, capacity: float, policy: str) -> tuple[str, str]:
+    work, slots = binding_deadline(np.array(after.unassigned))
+    return "deadlines", (
+        f"{policy} runs m_t = {capacity:.4g} = max_j Y_j/(j+1), the flat rate that meets every queued deadline "
+        f"(GCP-OPT (7)'s first slope): {work:.4g} units of work are due within {_count(slots, 'slot')}"
+    )
+
+
+def _hold_reason(
+    before: HoldState, after: HoldState, load: float, capacity: float, assigned: float, params: CostParams
+) -> tuple[str, str]:
+    forced, work, slots = forced_capacity(before, load)
+    due = f"{work:.4g} units of work are due within {_count(slots, 'slot')}" if slots else "no work is queued"
+    if capacity <= forced * (1 + 1e-12) + 1e-12:
+        return "deadlines", f"hold runs m_t = r_t = {capacity:.4g} = max_j Y_j/(j+1), what the deadlines force: {due}"
+    how = "inside a hold its guard allowed" if after.holding else "by its rules' hold level"
+    return "held", (
+        f"hold keeps m_t = {capacity:.4g} on (m_{{t-1}} = {before.capacity:.4g}) where the deadlines force r_t = {forced:.4g} "
+        f"({due}): a valley held {how}, leading rule '{leading_rule(after, params)}'; x_t = {assigned:.4g} of it runs queued work"
+    )
+
+
+def _vfw_reason(before: VfwState, after: VfwState, capacity: float, config: ControllerConfig) -> tuple[str, str]:
+    need_now, allowed = step_bounds(before, after, config.deadline_slots, config.vfw_delta)
+    if after.valley > 0:
+        return "valley", (
+            f"vfw fills a valley (slot {after.valley} of {config.vfw_delta + 1}, VOPT (5)): m_t = {capacity:.4g} of the "
+            f"{allowed:.4g} units released and not yet run, {need_now:.4g} of them due now"
+        )
+    return "deadlines", (
+        f"vfw runs m_t = {capacity:.4g} (LOPT (4)): {need_now:.4g} units released {config.deadline_slots} slots ago are due now, "
+        f"and it runs no more than the {allowed:.4g} released by {_count(config.vfw_delta, 'slot')} ago, spread over "
+        f"{config.deadline_slots + 1} slots"
+    )
+
+
+def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig, policy_reason: tuple[str, str]) -> tuple[str, str]:
+    """The rule that bound the nodes (``REASONS``, first to last), else the policy's own for m_t."""
+    capacity, nodes = dispatched.capacity, dispatched.nodes
+    wanted = math.ceil(capacity - 1e-9)
+    running_before = dispatched.running - len(dispatched.release)
+    if dispatched.overloaded:
+        free = config.max_nodes - running_before
+        released = Counter(queue.get(job_id).tenant for job_id in dispatched.release)
+        shares = ", ".join(f"{tenant} {count}" for tenant, count in sorted(released.items(), key=lambda kv: (-kv[1], kv[0])))
+        held = ", ".join(f"{tenant} {count}" for tenant, count in sorted(dispatched.nodes_by_tenant.items(), key=lambda kv: (-kv[1], kv[0])))
+        return "overloaded", (
+            f"{dispatched.nodes_wanted} nodes wanted (ceil(m_t) = {wanted}; {running_before} running and {dispatched.due} due), "
+            f"more than max_nodes = {config.max_nodes}: the {_count(max(free, 0), 'free node')} went by dynamic DRF share"
+            + (f", released now: {shares}" if shares else ", none free")
+            + (f"; nodes held: {held}" if held else "")
+        )
+    if wanted > config.max_nodes:
+        return "max_nodes", f"m_t = {capacity:.4g} wants {_count(wanted, 'node')}, capped at max_nodes = {config.max_nodes}"
+    if nodes > max(wanted, config.min_nodes):
+        beyond = dispatched.release[max(0, dispatched.policy_nodes - running_before) :]
+        if beyond:
+            first = queue.get(beyond[0])
+            return "due_jobs", (
+                f"nodes raised from {dispatched.policy_nodes} (ceil(m_t), m_t = {capacity:.4g}) to {nodes} for "
+                f"{_count(len(beyond), 'job')} at their start-by slot, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
+            )
+        return "running", (
+            f"nodes kept at {nodes}, above the {dispatched.policy_nodes} of m_t = {capacity:.4g}, for {_count(running_before, 'job')} still running"
+        )
+    if nodes > wanted:
+        return "min_nodes", f"m_t = {capacity:.4g} needs {_count(wanted, 'node')}; min_nodes keeps {config.min_nodes} on"
+    if nodes == 0 and capacity <= 0 and dispatched.queue_depth == 0:
+        return "idle", "m_t = 0 and no job is queued or running: no nodes"
+    return policy_reason
+
+
+def explain(decision: Decision) -> str:
+    """A few lines on one decision for an operator (``autoscaler explain --slot N``): m_t, x_t and
+    nodes, the jobs released, late and missed, and the rule that bound it (``Decision.why``)."""
+    lines = [
+        f"slot {decision.slot}: m_t = {decision.capacity:.4g} servers, x_t = {decision.assigned:.4g}, L_t = {decision.load:.4g}; "
+        f"{_count(decision.nodes, 'node')}" + (f" ({decision.nodes_wanted} wanted)" if decision.nodes_wanted > decision.nodes else ""),
+        f"released {_count(len(decision.release), 'job')}{_ids(decision.release)}; late {len(decision.late)}{_ids(decision.late)}; "
+        f"missed their start-by slot {len(decision.missed)}{_ids(decision.missed)}",
+        f"after it: {_count(decision.queue_depth, 'job')} queued ({decision.at_risk} due by the next slot), {decision.running} running",
+    ]
+    lines.append(f"why ({REASON_WORDS.get(decision.reason, 'not recorded')}): {decision.why or 'not recorded'}")
+    if decision.warning:
+        lines.append(f"warning: {decision.warning}")
+    return "\n".join(lines)
+
+
+def _ids(job_ids: tuple[str, ...], shown: int = 5) -> str:
+    if not job_ids:
+        return ""
+    more = f", ... ({len(job_ids) - shown} more)" if len(job_ids) > shown else ""
+    return f" ({', '.join(job_ids[:shown])}{more})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def arrive_tenants(
-    state: PolicyState, jobs: list[Job], slot: int, config: ControllerConfig
+    state: PolicyState, jobs: Iterable[Job], slot: int, config: ControllerConfig
 ) -> tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]:
     """Dynamic DRF over tenants: each tenant arrives with its first job submitted by ``slot``.
+
+    ``jobs``: the jobs not seen before (``tick`` passes those counted in this slot: a tenant's
+    first job is among them, since every earlier job's tenant has arrived already).
 
     Returns (tenants, normalised demand vectors, dominant shares) in arrival order. A tenant's
     demand vector is its first job's (``demand_vector``); newcomers arrive in submit order, one
@@ -385,118 +734,3 @@ def arrive_tenants(
         present.add(job.tenant)
         _, shares = dynamic_drf_step(np.array(demands), shares, max(config.tenants_n, len(tenants)))
     return tuple(tenants), tuple(tuple(float(v) for v in d) for d in demands), tuple(float(x) for x in shares)
-
-
-def dispatch(
-    slot: int,
-    capacity: float,
-    jobs: list[Job],
-    config: ControllerConfig,
-    dominant_shares: dict[str, float] | None = None,
-    missed_before: frozenset[str] = frozenset(),
-) -> Decision:
-    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
-
-    Without overload, queued jobs are released in EDF order (earliest start-by slot first)
-    onto the policy's nodes (so nodes ``hold`` keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto extra nodes up to
-    ``max_nodes``. Under overload (``Decision.overloaded``), every free node is filled and the
-    free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
-    weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
-    tenant missing from it has weight 0. ``missed_before``: ids already counted as missed.
-    """
-    running = [j for j in jobs if j.state in ("released", "running")]
-    queued = sorted(
-        (j for j in jobs if j.state == "queued" and config.slot_of(j.submit_s) <= slot),
-        key=lambda j: _edf_key(j, config),
-    )
-    wanted = math.ceil(capacity - 1e-9)
-    due = sum(1 for j in queued if start_by_slot(j, config) <= slot)
-    nodes_wanted = max(wanted, len(running) + due)
-    overloaded = nodes_wanted > config.max_nodes and bool(queued)
-    nodes = min(config.max_nodes, max(config.min_nodes, wanted))
-    if overloaded:
-        release = fair_release(queued, running, config.max_nodes - len(running), dominant_shares or {}, config)
-    else:
-        release = _edf_release(queued, len(running), nodes, slot, config)
-    nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
-    released = set(release)
-    late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, config) < slot]
-    held = [j for j in queued if j.job_id not in released]
-    at_risk = sum(1 for j in held if start_by_slot(j, config) <= slot + 1)
-    # Released in its start-by slot is in time; held through it, or released after it, is missed.
-    missed = [
-        j
-        for j in queued
-        if j.job_id not in missed_before
-        and (start_by_slot(j, config) < slot or (start_by_slot(j, config) == slot and j.job_id not in released))
-    ]
-    missed_by_tenant = dict(Counter(j.tenant for j in missed))
-    nodes_by_tenant = dict(Counter(j.tenant for j in running) + Counter(j.tenant for j in queued if j.job_id in released))
-    return Decision(
-        slot=slot,
-        capacity=capacity,
-        work=capacity,
-        nodes=nodes,
-        release=tuple(release),
-        late=tuple(late),
-        at_risk=at_risk,
-        queue_depth=len(held),
-        running=len(running) + len(release),
-        rounding_node_slots=nodes - capacity,
-        overloaded=overloaded,
-        nodes_wanted=nodes_wanted,
-        missed=tuple(j.job_id for j in missed),
-        missed_by_tenant=missed_by_tenant,
-        nodes_by_tenant=nodes_by_tenant,
-    )
-
-
-def _edf_key(job: Job, config: ControllerConfig) -> tuple:
-    return (start_by_slot(job, config), job.deadline_s, job.submit_s, job.job_id)
-
-
-def _edf_release(queued: list[Job], running: int, nodes: int, slot: int, config: ControllerConfig) -> list[str]:
-    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum."""
-    release: list[str] = []
-    for job in queued:
-        due = start_by_slot(job, config) <= slot
-        if running + len(release) < nodes or (due and running + len(release) < config.max_nodes):
-            release.append(job.job_id)
-        elif not due:
-            break
-    return release
-
-
-def fair_release(
-    queued: list[Job], running: list[Job], free_nodes: int, dominant_shares: dict[str, float], config: ControllerConfig
-) -> list[str]:
-    """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
-
-    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
-    held (running plus released now) per unit of dominant share is least, ties to the tenant
-    whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
-    This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
-    note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
-    Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
-    Returns job ids in EDF order.
-    """
-    held = Counter(j.tenant for j in running)
-    queues: dict[str, deque[Job]] = {}
-    for job in queued:
-        queues.setdefault(job.tenant, deque()).append(job)
-    chosen: set[str] = set()
-
-    def load(tenant: str) -> tuple[float, tuple]:
-        weight = dominant_shares.get(tenant, 0.0)
-        # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
-        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _edf_key(queues[tenant][0], config))
-
-    for _ in range(max(0, free_nodes)):
-        if not queues:
-            break
-        tenant = min(queues, key=load)
-        chosen.add(queues[tenant].popleft().job_id)
-        held[tenant] += 1
-        if not queues[tenant]:
-            del queues[tenant]
-    return [j.job_id for j in queued if j.job_id in chosen]

@@ -117,6 +117,20 @@ def flat_capacity(prefix_work: np.ndarray) -> np.ndarray:
     return (prefix_work / np.arange(1, prefix_work.shape[-1] + 1, dtype=float)).max(axis=-1)
 
 
+def binding_deadline(unassigned: np.ndarray) -> tuple[float, int]:
+    """What sets GCP's m_t = max_j Y_j/(j+1): (Y_j, j+1) at the maximum, the work (servers' worth)
+    due within how many slots; (0.0, 0) when nothing is queued.
+
+    ``unassigned``: y at the decision, shape (nu+1,) (``GcpState.unassigned`` after :func:`gcp_step`).
+    For explaining a decision; it changes no number.
+    """
+    prefix = np.cumsum(np.asarray(unassigned, dtype=float))
+    if prefix.size == 0 or prefix[-1] <= 0.0:
+        return 0.0, 0
+    j = int(np.argmax(prefix / np.arange(1, prefix.shape[0] + 1, dtype=float)))
+    return float(prefix[j]), j + 1
+
+
 def gcp_opt_objective(capacity: np.ndarray, previous_capacity: float, params: CostParams) -> float:
     """Objective of GCP-OPT (7): (e0+e1)*sum_j m_j + beta*sum_j |m_j - m_{j-1}|."""
     switching = abs(capacity[0] - previous_capacity) + np.abs(np.diff(capacity)).sum()

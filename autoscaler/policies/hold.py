@@ -386,6 +386,21 @@ def hold_step(
     return float(capacity[-1]), float(assigned[-1]), new_state
 
 
+def forced_capacity(state: HoldState, load: float) -> tuple[float, float, int]:
+    """r_t of the slot :func:`hold_step` is about to decide from ``state`` with L_t = ``load``, and
+    what sets it: (r_t, Y_j, j+1), the work (servers' worth) due within j+1 slots at the maximum of
+    Y_j/(j+1); (0.0, 0.0, 0) when nothing is queued. The policy's own queue; hold_step computes the
+    same r_t. For explaining a decision; it changes no number.
+    """
+    queue = np.concatenate([state.queue[-1, 1:], [float(load)]])
+    prefix = np.cumsum(queue)
+    if prefix[-1] <= 0.0:
+        return 0.0, 0.0, 0
+    rates = prefix / np.arange(1, prefix.shape[0] + 1, dtype=float)
+    j = int(np.argmax(rates))
+    return float(rates[j]), float(prefix[j]), j + 1
+
+
 def leading_rule(state: HoldState, params: CostParams) -> str:
     """The rule with the least cost so far (what hold's weights lean on most), or why nothing is learned."""
     window = break_even_slots(params)

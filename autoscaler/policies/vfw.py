@@ -163,3 +163,15 @@ def vfw_step(
     m = solve(prefix, state.previous_capacity)
     capacity = max(float(m[0]), need_now, 0.0)
     return capacity, VfwState(recent, cum, run_so_far + capacity, valley, capacity)
+
+
+def step_bounds(before: VfwState, after: VfwState, deadline_slots: int, delta: int) -> tuple[float, float]:
+    """What bound the m_t :func:`vfw_step` chose going from ``before`` to ``after`` (no horizon's
+    end, as in the daemon): (work due now, released D slots ago and not yet run; the most it may run
+    over [t, t+D]: everything released inside a valley (``after.valley > 0``, VOPT (5)), what the
+    delta-delayed curve has released outside one (LOPT (4))). Servers' worth; for explaining a
+    decision, it changes no number.
+    """
+    need_now = after.recent_cum[0] - before.run_so_far
+    allowed = (after.recent_cum[deadline_slots] if after.valley > 0 else after.recent_cum[deadline_slots - delta]) - before.run_so_far
+    return float(need_now), float(allowed)

@@ -10,7 +10,7 @@ import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.cli import main
-from autoscaler.controller import ControllerConfig, start_by_slot
+from autoscaler.controller import ControllerConfig, Decision, start_by_slot
 
 
 @pytest.mark.parametrize("policy", ["hold", "gcp-u", "vfw", "follow"])
@@ -27,7 +27,7 @@ def test_daemon_replay_gives_replays_capacity_and_meets_every_start_by_slot(poli
     n = len(replayed["m"]) - (4 if policy == "vfw" else 0)  # vfw's last D+1 slots differ by design
     np.testing.assert_allclose([d["capacity"] for d in decisions][:n], replayed["m"][:n], atol=1e-6)
     if policy == "hold":
-        np.testing.assert_allclose([d["work"] for d in decisions][: len(replayed["x"])], replayed["x"], atol=1e-6)
+        np.testing.assert_allclose([Decision.from_json(d).assigned for d in decisions][: len(replayed["x"])], replayed["x"], atol=1e-6)
     config = ControllerConfig(policy=policy, deadline_slots=3)
     assert jobs and all(j.released_s is not None for j in jobs)
     assert all(config.slot_of(j.released_s) <= start_by_slot(j, config) for j in jobs)

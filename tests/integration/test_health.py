@@ -42,7 +42,7 @@ def served():
 
 
 def decision(**fields) -> Decision:
-    base = dict(slot=3, capacity=2.5, work=2.5, nodes=3, release=("a", "b"), late=("b",), at_risk=1, queue_depth=4,
+    base = dict(slot=3, capacity=2.5, assigned=2.5, nodes=3, release=("a", "b"), late=("b",), at_risk=1, queue_depth=4,
                 running=3, rounding_node_slots=0.5, missed=("b",), missed_by_tenant={"ads": 1}, load=2.0)  # fmt: skip
     return Decision(**(base | fields))
 

@@ -136,7 +136,7 @@ def test_replaying_workload_a_through_the_controller_gives_replays_capacity(poli
     workload = workload_from_trace(trace)
     expected = plan(policy, workload.active, deadline_slots, CostParams())
     np.testing.assert_allclose([d.capacity for d in decisions], expected.capacity, atol=1e-9)
-    np.testing.assert_allclose([d.work for d in decisions], expected.assigned, atol=1e-9)
+    np.testing.assert_allclose([d.assigned for d in decisions], expected.assigned, atol=1e-9)
     assert not any(d.late for d in decisions)
 
 

@@ -1,0 +1,395 @@
+"""tick on a JobQueue, with the seq watermark and the range rule for missed jobs, against a copy of
+the controller as it was before them (every job scanned and sorted each slot, ``counted`` and
+``missed`` kept as id sets): the same decisions, slot by slot, on random job sets."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections import Counter, deque
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.controller import UNKNOWN_SEQ, ControllerConfig, FollowWatch, PolicyState, demand_vector, job_units, tick
+from autoscaler.edf import JobQueue, start_by_slot
+from autoscaler.errors import ConfigError
+from autoscaler.fairshare import dynamic_drf_step
+from autoscaler.model import Job, StepSpec
+from autoscaler.policies.gcp import GcpState, gcp_step
+from autoscaler.policies.hold import HoldState, hold_step
+from autoscaler.policies.vfw import VfwState, vfw_step
+
+TAU = 300.0
+SHARE_TOLERANCE = 1e-12
+
+# -- the oracle: the controller's tick, dispatch and fair release before JobQueue ------------------
+
+
+@dataclass(frozen=True)
+class OldState:
+    """What the controller carries between slots, persisted with the queue in one transaction.
+
+    ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
+    work y and m_{t-1}. ``hold``: hold's queues, capacities and its rules' costs. ``future``: units of already-submitted jobs still to arrive,
+    {slot: [units by deadline, shape (nu+1,)]}. ``tenants``: dynamic DRF's agents in arrival
+    order, with their normalised demand vectors ``tenant_demands`` (k, 3) and dominant shares
+    ``dominant_shares`` (k,), which never decrease. ``missed``: active jobs already counted as
+    having missed their start-by slot.
+    """
+
+    last_slot: int = -1
+    gcp: GcpState | None = None
+    future: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    counted: frozenset[str] = frozenset()
+    vfw: VfwState | None = None
+    policy_key: str = ""
+    tenants: tuple[str, ...] = ()
+    tenant_demands: tuple[tuple[float, ...], ...] = ()
+    dominant_shares: tuple[float, ...] = ()
+    missed: frozenset[str] = frozenset()
+    hold: HoldState | None = None
+    follow_watch: FollowWatch = field(default_factory=FollowWatch)
+
+
+def old_tick(now_s: float, jobs: list[Job], state: OldState, config: ControllerConfig) -> tuple[dict, OldState]:
+    """Decide slot floor((now_s - epoch_s)/slot_s).
+
+    ``jobs``: every job not yet done or failed, in any order. Jobs submitted after
+    since the last decided slot (not in ``state.counted``) join the policy's work now. Raises ConfigError if the
+    slot is not after ``state.last_slot``.
+    """
+    slot = config.slot_of(now_s)
+    if slot <= state.last_slot:
+        raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
+    nu = config.nu
+    if state.last_slot >= 0 and state.policy_key != config.policy_key:
+        # The policy or its deadlines changed across a restart: its saved work vector has
+        # another shape. Start it afresh; every active job is counted again from this slot.
+        # Tenants' shares are irrevocable and survive.
+        state = OldState(
+            last_slot=state.last_slot,
+            tenants=state.tenants,
+            tenant_demands=state.tenant_demands,
+            dominant_shares=state.dominant_shares,
+            missed=state.missed,
+        )
+    future = dict(state.future)
+    for job in jobs:
+        if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
+            start, end, deadline = job_units(job, config, slot)
+            for s in range(start, end):
+                units = list(future.get(s, (0.0,) * (nu + 1)))
+                units[deadline] += 1.0
+                future[s] = tuple(units)
+    arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
+    # Units of slots skipped while the daemon was down belonged to slots that are gone:
+    # piling them on now would only spike m_t. Jobs still queued are released by their
+    # start-by slot whatever m_t says.
+    for s in [s for s in future if s < slot]:
+        del future[s]
+    gcp_state = state.gcp or GcpState.empty(nu)
+    vfw_state = state.vfw
+    hold_state = state.hold
+    work = None
+    if config.policy == "follow":
+        capacity = float(arrivals.sum())
+    elif config.policy == "hold":
+        # The daemon clamps nodes to max_nodes itself, as for gcp; hold never asks beyond max(r_t, m_{t-1}).
+        capacity, work, hold_state = hold_step(
+            hold_state or HoldState.empty(config.deadline_slots, config.cost),
+            float(arrivals.sum()),
+            config.deadline_slots,
+            replace(config.cost, max_servers=None),
+        )
+    elif config.policy == "vfw":
+        capacity, vfw_state = vfw_step(
+            vfw_state or VfwState.empty(config.deadline_slots), float(arrivals.sum()), config.deadline_slots, config.vfw_delta
+        )
+    else:
+        capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
+    tenants, tenant_demands, dominant_shares = old_arrive_tenants(state, jobs, slot, config)
+    decision = old_dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
+    decision |= dict(load=float(arrivals.sum()), work=capacity if work is None else work)
+    watch = state.follow_watch.step(decision["capacity"], decision["work"], decision["load"], config.cost)
+    decision |= dict(worse_than_follow=False, warning="")
+    if watch.worse:
+        decision |= dict(worse_than_follow=True)
+        if not state.follow_watch.worse:
+            decision |= dict(
+                warning=f"{config.policy} has cost {watch.policy_cost + config.cost.beta * watch.last_capacity:.6g} "
+                f"over its slots so far (servers switched off after the last), more than follow the workload "
+                f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
+            )
+    counted = frozenset(j.job_id for j in jobs if config.slot_of(j.submit_s) <= slot)
+    active = {j.job_id for j in jobs}
+    return decision, OldState(
+        last_slot=slot,
+        gcp=gcp_state,
+        future=future,
+        counted=counted,
+        vfw=vfw_state,
+        policy_key=config.policy_key,
+        tenants=tenants,
+        tenant_demands=tenant_demands,
+        dominant_shares=dominant_shares,
+        missed=(state.missed & active) | frozenset(decision["missed"]),
+        hold=hold_state,
+        follow_watch=watch,
+    )
+
+
+def old_arrive_tenants(
+    state: OldState, jobs: list[Job], slot: int, config: ControllerConfig
+) -> tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]:
+    """Dynamic DRF over tenants: each tenant arrives with its first job submitted by ``slot``.
+
+    Returns (tenants, normalised demand vectors, dominant shares) in arrival order. A tenant's
+    demand vector is its first job's (``demand_vector``); newcomers arrive in submit order, one
+    linear-time step each (paper: dynamic DRF note, §4), with n = ``config.tenants_n``, or k
+    once more than n have come (the late ones share what is left, which may be nothing).
+    """
+    tenants = list(state.tenants)
+    demands = [np.array(d) for d in state.tenant_demands]
+    shares = np.array(state.dominant_shares, dtype=float)
+    present = set(tenants)
+    for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
+        if job.tenant in present or config.slot_of(job.submit_s) > slot:
+            continue
+        vector = demand_vector(job, config)
+        demands.append(vector / vector.max())
+        tenants.append(job.tenant)
+        present.add(job.tenant)
+        _, shares = dynamic_drf_step(np.array(demands), shares, max(config.tenants_n, len(tenants)))
+    return tuple(tenants), tuple(tuple(float(v) for v in d) for d in demands), tuple(float(x) for x in shares)
+
+
+def old_dispatch(
+    slot: int,
+    capacity: float,
+    jobs: list[Job],
+    config: ControllerConfig,
+    dominant_shares: dict[str, float] | None = None,
+    missed_before: frozenset[str] = frozenset(),
+) -> dict:
+    """Turn m_t into whole nodes and the jobs to release this slot (EDF, non-preemptive).
+
+    Without overload, queued jobs are released in EDF order (earliest start-by slot first)
+    onto the policy's nodes (so nodes ``hold`` keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto extra nodes up to
+    ``max_nodes``. Under overload (``Decision.overloaded``), every free node is filled and the
+    free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares as
+    weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
+    tenant missing from it has weight 0. ``missed_before``: ids already counted as missed.
+    """
+    running = [j for j in jobs if j.state in ("released", "running")]
+    queued = sorted(
+        (j for j in jobs if j.state == "queued" and config.slot_of(j.submit_s) <= slot),
+        key=lambda j: _edf_key(j, config),
+    )
+    wanted = math.ceil(capacity - 1e-9)
+    due = sum(1 for j in queued if start_by_slot(j, config) <= slot)
+    nodes_wanted = max(wanted, len(running) + due)
+    overloaded = nodes_wanted > config.max_nodes and bool(queued)
+    nodes = min(config.max_nodes, max(config.min_nodes, wanted))
+    if overloaded:
+        release = old_fair_release(queued, running, config.max_nodes - len(running), dominant_shares or {}, config)
+    else:
+        release = _edf_release(queued, len(running), nodes, slot, config)
+    nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
+    released = set(release)
+    late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, config) < slot]
+    held = [j for j in queued if j.job_id not in released]
+    at_risk = sum(1 for j in held if start_by_slot(j, config) <= slot + 1)
+    # Released in its start-by slot is in time; held through it, or released after it, is missed.
+    missed = [
+        j
+        for j in queued
+        if j.job_id not in missed_before
+        and (start_by_slot(j, config) < slot or (start_by_slot(j, config) == slot and j.job_id not in released))
+    ]
+    missed_by_tenant = dict(Counter(j.tenant for j in missed))
+    nodes_by_tenant = dict(Counter(j.tenant for j in running) + Counter(j.tenant for j in queued if j.job_id in released))
+    return dict(
+        slot=slot,
+        capacity=capacity,
+        work=capacity,
+        nodes=nodes,
+        release=tuple(release),
+        late=tuple(late),
+        at_risk=at_risk,
+        queue_depth=len(held),
+        running=len(running) + len(release),
+        rounding_node_slots=nodes - capacity,
+        overloaded=overloaded,
+        nodes_wanted=nodes_wanted,
+        missed=tuple(j.job_id for j in missed),
+        missed_by_tenant=missed_by_tenant,
+        nodes_by_tenant=nodes_by_tenant,
+    )
+
+
+def _edf_key(job: Job, config: ControllerConfig) -> tuple:
+    return (start_by_slot(job, config), job.deadline_s, job.submit_s, job.job_id)
+
+
+def _edf_release(queued: list[Job], running: int, nodes: int, slot: int, config: ControllerConfig) -> list[str]:
+    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum."""
+    release: list[str] = []
+    for job in queued:
+        due = start_by_slot(job, config) <= slot
+        if running + len(release) < nodes or (due and running + len(release) < config.max_nodes):
+            release.append(job.job_id)
+        elif not due:
+            break
+    return release
+
+
+def old_fair_release(
+    queued: list[Job], running: list[Job], free_nodes: int, dominant_shares: dict[str, float], config: ControllerConfig
+) -> list[str]:
+    """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
+
+    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
+    held (running plus released now) per unit of dominant share is least, ties to the tenant
+    whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
+    This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
+    note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
+    Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
+    Returns job ids in EDF order.
+    """
+    held = Counter(j.tenant for j in running)
+    queues: dict[str, deque[Job]] = {}
+    for job in queued:
+        queues.setdefault(job.tenant, deque()).append(job)
+    chosen: set[str] = set()
+
+    def load(tenant: str) -> tuple[float, tuple]:
+        weight = dominant_shares.get(tenant, 0.0)
+        # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
+        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _edf_key(queues[tenant][0], config))
+
+    for _ in range(max(0, free_nodes)):
+        if not queues:
+            break
+        tenant = min(queues, key=load)
+        chosen.add(queues[tenant].popleft().job_id)
+        held[tenant] += 1
+        if not queues[tenant]:
+            del queues[tenant]
+    return [j.job_id for j in queued if j.job_id in chosen]
+
+
+# -- the comparison ---------------------------------------------------------------------------------
+
+FIELDS = (
+    "slot", "capacity", "nodes", "release", "late", "at_risk", "queue_depth", "running", "rounding_node_slots",
+    "overloaded", "nodes_wanted", "missed", "missed_by_tenant", "nodes_by_tenant", "load", "worse_than_follow", "warning",
+)  # fmt: skip
+DEMANDS = {"P": (100.0, 0.0, 0.0), "Q": (0.0, 1e9, 0.0), "R": (50.0, 0.0, 0.0)}  # shares 2/3, 2/3, 1/3 in that order
+
+job_spec = st.tuples(
+    st.floats(0, 1),  # submit, a share of the span
+    st.floats(1, 4 * TAU),  # length
+    st.integers(-1, 5),  # slack in slots beyond the length (-1: due before it can finish)
+    st.sampled_from("PQR"),
+    st.sampled_from(["on time", "on time", "on time", "early", "late"]),  # when the store shows it
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    spec=st.lists(job_spec, min_size=1, max_size=40),
+    policy=st.sampled_from(["hold", "gcp-u", "gcp", "vfw", "follow"]),
+    changed_to=st.sampled_from([None, None, "gcp-u", "follow"]),
+    deadline_slots=st.integers(2, 4),
+    max_nodes=st.sampled_from([2, 5, 10_000]),
+    span_s=st.sampled_from([2 * TAU, 14 * TAU]),
+    with_seq=st.booleans(),
+    skipped=st.sets(st.integers(1, 24), max_size=4),
+    failing=st.sets(st.integers(0, 39), max_size=3),
+)
+def test_tick_on_a_job_queue_decides_as_the_old_scan_did(
+    spec, policy, changed_to, deadline_slots, max_nodes, span_s, with_seq, skipped, failing
+):
+    config = ControllerConfig(
+        policy=policy, deadline_slots=deadline_slots, slot_s=TAU, max_nodes=max_nodes, max_deadline_slots=12, tenants_n=3
+    )
+    jobs, shown = [], []
+    for i, (share, length, slack, tenant, when) in enumerate(spec):
+        submit = share * span_s
+        deadline = (math.floor(submit / TAU) + math.ceil(length / TAU) + slack + 1) * TAU
+        j = Job(f"j{i}", f"j{i}", tenant, submit, deadline, length, StepSpec(args=("true",)), demand_vector=DEMANDS[tenant])
+        submit_slot = math.floor(submit / TAU)
+        # A job without a seq shows up by its submit slot; one shown late needs the store's seq.
+        late = when == "late" and with_seq
+        shown.append(max(0, submit_slot - 2) if when == "early" else submit_slot + 2 if late else submit_slot)
+        jobs.append(j)
+    queue = JobQueue(TAU)
+    live: dict[str, Job] = {}
+    old_state, state = OldState(), PolicyState()
+    seq = 0
+    failed_once: set[str] = set()
+    for t in range(30):
+        for i in sorted(range(len(jobs)), key=lambda i: (shown[i], i)):
+            if shown[i] == t:
+                seq += 1
+                j = dataclasses.replace(jobs[i], seq=seq if with_seq else None)
+                queue.add(j)
+                live[j.job_id] = j
+        for j in list(live.values()):
+            if j.state == "running" and j.released_s + j.length_s <= t * TAU:
+                queue.update(j.job_id, "done")
+                del live[j.job_id]
+        if t in skipped:
+            continue  # the daemon was down
+        if changed_to is not None and t == 12:
+            config = replace(config, policy=changed_to)
+        expected, old_state = old_tick(t * TAU, list(live.values()), old_state, config)
+        decision, state = tick(t * TAU, queue, state, config)
+        got = dataclasses.asdict(decision)
+        assert {k: got[k] for k in FIELDS} == {k: expected[k] for k in FIELDS}, t
+        assert decision.assigned == expected["work"]
+        state = PolicyState.from_json(state.to_json())
+        for job_id in decision.release:
+            if int(job_id[1:]) in failing and job_id not in failed_once:
+                failed_once.add(job_id)  # its step could not be added: the job stays queued, once
+                continue
+            queue.update(job_id, "running", released_s=t * TAU)
+            live[job_id] = dataclasses.replace(live[job_id], state="running", released_s=t * TAU)
+
+
+def test_a_state_saved_before_the_watermark_goes_on_without_counting_a_job_twice():
+    # Jobs with store seqs, ticked to slot 5; the state is then written as the former code wrote it
+    # (counted and missed id lists, no counted_seq) and the run goes on from it. Every job there was
+    # submitted by slot 5, so the rule for it (counted iff submitted by the last decided slot) is exact.
+    config = ControllerConfig(policy="gcp-u", deadline_slots=2, slot_s=TAU, max_nodes=3)
+    jobs = [
+        Job(f"j{i}", "n", "t", (i % 6) * TAU + i, (i % 6 + 2) * TAU + i, 200.0, StepSpec(args=("true",)), seq=i + 1) for i in range(24)
+    ]
+    late = [Job("late", "n", "t", 7 * TAU, 9 * TAU, 200.0, StepSpec(args=("true",)), seq=25)]
+    queue = JobQueue(TAU)
+    state = PolicyState()
+    for t in range(6):
+        for j in jobs:
+            if math.floor(j.submit_s / TAU) == t:
+                queue.add(j)
+        decision, state = tick(t * TAU, queue, state, config)
+        for job_id in decision.release:
+            queue.update(job_id, "running", released_s=t * TAU)
+    document = state.to_json()
+    assert len(json.dumps(document)) < 2_000  # no list of every job counted or missed
+    old = {k: v for k, v in document.items() if k not in ("counted_seq", "uncounted", "released_due")}
+    old |= {"counted": sorted(j.job_id for j in jobs), "missed": ["j0", "gone"]}
+    resumed, fresh = PolicyState.from_json(old), state
+    assert resumed.counted_seq == UNKNOWN_SEQ
+    queue.add(late[0])  # seen already, submitted for slot 7
+    for t in range(6, 10):
+        a, resumed = tick(t * TAU, queue, resumed, config)
+        b, fresh = tick(t * TAU, queue, fresh, config)
+        assert a == b, t
+        for job_id in a.release:
+            queue.update(job_id, "running", released_s=t * TAU)
+    assert resumed.counted_seq == fresh.counted_seq == 25 and resumed.uncounted == fresh.uncounted == frozenset()
