@@ -27,8 +27,7 @@ from pydantic_settings import (
 
 from autoscaler.controller import ControllerConfig
 from autoscaler.errors import ConfigError
-from autoscaler.model import DEFAULT_MAX_NODES
-from autoscaler.model import CostParams
+from autoscaler.model import DEFAULT_MAX_NODES, CostParams
 from autoscaler.readable import number_text
 
 ENV_PREFIX = "AUTOSCALER_"

@@ -38,7 +38,7 @@ import numpy as np
 from autoscaler.edf import Dispatch, JobQueue, as_queue, demand_vector, dispatch, fair_release, start_by_slot
 from autoscaler.errors import ConfigError, StoreError
 from autoscaler.fairshare import dynamic_drf_step
-from autoscaler.model import MIB, CostParams, Job, require_positive
+from autoscaler.model import DEFAULT_MAX_NODES, MIB, CostParams, Job, require_positive
 from autoscaler.policies.gcp import GcpState, binding_deadline, gcp_step
 from autoscaler.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
 from autoscaler.policies.vfw import VfwState, default_delta, step_bounds, vfw_step
@@ -113,7 +113,7 @@ class ControllerConfig:
     slot_s: float = 300.0
     epoch_s: float = 0.0
     min_nodes: int = 0
-    max_nodes: int = 100
+    max_nodes: int = DEFAULT_MAX_NODES
     max_deadline_slots: int = 288
     cost: CostParams = field(default_factory=CostParams)
     delta: int | None = None
@@ -311,11 +311,6 @@ class Decision:
     def __post_init__(self) -> None:
         if self.reason and self.reason not in REASONS:
             raise ConfigError(f"decision reason: expected one of {', '.join(REASONS)}, got {self.reason!r}")
-
-    @property
-    def work(self) -> float:
-        """x_t under its former name; read ``assigned``."""
-        return self.assigned
 
     def to_json(self) -> dict:
         """The decision as JSON-ready values (lists, plain ints, floats and strings), for the decision log."""

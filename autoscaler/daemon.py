@@ -32,16 +32,18 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import structlog
 
-from autoscaler.adapters.emr import step_states_to_job_states
-from autoscaler.adapters.health import Telemetry
 from autoscaler.controller import ControllerConfig, Decision, PolicyState, start_by_slot, tick
 from autoscaler.edf import JobQueue
 from autoscaler.errors import ActuationError
-from autoscaler.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup
+from autoscaler.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
+
+if TYPE_CHECKING:
+    from autoscaler.adapters.health import Telemetry
 
 log = structlog.get_logger("autoscaler")
 

@@ -36,6 +36,34 @@ class StepStatus:
     state: str  # PENDING | RUNNING | COMPLETED | CANCELLED | FAILED | INTERRUPTED | ...
 
 
+JOB_STATE_BY_STEP_STATE = {
+    "PENDING": "released",
+    "CANCEL_PENDING": "released",
+    "RUNNING": "running",
+    "COMPLETED": "done",
+    "CANCELLED": "failed",
+    "FAILED": "failed",
+    "INTERRUPTED": "failed",
+}
+"""EMR step state -> our job state (see ``autoscaler.model.JOB_STATES``)."""
+
+
+def step_states_to_job_states(statuses: Iterable[StepStatus]) -> dict[str, str]:
+    """Map our steps' EMR states to job states: {job id: 'released' | 'running' | 'done' | 'failed'}.
+
+    PENDING and CANCEL_PENDING -> 'released', RUNNING -> 'running', COMPLETED -> 'done',
+    CANCELLED, FAILED and INTERRUPTED -> 'failed'. A job id seen twice takes its last status
+    (``EmrCluster.steps`` lists oldest first, so the newest step wins). A state EMR may add
+    later is left out, so the job keeps its stored state rather than taking a guessed one.
+    """
+    job_states: dict[str, str] = {}
+    for status in statuses:
+        job_state = JOB_STATE_BY_STEP_STATE.get(status.state)
+        if job_state is not None:
+            job_states[status.job_id] = job_state
+    return job_states
+
+
 class Clock(Protocol):
     def now_s(self) -> float:
         """Unix seconds."""

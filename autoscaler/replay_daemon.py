@@ -102,7 +102,8 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                     stack.callback(shutil.rmtree, folder, ignore_errors=True)
                 store_path = Path(folder) / "replay.db"
             stack.enter_context(StoreLock(store_path))
-            store = stack.enter_context(SqliteJobStore(store_path))
+            # A replay's store survives the replay being killed (it resumes), not a power cut: no fsync per commit.
+            store = stack.enter_context(SqliteJobStore(store_path, durable=False))
         kept = _kept(store_path, args)
         saved = store.load_state()
         first_slot = int(saved["last_slot"]) + 1 if saved else 0
@@ -165,7 +166,8 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         decisions = [Decision.from_json(record) for record in store.decisions()]
         final_state = store.load_state() or {}
         stored_jobs = store.all_jobs() if not args.dry_run else _shadow_jobs(jobs, decisions, slot_s)
-        late = {job.job_id: slots_late(job, config, clock.time_s, store.last_slot()) for job in stored_jobs}
+        last_slot = store.last_slot()
+        late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
     capacity = np.array([d.capacity for d in decisions])
     nodes = np.array([d.nodes for d in decisions], dtype=float)
     whole = whole_nodes(capacity)

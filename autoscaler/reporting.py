@@ -127,8 +127,10 @@ def live_report(
     first, end = report_window(since, until, time.time() if now_s is None else now_s, slot_s)
     if not Path(settings.store_path).exists():
         raise ConfigError(f"{settings.store_path}: no job store here; has the daemon run with this config?")
+    from autoscaler.controller import Decision
+
     with SqliteJobStore(settings.store_path) as store:
-        decisions = {d["slot"]: d for d in store.decisions()}
+        decisions = {d.slot: d for d in map(Decision.from_json, store.decisions())}
     decided = sorted(slot for slot in decisions if first <= slot < end)
     if not decided:
         known = f"slots {min(decisions)}..{max(decisions)} ({_utc(min(decisions) * slot_s)} to {_utc((max(decisions) + 1) * slot_s)})" if decisions else "none"
@@ -146,7 +148,7 @@ def live_report(
             missing += 1
             nodes[t] = nodes[t - 1] if t else 0.0
             continue
-        nodes[t], running[t], load[t] = decision["nodes"], decision["running"], decision.get("load", 0.0)
+        nodes[t], running[t], load[t] = decision.nodes, decision.running, decision.load
     assigned = np.minimum(running, nodes)
     notes = [
         f"Actual: {settings.policy} as the daemon ran it, slots {first}..{end - 1}; follow and no provisioning "

@@ -9,7 +9,7 @@ AWS error code.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import boto3
@@ -19,23 +19,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from autoscaler.adapters.aws import aws_client
 from autoscaler.errors import ActuationError, ConfigError
 from autoscaler.model import Job
-from autoscaler.ports import StepStatus, TaskGroup, TaskInstance
+from autoscaler.ports import JOB_STATE_BY_STEP_STATE, StepStatus, TaskGroup, TaskInstance, step_states_to_job_states  # noqa: F401 - re-exported
 
 STEP_NAME_MAX_CHARS = 256
 """EMR's limit on a step name."""
 
 DEFAULT_STEP_JAR = "command-runner.jar"
 
-JOB_STATE_BY_STEP_STATE = {
-    "PENDING": "released",
-    "CANCEL_PENDING": "released",
-    "RUNNING": "running",
-    "COMPLETED": "done",
-    "CANCELLED": "failed",
-    "FAILED": "failed",
-    "INTERRUPTED": "failed",
-}
-"""EMR step state -> our job state (see ``autoscaler.model.JOB_STATES``)."""
+
 
 
 def emr_client(
@@ -46,22 +37,6 @@ def emr_client(
     """The EMR client every EMR call of the project goes through: ``aws_client`` (standard
     retries, failed attempts logged). Does not call AWS; ConfigError when no region is configured."""
     return aws_client("emr", "EMR", region, endpoint_url, session)
-
-
-def step_states_to_job_states(statuses: Iterable[StepStatus]) -> dict[str, str]:
-    """Map our steps' EMR states to job states: {job id: 'released' | 'running' | 'done' | 'failed'}.
-
-    PENDING and CANCEL_PENDING -> 'released', RUNNING -> 'running', COMPLETED -> 'done',
-    CANCELLED, FAILED and INTERRUPTED -> 'failed'. A job id seen twice takes its last status
-    (``EmrCluster.steps`` lists oldest first, so the newest step wins). A state EMR may add
-    later is left out, so the job keeps its stored state rather than taking a guessed one.
-    """
-    job_states: dict[str, str] = {}
-    for status in statuses:
-        job_state = JOB_STATE_BY_STEP_STATE.get(status.state)
-        if job_state is not None:
-            job_states[status.job_id] = job_state
-    return job_states
 
 
 PERMANENT_ERROR_CODES = frozenset({"ValidationException", "InvalidRequestException"})

@@ -123,11 +123,15 @@ class SqliteJobStore:
     """JobStore on an SQLite file (stdlib sqlite3). Safe to share between threads; several stores
     (in one or more processes) may open the same file and see each other's commits.
 
+    ``durable``: each commit is synced to disk (``synchronous=FULL``) and survives a power cut;
+    False (``synchronous=NORMAL``, for a replay's throwaway store) still survives the process
+    being killed, and skips the fsync per commit.
+
     Raises StoreError when the file is not ours (foreign or corrupt; it is never modified), its
     folder does not exist, or SQLite fails (disk full, locked for longer than 30 s).
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, durable: bool = True) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -150,7 +154,7 @@ class SqliteJobStore:
             self._initialise(conn)
             # Only now that the file is known to be ours (switching to WAL writes a header byte).
             self._use_wal(conn)
-            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"{self.path}: cannot open the job store: {exc}") from None

