@@ -1,0 +1,38 @@
+"""The store stays its size: finished jobs and decisions older than the retention are pruned at each slot's record."""
+
+from __future__ import annotations
+
+from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.controller import ControllerConfig
+from autoscaler.daemon import SlotRunner
+from autoscaler.model import Job, StepSpec
+
+SLOT_S = 300.0
+
+
+def test_finished_jobs_and_decisions_older_than_the_retention_go_and_nothing_else(tmp_path):
+    clock = SimulatedClock(0.0)
+    config = ControllerConfig(policy="follow", deadline_slots=0, slot_s=SLOT_S, max_nodes=50)
+    retention_s = 6 * SLOT_S
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        runner = SlotRunner(config=config, store=store, cluster=FakeCluster(clock), clock=clock, retention_s=retention_s)
+        for slot in range(30):
+            clock.time_s = slot * SLOT_S
+            # two one-slot jobs a slot, and one that runs for the whole test
+            jobs = [Job(f"j{slot}-{i}", "n", "t", clock.time_s, clock.time_s + 2 * SLOT_S, 200.0, StepSpec(args=("true",))) for i in range(2)]
+            if slot == 0:
+                jobs.append(Job("long", "n", "t", 0.0, 40 * SLOT_S, 35 * SLOT_S, StepSpec(args=("true",))))
+            store.submit_many(jobs)
+            runner.run_slot()
+        now_s = clock.time_s
+        kept = {job.job_id: job for job in store.all_jobs()}
+        decided = [d["slot"] for d in store.decisions()]
+    cutoff_s = now_s - retention_s
+    # Every job released before the cutoff and finished is gone; the others are all there.
+    for slot in range(30):
+        for i in range(2):
+            job_id = f"j{slot}-{i}"
+            assert (job_id in kept) == (slot * SLOT_S >= cutoff_s), job_id
+    assert kept["long"].state == "running"  # older than the cutoff, but not finished
+    assert decided == list(range(config.slot_of(cutoff_s), 30))
