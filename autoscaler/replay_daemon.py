@@ -165,7 +165,8 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         elapsed = time.perf_counter() - started
         decisions = [Decision.from_json(record) for record in store.decisions()]
         final_state = store.load_state() or {}
-        stored_jobs = store.all_jobs() if not args.dry_run else _shadow_jobs(jobs, decisions, slot_s)
+        # The trace's jobs as the decisions released them (the store holds the same; reading it back costs more).
+        stored_jobs = _released_as_decided(jobs, decisions, slot_s)
         last_slot = store.last_slot()
         late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
     capacity = np.array([d.capacity for d in decisions])
@@ -372,9 +373,9 @@ def _queued(runner: SlotRunner, store) -> int:
     return sum(job.state == "queued" for job in store.active_jobs())
 
 
-def _shadow_jobs(jobs: list[Job], decisions: list[Decision], slot_s: float) -> list[Job]:
-    """A dry replay's jobs with what its decisions did to them: released (in the slot that released
-    them) or queued; lateness needs only that."""
+def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: float) -> list[Job]:
+    """The replay's jobs with what its decisions did to them: released at the start of the slot that
+    released them, or still queued; what lateness (``autoscaler.lateness``) needs."""
     released_in = {job_id: d.slot for d in decisions for job_id in d.release}
     return [
         dataclasses.replace(job, state="released", released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job

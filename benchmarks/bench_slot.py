@@ -107,9 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command for the replay comparison")
     parser.add_argument("--quick", action="store_true", help="100,000 finished, 10 slots, 1 run per command")
     args = parser.parse_args(argv)
+    import logging
+
+    from autoscaler.logs import configure_logging
+
+    configure_logging("json", level=logging.ERROR)  # the slots' log lines would drown the table (overload warns every slot)
     if args.quick:
         args.finished, args.slots, args.repeat = 100_000, 10, 1
-    console = Console()
+    console = Console(width=150)
     table = Table(title=f"one daemon slot (hold, D = 2, max nodes 100, SQLite on disk, in-memory cluster), {args.finished:,} finished jobs in the store")
     for column in ("queued", "first slot ms", "slot median ms", "slot p95 ms", "tick median ms", "tick p95 ms", "overloaded", "store built in s"):
         table.add_column(column, justify="right")

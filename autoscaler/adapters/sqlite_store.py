@@ -119,6 +119,10 @@ _INSERT_JOB = f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * 13)})
 _SUBMITTED_FIELDS = ("name", "tenant", "length_s", "step", "demand_vector")
 
 
+_IDS_PER_QUERY = 500
+"""Job ids per ``IN (...)`` lookup: well under SQLite's limit of bound parameters."""
+
+
 class SqliteJobStore:
     """JobStore on an SQLite file (stdlib sqlite3). Safe to share between threads; several stores
     (in one or more processes) may open the same file and see each other's commits.
@@ -189,19 +193,26 @@ class SqliteJobStore:
         rows = [(job, _job_row(job)) for job in jobs]
         if not rows:
             return 0
-        added = 0
+        added: list[tuple] = []
         with self._transaction(write=True) as conn:
             seq = _last_seq(conn)
+            stored = {}
+            ids = list({job.job_id for job, _ in rows})
+            for start in range(0, len(ids), _IDS_PER_QUERY):
+                chunk = ids[start : start + _IDS_PER_QUERY]
+                query = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id IN ({', '.join('?' * len(chunk))})"
+                stored.update((row[0], _job_from_row(row)) for row in conn.execute(query, chunk))
             for job, row in rows:
-                stored = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job.job_id,)).fetchone()
-                if stored is not None:
-                    _require_same_job(_job_from_row(stored), job)
+                if job.job_id in stored:
+                    _require_same_job(stored[job.job_id], job)
                     continue
                 seq += 1
-                conn.execute(_INSERT_JOB, (*row, seq))
-                added += 1
+                added.append((*row, seq))
+                stored[job.job_id] = job
             if added:
+                conn.executemany(_INSERT_JOB, added)
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(seq),))
+        return len(added)
         return added
 
     # -- JobStore: reads ---------------------------------------------------------------------
