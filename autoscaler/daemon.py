@@ -390,6 +390,8 @@ class SlotRunner:
                 sent,
                 late,
                 healthy=not self._degraded and not self._uncertain,
+                group=group,
+                queued=self._queue.queued_count,
             )
         if decision.overloaded or decision.missed:
             log.warning(

@@ -40,8 +40,13 @@ class Telemetry:
         self._last_success_s: float | None = None
         r = self.registry
         self.capacity = Gauge("autoscaler_capacity_servers", "m_t, the policy's capacity in the last slot", registry=r)
-        self.nodes = Gauge("autoscaler_nodes_requested", "task nodes requested in the last slot", registry=r)
-        self.queue_depth = Gauge("autoscaler_queue_depth_jobs", "jobs queued after the last slot's releases", registry=r)
+        self.nodes_decided = Gauge("autoscaler_nodes_decided", "task nodes the last slot decided on", registry=r)
+        self.nodes = Gauge("autoscaler_nodes_requested", "task nodes EMR's TASK group had requested, as last observed", registry=r)
+        self.nodes_running = Gauge("autoscaler_nodes_running", "task nodes EMR's TASK group had running, as last observed", registry=r)
+        self.observed = Gauge(
+            "autoscaler_emr_observed_timestamp_seconds", "when EMR's TASK group was last read (Unix seconds)", registry=r
+        )
+        self.queue_depth = Gauge("autoscaler_queue_depth_jobs", "jobs queued in the store after the last slot", registry=r)
         self.at_risk = Gauge("autoscaler_jobs_at_risk", "queued jobs due within a slot and not released", registry=r)
         self.released = Counter("autoscaler_jobs_released", "jobs released as EMR steps", registry=r)
         self.late = Counter("autoscaler_jobs_released_late", "jobs released after their start-by slot", registry=r)
@@ -63,16 +68,26 @@ class Telemetry:
         released: list[str] | None = None,
         late: list[str] | None = None,
         healthy: bool = True,
+        group=None,
+        queued: int | None = None,
     ) -> None:
         """Record a decided slot (``decision``: controller.Decision) and its modelled energies, Wh.
 
         ``released`` and ``late``: the job ids whose steps were really added (default: the
         decision's). ``healthy``: False when the slot could not read or change something on EMR; it
         then counts as a failed slot, and /healthz turns 503 if no healthy slot follows within two.
+        ``group``: EMR's TASK group as the slot read it (``ports.TaskGroup``), or None when it could
+        not be read: the requested and running gauges then keep their last observed values, and
+        ``autoscaler_emr_observed_timestamp_seconds`` says how old those are. ``queued``: the jobs
+        queued in the store after the slot (default: the decision's count of jobs held back).
         """
         self.capacity.set(decision.capacity)
-        self.nodes.set(decision.nodes)
-        self.queue_depth.set(decision.queue_depth)
+        self.nodes_decided.set(decision.nodes)
+        if group is not None:
+            self.nodes.set(group.requested)
+            self.nodes_running.set(group.running)
+            self.observed.set(self._clock())
+        self.queue_depth.set(decision.queue_depth if queued is None else queued)
         self.at_risk.set(decision.at_risk)
         self.released.inc(len(decision.release if released is None else released))
         self.late.inc(len(decision.late if late is None else late))

@@ -11,6 +11,7 @@ import pytest
 from autoscaler.adapters.health import Telemetry, serve
 from autoscaler.controller import Decision
 from autoscaler.errors import ConfigError
+from autoscaler.ports import TaskGroup
 
 
 class Clock:
@@ -62,7 +63,14 @@ def test_healthz_is_ok_within_two_slots_of_the_last_success_then_503(served):
 def test_metrics_count_what_the_slots_did(served):
     telemetry, _, url = served
     telemetry.slot_done(decision(), solve_ms=2.0, energy_wh=10.0, follow_wh=12.5)
-    telemetry.slot_done(decision(release=("c",), late=(), missed_by_tenant={}), solve_ms=1.0, energy_wh=5.0, follow_wh=4.0)
+    telemetry.slot_done(
+        decision(release=("c",), late=(), missed_by_tenant={}, nodes=40),
+        solve_ms=1.0,
+        energy_wh=5.0,
+        follow_wh=4.0,
+        group=TaskGroup("ig-1", requested=5, running=4),
+        queued=66,
+    )
     telemetry.slot_failed()
     status, text = get(f"{url}/metrics")
     assert status == 200
@@ -72,8 +80,11 @@ def test_metrics_count_what_the_slots_did(served):
         "autoscaler_jobs_released_late_total 1.0",
         'autoscaler_deadlines_missed_total{tenant="ads"} 1.0',
         "autoscaler_capacity_servers 2.5",
-        "autoscaler_nodes_requested 3.0",
-        "autoscaler_queue_depth_jobs 4.0",
+        # What was decided, and what EMR had (an outage can keep the group at 5 while 40 are decided).
+        "autoscaler_nodes_decided 40.0",
+        "autoscaler_nodes_requested 5.0",
+        "autoscaler_nodes_running 4.0",
+        "autoscaler_queue_depth_jobs 66.0",
         "autoscaler_energy_modelled_wh_total 15.0",
         "autoscaler_energy_saved_modelled_wh 1.5",
         "autoscaler_slot_failures_total 1.0",
@@ -88,3 +99,39 @@ def test_a_port_in_use_is_a_clear_error(served):
     port = int(url.rsplit(":", 1)[1])
     with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}"):
         serve(Telemetry(300.0), "127.0.0.1", port)
+
+
+def test_gauges_show_what_was_decided_and_what_emr_has_during_an_outage(tmp_path):
+    from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+    from autoscaler.controller import ControllerConfig
+    from autoscaler.daemon import SlotRunner
+    from autoscaler.errors import ActuationError
+    from autoscaler.model import Job, StepSpec
+
+    class GroupStuckAtFive(FakeCluster):
+        def resize(self, nodes: int) -> None:
+            raise ActuationError("EMR ModifyInstanceGroups failed: ServiceUnavailable")
+
+    clock = SimulatedClock(0.0)
+    cluster = GroupStuckAtFive(clock, requested=5)
+    telemetry = Telemetry(300.0, clock=clock.now_s)
+    config = ControllerConfig(policy="follow", deadline_slots=0, slot_s=300.0, max_nodes=100)
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        # 40 one-slot jobs due now, and 26 more due in an hour: queued in the store.
+        store.submit_many(
+            [Job(f"now-{i}", "n", "t", 0.0, 600.0, 300.0, StepSpec(args=("true",))) for i in range(40)]
+            + [Job(f"later-{i}", "n", "t", 0.0, 4200.0, 300.0, StepSpec(args=("true",))) for i in range(26)]
+        )
+        runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock, telemetry=telemetry)
+        decision = runner.run_slot()
+        with SqliteJobStore(tmp_path / "jobs.db") as reader:
+            queued_in_store = sum(job.state == "queued" for job in reader.active_jobs())
+
+    def value(name: str) -> float:
+        return telemetry.registry.get_sample_value(name)
+
+    assert decision.nodes >= 40 and value("autoscaler_nodes_decided") == decision.nodes
+    assert value("autoscaler_nodes_requested") == 5 and value("autoscaler_nodes_running") == 5
+    assert value("autoscaler_queue_depth_jobs") == queued_in_store == 66 - len(decision.release)
+    assert value("autoscaler_slot_failures_total") == 1  # the failed resize makes the slot unhealthy
