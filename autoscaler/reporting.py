@@ -193,42 +193,87 @@ def live_report(
 
 def _measured(settings, modelled, first: int, n_slots: int, assigned: np.ndarray, options: EnergyOptions, session):
     """The actual schedule from CloudWatch: measured cells by eq. (13), cells of a running node without
-    data filled in by the model at the slot's utilisation, and the notes that say how many of each.
-    When EMR or CloudWatch cannot be read, the run stays modelled and a note says why."""
+    usable data filled in by the model at the slot's utilisation, and the notes that say how many of each.
+    When EMR or CloudWatch cannot be read, the run stays modelled and a note says why. Datapoints out of
+    bounds are treated as missing, each (instance, metric) of them logged once as a warning; when that
+    leaves nothing measured, MetricsError refuses the report (``energy.accounting.measured_schedule``)."""
+    from cloudwatch.queries import utc_text
+    from energy.accounting import measured_schedule
+
     if settings.slot_s % 60:
         return modelled, [f"slot_s = {settings.slot_s:g} is not a whole number of minutes, CloudWatch's period: nothing measured."]
     try:
-        return _read_measured(settings, modelled, first, n_slots, assigned, options, session)
+        read = _read_metrics(settings, first, n_slots, options, session)
     except (ActuationError, MetricsError) as error:
         log.warning("measurement_failed", error=str(error))
         return modelled, [f"Measuring failed ({error}); the run is modelled. `--no-measure` skips measuring."]
+    if isinstance(read, str):
+        return modelled, [read]
+    instance_count, up, metrics, model, notes = read
+    utilisation = np.divide(assigned, modelled.nodes, out=np.zeros(n_slots), where=modelled.nodes > 0)
+    run = measured_schedule(modelled.schedule, metrics, up, utilisation, model)
+    for record in run.out_of_bounds:
+        log.warning(
+            "metric_out_of_bounds",
+            instance_id=record.instance_id,
+            metric=record.metric,
+            time=utc_text(record.time_s),
+            value=record.value,
+            datapoints=record.count,
+            message=record.message,
+        )
+    notes.append(
+        f"Measured: {run.counted_count} of {run.up_count} node-slots from CloudWatch ({instance_count} TASK "
+        f"instances); {run.held_count} held a missing datapoint from the slot before; {run.modelled_count} had "
+        "no data and are modelled at the slot's utilisation. Start-up energy is inside the measured power."
+    )
+    if run.out_of_bounds:
+        shown = run.out_of_bounds[:MAX_BOUNDS_NOTES]
+        more = len(run.out_of_bounds) - len(shown)
+        notes.append(
+            f"Out of bounds, so treated as missing: {sum(r.count for r in run.out_of_bounds)} datapoints of "
+            f"{len(run.out_of_bounds)} instance metrics. " + "; ".join(r.message for r in shown)
+            + (f"; and {more} more instance metrics (each one logged)." if more else ".")
+        )
+    if run.clipped_count:
+        notes.append(f"{run.clipped_count} CPUUtilization datapoints a little above 100 % were read as 100 %.")
+    return run.energy, notes
 
 
-def _read_measured(settings, modelled, first: int, n_slots: int, assigned: np.ndarray, options: EnergyOptions, session):
+MAX_BOUNDS_NOTES = 5
+"""Out-of-bounds (instance, metric) series the report's notes spell out; the log has every one."""
+
+
+def _read_metrics(settings, first: int, n_slots: int, options: EnergyOptions, session):
+    """(TASK instances listed, up mask (n_slots, n_instances), their metrics, the power model without the
+    terms of metrics no node reported, notes), or one note saying why nothing can be measured."""
     from autoscaler.adapters.emr import EmrCluster, emr_client
     from cloudwatch.queries import METRIC_NAMES
     from cloudwatch.reader import CloudWatchMetricsReader, cloudwatch_client
-    from energy.accounting import ScheduleEnergy
-    from energy.power import measured_energy
 
     slot_s = int(settings.slot_s)
     cluster = settings.cluster
     instances = EmrCluster(emr_client(cluster.region, cluster.endpoint_url, session), cluster.id).task_instances()
     start_s, end_s = first * slot_s, (first + n_slots) * slot_s
     slot_starts = start_s + np.arange(n_slots) * slot_s
-    alive = np.array(
+    up = np.array(
         [[i.start_s < s + slot_s and (i.end_s is None or i.end_s > s) for i in instances] for s in slot_starts], dtype=bool
     ).reshape(n_slots, len(instances))
-    if not alive.any():
-        return modelled, [f"No TASK instance was up in these slots according to EMR ({len(instances)} listed): nothing measured."]
+    if not up.any():
+        return f"No TASK instance was up in these slots according to EMR ({len(instances)} listed): nothing measured."
     reader = CloudWatchMetricsReader(cloudwatch_client(cluster.region, cluster.endpoint_url, session))
     instance_ids = [i.instance_id for i in instances]
     metrics = reader.read(instance_ids, start_s, end_s, slot_s, max_hold_slots=options.max_hold_slots)
     # A metric no running node reported at all is not a gap but a metric this instance type does
     # not publish (AWS reports Disk* only for instance-store volumes): its power term is left out.
-    absent = [name for name in METRIC_NAMES if np.isnan(metrics.metric(name)[alive]).all()]
+    # One whose datapoints were all out of bounds was reported, so it stays, and its cells are missing.
+    absent = [
+        name
+        for name in METRIC_NAMES
+        if np.isnan(metrics.metric(name)[up]).all() and not metrics.rejected[:, :, METRIC_NAMES.index(name)][up].any()
+    ]
     if "CPUUtilization" in absent:
-        return modelled, ["CloudWatch has no CPUUtilization for the TASK instances in these slots: nothing measured."]
+        return "CloudWatch has no CPUUtilization for the TASK instances in these slots: nothing measured."
     model = options.model
     notes = []
     if absent:
@@ -237,29 +282,7 @@ def _read_measured(settings, modelled, first: int, n_slots: int, assigned: np.nd
         present = [name for name in METRIC_NAMES if name not in absent]
         metrics = reader.read(instance_ids, start_s, end_s, slot_s, present, max_hold_slots=options.max_hold_slots)
         notes.append(f"Not reported by any TASK instance: {', '.join(absent)}; their power terms are left out of the measured energy.")
-    counted = alive & metrics.measured
-    energy = measured_energy(
-        metrics.cpu_utilization_percent, metrics.disk_bytes, metrics.disk_ops, metrics.network_bytes, slot_s, model, counted
-    )
-    unmeasured = alive & ~metrics.measured
-    utilisation = np.divide(assigned, modelled.nodes, out=np.zeros(n_slots), where=modelled.nodes > 0)
-    filled_wh = unmeasured.sum(axis=1) * model.power_w(utilisation, utilisation, utilisation, utilisation) * slot_s / 3600
-    totals = {name: float(np.where(counted, metrics.metric(name), 0.0).sum()) for name in METRIC_NAMES if name not in absent}
-    actual = ScheduleEnergy(
-        schedule=modelled.schedule,
-        source="measured",
-        slot_energy_wh=energy.slot_energy_wh + filled_wh,
-        nodes=alive.sum(axis=1).astype(float),
-        boot_energy_wh=0.0,
-        metric_totals=totals,
-    )
-    notes = [
-        *notes,
-        f"Measured: {int(counted.sum())} of {int(alive.sum())} node-slots from CloudWatch ({len(instances)} TASK "
-        f"instances); {metrics.held_count} held a missing datapoint from the slot before; {int(unmeasured.sum())} had "
-        "no data and are modelled at the slot's utilisation. Start-up energy is inside the measured power.",
-    ]
-    return actual, notes
+    return len(instances), up, metrics, model, notes
 
 
 def daily_report(settings, session=None) -> None:

@@ -14,6 +14,11 @@ or most slots come back empty. The Disk* metrics count instance-store volumes on
 without any, "either the value is 0 or the metric is not reported" (EBS traffic is in AWS/EBS, per
 volume, which is not read here). Ask the reader for fewer ``metric_names`` when a model does not need
 the rest.
+
+Every datapoint is bounded before the missing-data rule (``MetricBounds``, ``bound_metrics``): one that
+no EC2 instance can report (a CPUUtilization of 1e9 %, a negative NetworkIn, 1e30 disk bytes in a slot,
+an infinity) is not a measurement, so it is treated as missing, and the caller is told which instance,
+metric, time and value.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from numbers import Real
 
 import numpy as np
@@ -55,6 +60,28 @@ FAILED_STATUS_CODES = frozenset({"InternalError", "Forbidden"})
 """MetricDataResult StatusCodes that mean the query's datapoints were not (all) returned."""
 
 _QUERY_ID = re.compile(r"^m(\d+)_i(\d+)$")
+
+CPU_TOLERANCE_PERCENT = 1.0
+"""How far above 100 % a CPUUtilization may be and still be read, as 100 %: CloudWatch's Average over a
+slot of a saturated node can come back a little above 100 (100.4 has been seen). Beyond 100 + this it
+is out of bounds."""
+
+DISK_BYTES_PER_S = 50e9
+DISK_OPS_PER_S = 10e6
+NETWORK_BYTES_PER_S = 50e9
+"""Default ceilings per metric (DiskReadBytes alone, NetworkIn alone, ...), per second of the period a
+datapoint covers. Generous on purpose: they catch values no EC2 instance can report, not a busy node.
+The largest instance-store instances (i3en, i4i) are listed by AWS at about 16 GB/s of sequential disk
+throughput and a few million IOPS, and the network-optimised ones (c6in, m6in .32xlarge) at 200 Gbps
+(25 GB/s); 50 GB/s and 10 million operations per second are a few times above those. GPU instances
+with EFA list more network bandwidth than that: give them a larger ``network_bytes_per_s``. The job-length model's
+rates (``autoscaler.model.LengthModel``: 100 MB/s disk, 10 MB/s network) are per-task estimates, far
+below what a node can move, so they are not used as ceilings."""
+
+BASIC_MONITORING_PERIOD_S = 300
+"""The longest period one EC2 datapoint covers: basic monitoring publishes one Sum per 5 minutes. A slot
+shorter than that can receive a whole 5-minute Sum, so a counter's ceiling is its rate times
+max(slot_s, this)."""
 
 
 def period_s(slot_s: float) -> int:
@@ -177,6 +204,7 @@ def place_datapoints(
     two datapoints for one slot.
     """
     values = np.full((n_slots, n_instances, len(METRIC_NAMES)), np.nan)
+    placed = np.zeros(values.shape, dtype=bool)  # a datapoint whose value is NaN is still a datapoint
     for result in results:
         instance_index, metric_index = query_cell(str(result.get("Id", "")))
         if instance_index >= n_instances or metric_index >= len(METRIC_NAMES):
@@ -189,11 +217,12 @@ def place_datapoints(
             )
         for timestamp, value in zip(timestamps, points):
             slot = _slot_of(timestamp, start_s, slot_s, n_slots, result.get("Id"))
-            if not math.isnan(values[slot, instance_index, metric_index]):
+            if placed[slot, instance_index, metric_index]:
                 raise MetricsError(
                     f"GetMetricData result {result.get('Id')!r}: two datapoints for slot {slot} ({timestamp})"
                 )
             values[slot, instance_index, metric_index] = float(value)
+            placed[slot, instance_index, metric_index] = True
     return values
 
 
@@ -210,6 +239,174 @@ def check_status(results: Iterable[Mapping], instance_ids: Sequence[str]) -> Non
             instance = instance_ids[instance_index] if instance_index < len(instance_ids) else f"#{instance_index}"
             metric = METRIC_NAMES[metric_index] if metric_index < len(METRIC_NAMES) else f"#{metric_index}"
             raise MetricsError(f"CloudWatch GetMetricData: {metric} of {instance} ended {status}")
+
+
+@dataclass(frozen=True)
+class MetricBounds:
+    """What one datapoint of each EC2 metric may be (the defaults are the module's constants).
+
+    CPUUtilization: 0 to 100 %, values in (100, 100 + ``cpu_tolerance_percent``] read as 100. The
+    counters (Sum over the slot): 0 to rate * max(slot_s, ``datapoint_period_s``), with rate
+    ``disk_bytes_per_s`` for DiskReadBytes and DiskWriteBytes, ``disk_ops_per_s`` for DiskReadOps and
+    DiskWriteOps, ``network_bytes_per_s`` for NetworkIn and NetworkOut, each metric on its own. Raises
+    ConfigError for a tolerance that is not a finite number >= 0 or a rate or period that is not a
+    finite number > 0.
+    """
+
+    cpu_tolerance_percent: float = CPU_TOLERANCE_PERCENT
+    disk_bytes_per_s: float = DISK_BYTES_PER_S
+    disk_ops_per_s: float = DISK_OPS_PER_S
+    network_bytes_per_s: float = NETWORK_BYTES_PER_S
+    datapoint_period_s: float = BASIC_MONITORING_PERIOD_S
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_tolerance_percent", "disk_bytes_per_s", "disk_ops_per_s", "network_bytes_per_s", "datapoint_period_s"):
+            value = getattr(self, name)
+            smallest_ok = 0.0 if name == "cpu_tolerance_percent" else math.nextafter(0.0, 1.0)
+            if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < smallest_ok:
+                expected = ">= 0" if name == "cpu_tolerance_percent" else "> 0"
+                raise ConfigError(f"metric bounds: {name} must be a finite number {expected}, got {value!r}")
+
+    def upper(self, slot_s: float) -> np.ndarray:
+        """The largest accepted value of each metric in a slot of ``slot_s`` seconds, shape (7,), in
+        ``METRIC_NAMES`` order: percent for CPUUtilization (100 + tolerance), bytes or operations for the
+        counters. Raises ConfigError for a ``slot_s`` that is not a finite number > 0."""
+        if isinstance(slot_s, bool) or not isinstance(slot_s, Real) or not math.isfinite(slot_s) or slot_s <= 0:
+            raise ConfigError(f"slot_s must be a finite number of seconds > 0, got {slot_s!r}")
+        span_s = max(float(slot_s), float(self.datapoint_period_s))
+        rate = {
+            "DiskReadBytes": self.disk_bytes_per_s,
+            "DiskWriteBytes": self.disk_bytes_per_s,
+            "DiskReadOps": self.disk_ops_per_s,
+            "DiskWriteOps": self.disk_ops_per_s,
+            "NetworkIn": self.network_bytes_per_s,
+            "NetworkOut": self.network_bytes_per_s,
+        }
+        return np.array([100.0 + self.cpu_tolerance_percent if name == "CPUUtilization" else rate[name] * span_s for name in METRIC_NAMES])
+
+
+DEFAULT_BOUNDS = MetricBounds()
+"""The bounds the reader and ``instance_metrics`` apply unless given others."""
+
+METRIC_UNITS: dict[str, str] = {
+    "CPUUtilization": "%",
+    "DiskReadBytes": "bytes",
+    "DiskWriteBytes": "bytes",
+    "DiskReadOps": "operations",
+    "DiskWriteOps": "operations",
+    "NetworkIn": "bytes",
+    "NetworkOut": "bytes",
+}
+
+
+@dataclass(frozen=True)
+class OutOfBounds:
+    """The datapoints of one (instance, metric) that were out of bounds and so treated as missing.
+
+    ``time_s`` and ``value``: the first of them (unix seconds of its slot's start, the value as
+    CloudWatch gave it). ``count``: how many there were. ``upper``: the largest accepted value (unit
+    ``METRIC_UNITS[metric]``); the smallest is 0. ``slot_s``: the slot length the bound is for.
+    """
+
+    instance_id: str
+    metric: str
+    time_s: int
+    value: float
+    count: int
+    upper: float
+    slot_s: int
+
+    @property
+    def message(self) -> str:
+        """One line naming the instance, metric, UTC time and value, and what was expected."""
+        unit = METRIC_UNITS[self.metric]
+        if self.metric == "CPUUtilization":
+            expected = f"0 to 100 % (up to {self.upper:g} % is read as 100)"
+        else:
+            expected = f"0 to {self.upper:.4g} {unit} in a {self.slot_s} s slot"
+        more = f"; {self.count - 1} more of its datapoints too" if self.count > 1 else ""
+        return (
+            f"{self.metric} of {self.instance_id} at {utc_text(self.time_s)} is {self.value:g}, expected {expected}: "
+            f"treated as missing{more}"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedValues:
+    """What ``bound_metrics`` made of an array of datapoints.
+
+    ``values``: same shape as the input, (n_slots, n_instances, 7), NaN where a datapoint was missing or
+    out of bounds, CPUUtilization within the tolerance above 100 set to 100. ``rejected``: (n_slots,
+    n_instances, 7) bool, True where a datapoint was there but out of bounds (NaN is missing, not
+    rejected). ``out_of_bounds``: one record per (instance, metric) with a rejected datapoint, instance
+    by instance in ``METRIC_NAMES`` order. ``clipped_count``: CPUUtilization datapoints read as 100.
+    """
+
+    values: np.ndarray
+    rejected: np.ndarray
+    out_of_bounds: tuple[OutOfBounds, ...]
+    clipped_count: int
+
+
+def bound_metrics(
+    raw: np.ndarray,
+    instance_ids: Sequence[str],
+    start_s: int,
+    slot_s: int,
+    bounds: MetricBounds = DEFAULT_BOUNDS,
+    metric_names: Sequence[str] = METRIC_NAMES,
+) -> BoundedValues:
+    """Bound every datapoint of the ``metric_names`` columns (see ``MetricBounds``); the others are left
+    as they are.
+
+    ``raw``: (n_slots, len(instance_ids), 7) from ``place_datapoints``, NaN = no datapoint. A value below
+    0, above its metric's upper bound, or infinite becomes NaN (missing) and is reported in
+    ``out_of_bounds``; NaN stays NaN (CloudWatch stores no NaN, so it is a missing datapoint).
+    Raises ConfigError for a shape that does not match ``instance_ids``, an unknown metric name or a bad
+    ``slot_s``.
+    """
+    raw = np.asarray(raw, dtype=float)
+    if raw.ndim != 3 or raw.shape[1:] != (len(instance_ids), len(METRIC_NAMES)):
+        raise ConfigError(
+            f"raw metrics must have shape (n_slots, {len(instance_ids)}, {len(METRIC_NAMES)}), got {raw.shape}"
+        )
+    columns = _metric_indices(metric_names)
+    upper = bounds.upper(slot_s)
+    values = raw.copy()
+    rejected = np.zeros(raw.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        outside = ~np.isnan(raw) & ~((raw >= 0.0) & (raw <= upper))  # infinities fail the comparison
+    rejected[:, :, columns] = outside[:, :, columns]
+    values[rejected] = np.nan
+    cpu = METRIC_INDEX["CPUUtilization"]
+    clipped_count = 0
+    if cpu in columns:
+        over = values[:, :, cpu] > 100.0  # NaN compares False
+        clipped_count = int(over.sum())
+        values[:, :, cpu] = np.where(over, 100.0, values[:, :, cpu])
+    records = []
+    for instance_index, metric_index in sorted({(int(i), int(m)) for _, i, m in np.argwhere(rejected)}):
+        slots = np.flatnonzero(rejected[:, instance_index, metric_index])
+        first = int(slots[0])
+        records.append(
+            OutOfBounds(
+                instance_id=str(instance_ids[instance_index]),
+                metric=METRIC_NAMES[metric_index],
+                time_s=int(start_s) + first * int(slot_s),
+                value=float(raw[first, instance_index, metric_index]),
+                count=int(slots.size),
+                upper=float(upper[metric_index]),
+                slot_s=int(slot_s),
+            )
+        )
+    return BoundedValues(
+        values=_read_only(values), rejected=_read_only(rejected), out_of_bounds=tuple(records), clipped_count=clipped_count
+    )
+
+
+def utc_text(seconds: float) -> str:
+    """Unix seconds as 'YYYY-MM-DD HH:MM UTC' (slots start on whole minutes)."""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,13 +470,16 @@ def hold_last_measured(values: np.ndarray, max_hold_slots: int = 1) -> HeldValue
 
 @dataclass(frozen=True, eq=False)
 class InstanceMetrics:
-    """The seven EC2 metrics of some instances, per slot, after the missing-data rule.
+    """The seven EC2 metrics of some instances, per slot, after the bounds and the missing-data rule.
 
     ``values``: (n_slots, n_instances, 7) in ``METRIC_NAMES`` order; CPUUtilization in percent
-    (the slot's Average), the others the slot's Sum in bytes or operations; NaN where missing (after
-    holding) or not read. ``metric_names``: the metrics read; the others are all NaN. ``measured``:
-    (n_slots, n_instances) bool, True where every metric read has a value. ``held_count`` and
-    ``unmeasured_count`` are (slot, instance) pairs, see ``hold_last_measured``. Slot t covers
+    (the slot's Average, 0 to 100), the others the slot's Sum in bytes or operations; NaN where missing
+    or out of bounds (after holding) or not read. ``metric_names``: the metrics read; the others are all
+    NaN. ``measured``: (n_slots, n_instances) bool, True where every metric read has a value.
+    ``held_count`` and ``unmeasured_count`` are (slot, instance) pairs, see ``hold_last_measured``.
+    ``rejected``: (n_slots, n_instances, 7) bool, where CloudWatch gave a datapoint that was out of
+    bounds; ``out_of_bounds``: one record per (instance, metric) of them; ``clipped_count``:
+    CPUUtilization datapoints a little above 100 read as 100 (see ``bound_metrics``). Slot t covers
     [start_s + t*slot_s, start_s + (t+1)*slot_s), unix seconds.
     """
 
@@ -291,6 +491,9 @@ class InstanceMetrics:
     measured: np.ndarray
     held_count: int
     unmeasured_count: int
+    rejected: np.ndarray
+    out_of_bounds: tuple[OutOfBounds, ...] = ()
+    clipped_count: int = 0
 
     @property
     def n_slots(self) -> int:
@@ -329,21 +532,19 @@ def instance_metrics(
     slot_s: int,
     metric_names: Sequence[str] = METRIC_NAMES,
     max_hold_slots: int = 1,
+    bounds: MetricBounds = DEFAULT_BOUNDS,
 ) -> InstanceMetrics:
-    """Apply ``hold_last_measured`` to the metrics read and wrap the result.
+    """Bound the metrics read (``bound_metrics``), apply ``hold_last_measured`` to them and wrap the result.
 
-    ``raw``: (n_slots, n_instances, 7) from ``place_datapoints``. Only the ``metric_names`` columns
-    decide ``measured``; the others are set to NaN. Raises ConfigError as ``hold_last_measured`` and
-    for an unknown metric name or a shape that does not match ``instance_ids``.
+    ``raw``: (n_slots, n_instances, 7) from ``place_datapoints``. An out-of-bounds datapoint is missing,
+    so it may be held from the slot before like any gap. Only the ``metric_names`` columns decide
+    ``measured``; the others are set to NaN. Raises ConfigError as ``bound_metrics`` and
+    ``hold_last_measured`` do.
     """
-    raw = np.asarray(raw, dtype=float)
-    if raw.ndim != 3 or raw.shape[1:] != (len(instance_ids), len(METRIC_NAMES)):
-        raise ConfigError(
-            f"raw metrics must have shape (n_slots, {len(instance_ids)}, {len(METRIC_NAMES)}), got {raw.shape}"
-        )
+    bounded = bound_metrics(raw, instance_ids, start_s, slot_s, bounds, metric_names)
     columns = _metric_indices(metric_names)
-    held = hold_last_measured(raw[:, :, columns], max_hold_slots)
-    values = np.full(raw.shape, np.nan)
+    held = hold_last_measured(bounded.values[:, :, columns], max_hold_slots)
+    values = np.full(bounded.values.shape, np.nan)
     values[:, :, columns] = held.values
     return InstanceMetrics(
         instance_ids=tuple(instance_ids),
@@ -354,6 +555,9 @@ def instance_metrics(
         measured=held.measured,
         held_count=held.held_count,
         unmeasured_count=held.unmeasured_count,
+        rejected=bounded.rejected,
+        out_of_bounds=bounded.out_of_bounds,
+        clipped_count=bounded.clipped_count,
     )
 
 

@@ -20,9 +20,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from autoscaler.adapters.aws import aws_client
 from autoscaler.errors import MetricsError
 from cloudwatch.queries import (
+    DEFAULT_BOUNDS,
     MAX_QUERIES_PER_CALL,
     METRIC_NAMES,
     InstanceMetrics,
+    MetricBounds,
     batched,
     check_status,
     instance_metrics,
@@ -76,13 +78,15 @@ class CloudWatchMetricsReader:
         slot_s: int,
         metric_names: Sequence[str] = METRIC_NAMES,
         max_hold_slots: int = 1,
+        bounds: MetricBounds = DEFAULT_BOUNDS,
     ) -> InstanceMetrics:
         """The metrics of ``instance_ids`` in each slot of [start_s, end_s) (unix seconds).
 
         One GetMetricData call per batch of at most ``max_queries_per_call`` queries (instances x
-        ``metric_names``), every page followed through NextToken. Missing datapoints are NaN and then
-        go through ``hold_last_measured`` (``max_hold_slots``, default 1); see ``InstanceMetrics`` for
-        the shapes and units. No instance ids: no call, an empty result.
+        ``metric_names``), every page followed through NextToken. Datapoints out of ``bounds`` are
+        treated as missing and listed in ``out_of_bounds`` (``bound_metrics``); missing datapoints are
+        NaN and then go through ``hold_last_measured`` (``max_hold_slots``, default 1); see
+        ``InstanceMetrics`` for the shapes and units. No instance ids: no call, an empty result.
         Raises ConfigError for a window or slot CloudWatch cannot use (``slot_count``), bad ids or
         names (``metric_data_queries``); MetricsError when a call fails, a query comes back
         InternalError or Forbidden, or an answer does not fit the slot grid (``place_datapoints``).
@@ -101,5 +105,5 @@ class CloudWatchMetricsReader:
                     results.extend(page.get("MetricDataResults", []))
         check_status(results, instance_ids)
         raw = place_datapoints(results, n_slots, len(instance_ids), int(start_s), int(slot_s))
-        return instance_metrics(raw, instance_ids, int(start_s), int(slot_s), metric_names, max_hold_slots)
+        return instance_metrics(raw, instance_ids, int(start_s), int(slot_s), metric_names, max_hold_slots, bounds)
 

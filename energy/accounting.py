@@ -22,9 +22,10 @@ from typing import Literal
 
 import numpy as np
 
-from autoscaler.errors import ConfigError
+from autoscaler.errors import ConfigError, MetricsError
 from autoscaler.readable import duration_text, number_text
-from energy.power import TABLE_III, PowerModel, modelled_energy_wh
+from cloudwatch.queries import METRIC_NAMES, InstanceMetrics, OutOfBounds, utc_text
+from energy.power import TABLE_III, PowerModel, measured_energy, modelled_energy_wh
 
 DEFAULT_BOOT_S = 300.0
 """Seconds a new task node draws idle power before it runs work: EMR provisions and bootstraps a
@@ -101,6 +102,89 @@ def modelled_schedule(
         slot_energy_wh=running_wh + boot_wh,
         nodes=nodes,
         boot_energy_wh=float(boot_wh.sum()),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class MeasuredRun:
+    """What ``measured_schedule`` made of a run's metrics.
+
+    ``energy``: the run's schedule, source "measured". Node-slots (a TASK instance up in a slot):
+    ``up_count`` in all, ``counted_count`` measured by eq. (13), ``modelled_count`` with no usable
+    data, modelled at the slot's utilisation. ``held_count``: (slot, instance) pairs measured with a
+    datapoint held from a slot before (``InstanceMetrics.held_count``). ``out_of_bounds``: one record
+    per (instance, metric) whose datapoints were out of bounds and treated as missing;
+    ``clipped_count``: CPUUtilization datapoints read as 100 %.
+    """
+
+    energy: ScheduleEnergy
+    up_count: int
+    counted_count: int
+    held_count: int
+    modelled_count: int
+    out_of_bounds: tuple[OutOfBounds, ...]
+    clipped_count: int
+
+
+def measured_schedule(
+    schedule: str,
+    metrics: InstanceMetrics,
+    up: np.ndarray,
+    utilisation: np.ndarray,
+    model: PowerModel = TABLE_III,
+) -> MeasuredRun:
+    """A run's energy from its nodes' CloudWatch metrics (eq. (13)-(14)), the gaps modelled.
+
+    ``metrics``: the TASK instances' metrics over the report's slots, already bounded and held
+    (``cloudwatch.queries.instance_metrics``). ``up``: (n_slots, n_instances) bool, the instance was
+    up in the slot (EMR's timeline). ``utilisation``: (n_slots,), u in [0, 1] of the slot's nodes from
+    the decision log, used for a node-slot that is up but not measured: P(u) with every term at u.
+    Each slot's energy is the measured cells' energy plus the modelled cells'; a node's start-up is
+    inside its measured power, so ``boot_energy_wh`` is 0. ``metric_totals``: each metric read, summed
+    over the measured cells.
+
+    Raises MetricsError, naming the window and the first out-of-bounds datapoints by instance id, metric,
+    UTC time and value, when no node-slot that was up is measured and some of its datapoints were out of
+    bounds: every datapoint was out of bounds or missing, and the model alone would hide that.
+    Raises ConfigError for shapes that do not fit.
+    """
+    up = np.asarray(up)
+    shape = (metrics.n_slots, len(metrics.instance_ids))
+    if up.shape != shape or up.dtype != bool:
+        raise ConfigError(f"up must be a bool array of shape {shape}, got {up.dtype} {up.shape}")
+    utilisation = np.asarray(utilisation, dtype=float)
+    if utilisation.shape != (metrics.n_slots,):
+        raise ConfigError(f"utilisation must have shape ({metrics.n_slots},), got {utilisation.shape}")
+    counted = up & metrics.measured
+    if not counted.any() and (metrics.rejected & up[:, :, None]).any():
+        end_s = metrics.start_s + metrics.n_slots * metrics.slot_s
+        shown = "; ".join(record.message for record in metrics.out_of_bounds[:3])
+        more = f"; and {len(metrics.out_of_bounds) - 3} more instance metrics" if len(metrics.out_of_bounds) > 3 else ""
+        raise MetricsError(
+            f"nothing to measure from {utc_text(metrics.start_s)} to {utc_text(end_s)}: in every node-slot of the "
+            f"{int(up.any(axis=0).sum())} TASK instances up then, a datapoint was out of bounds or missing ({shown}{more})"
+        )
+    energy = measured_energy(
+        metrics.cpu_utilization_percent, metrics.disk_bytes, metrics.disk_ops, metrics.network_bytes, metrics.slot_s, model, counted
+    )
+    unmeasured = up & ~metrics.measured
+    filled_wh = unmeasured.sum(axis=1) * model.power_w(utilisation, utilisation, utilisation, utilisation) * metrics.slot_s / 3600
+    totals = {name: float(np.where(counted, metrics.metric(name), 0.0).sum()) for name in METRIC_NAMES if name in metrics.metric_names}
+    return MeasuredRun(
+        energy=ScheduleEnergy(
+            schedule=schedule,
+            source="measured",
+            slot_energy_wh=energy.slot_energy_wh + filled_wh,
+            nodes=up.sum(axis=1).astype(float),
+            boot_energy_wh=0.0,
+            metric_totals=totals,
+        ),
+        up_count=int(up.sum()),
+        counted_count=int(counted.sum()),
+        held_count=metrics.held_count,
+        modelled_count=int(unmeasured.sum()),
+        out_of_bounds=metrics.out_of_bounds,
+        clipped_count=metrics.clipped_count,
     )
 
 

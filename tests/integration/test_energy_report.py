@@ -157,3 +157,106 @@ def test_daily_report_logs_each_schedule_and_publishes_yesterday(emr_cluster_id,
         EndTime=datetime.fromtimestamp(yesterday_s + 2 * 86400, timezone.utc), Period=86400, Statistics=["Sum"],
     )  # fmt: skip
     assert sum(p["Sum"] for p in stats["Datapoints"]) == pytest.approx(energy["gcp-u (run)"]["saved_wh"], abs=2e-3)
+
+
+def write_config_without_hold(tmp_path, cluster_id: str, endpoint: str) -> str:
+    """The test config with [report] max_hold_slots = 0: a missing node-slot is modelled, never held."""
+    path = write_config(tmp_path, cluster_id, endpoint)
+    with open(path, "a") as config:
+        config.write("max_hold_slots = 0\n")
+    return path
+
+
+def decide(tmp_path, first_slot: int, n_slots: int) -> None:
+    """The decision log: 2 nodes, 1 job running, 1 server of load in each slot."""
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        for t in range(n_slots):
+            store.commit_slot(first_slot + t, {"last_slot": first_slot + t}, {}, {"slot": first_slot + t, "capacity": 2.0, "nodes": 2, "running": 1, "load": 1.0})
+
+
+@pytest.mark.parametrize("emr_cluster_id", [2], indirect=True)
+def test_report_treats_datapoints_out_of_bounds_as_missing_and_names_them(
+    emr_cluster_id, moto_endpoint, backdate_task_group, tmp_path, capsys
+):
+    import boto3
+    from structlog.testing import capture_logs
+
+    from cloudwatch.reader import cloudwatch_client
+
+    client, cluster_id = emr_cluster_id
+    a, b = sorted(i["Ec2InstanceId"] for i in client.list_instances(ClusterId=cluster_id, InstanceGroupTypes=["TASK"])["Instances"])
+    start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * HOUR_S
+    backdate_task_group(cluster_id, start_s - 600)
+    cloudwatch = cloudwatch_client("us-east-1", moto_endpoint, boto3.Session())
+    # The first test's four slots, with four values no EC2 instance reports or one a little off:
+    # A's CPU 1e9 % in slot 1 and 1e30 disk bytes read in slot 3, B's CPU 100.4 % in slot 0 and
+    # NetworkIn -5e6 bytes in slot 2.
+    for t in range(4):
+        put(cloudwatch, a, start_s + t * SLOT_S + 10, {"CPUUtilization": 1e9 if t == 1 else 50.0, "DiskReadBytes": 1e30 if t == 3 else 1.5e9, "DiskWriteBytes": 0.5e9, "NetworkIn": 1e6, "NetworkOut": 1e6})
+        put(cloudwatch, b, start_s + t * SLOT_S + 10, {"CPUUtilization": 100.4 if t == 0 else 100.0, "DiskReadBytes": 1e9, "DiskWriteBytes": 0.0, "NetworkIn": -5e6 if t == 2 else 3e6, "NetworkOut": 2e6})
+    decide(tmp_path, start_s // SLOT_S, 4)
+    config = write_config_without_hold(tmp_path, cluster_id, moto_endpoint)
+
+    argv = ["report", "--config", config, "--since", iso(start_s), "--until", iso(start_s + 4 * SLOT_S), "--format", "json"]
+    with capture_logs() as events:
+        assert main(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    actual = {s["schedule"]: s for s in document["schedules"]}["gcp-u (run)"]
+    assert actual["source"] == "measured"
+
+    # By hand: the three cells out of bounds (A slot 1, A slot 3, B slot 2) are missing, not held
+    # (max_hold_slots = 0), so modelled at the slot's u = 1/2. B's 100.4 % is 100 %. The five measured
+    # cells keep the maxima of the clean run: disk bytes 2e9 (A), network bytes 5e6 (B).
+    power_a = 60.30 + 25.70 * 0.5 + 7.21 * 1.0 + 0.66 * (2e6 / 5e6)
+    power_b = 60.30 + 25.70 * 1.0 + 7.21 * 0.5 + 0.66 * 1.0
+    modelled = 60.30 + (25.70 + 7.21 + 0.66) * 0.5
+    assert actual["energy_wh"] == pytest.approx((2 * power_a + 3 * power_b + 3 * modelled) * SLOT_S / 3600, rel=1e-9)
+    assert actual["metric_totals"]["CPUUtilization"] == pytest.approx(2 * 50 + 3 * 100)
+    assert actual["metric_totals"]["DiskReadBytes"] == pytest.approx(2 * 1.5e9 + 3 * 1e9)
+
+    # One warning per (instance, metric), by instance id, metric, UTC time and value.
+    warnings = sorted(
+        ((e["instance_id"], e["metric"], e["time"], e["value"]) for e in events if e["event"] == "metric_out_of_bounds"),
+    )
+    assert warnings == sorted([
+        (a, "CPUUtilization", _minute(start_s + SLOT_S), 1e9),
+        (a, "DiskReadBytes", _minute(start_s + 3 * SLOT_S), 1e30),
+        (b, "NetworkIn", _minute(start_s + 2 * SLOT_S), -5e6),
+    ])  # fmt: skip
+    assert all(e["log_level"] == "warning" for e in events if e["event"] == "metric_out_of_bounds")
+    notes = " ".join(document["notes"])
+    assert "5 of 8 node-slots from CloudWatch" in notes and "3 had no data" in notes
+    assert "Out of bounds, so treated as missing: 3 datapoints of 3 instance metrics." in notes
+    assert f"CPUUtilization of {a} at {_minute(start_s + SLOT_S)} is 1e+09" in notes
+    assert "1 CPUUtilization datapoints a little above 100 % were read as 100 %" in notes
+
+
+@pytest.mark.parametrize("emr_cluster_id", [2], indirect=True)
+def test_report_with_every_datapoint_out_of_bounds_is_refused_naming_the_window(
+    emr_cluster_id, moto_endpoint, backdate_task_group, tmp_path, capsys
+):
+    import boto3
+
+    from cloudwatch.reader import cloudwatch_client
+
+    client, cluster_id = emr_cluster_id
+    a, b = sorted(i["Ec2InstanceId"] for i in client.list_instances(ClusterId=cluster_id, InstanceGroupTypes=["TASK"])["Instances"])
+    start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * HOUR_S
+    backdate_task_group(cluster_id, start_s - 600)
+    cloudwatch = cloudwatch_client("us-east-1", moto_endpoint, boto3.Session())
+    for t in range(2):
+        for instance in (a, b):
+            put(cloudwatch, instance, start_s + t * SLOT_S + 10, {"CPUUtilization": 1e9, "NetworkIn": 1e6, "NetworkOut": 1e6})
+    decide(tmp_path, start_s // SLOT_S, 2)
+    config = write_config(tmp_path, cluster_id, moto_endpoint)
+
+    argv = ["report", "--config", config, "--since", iso(start_s), "--until", iso(start_s + 2 * SLOT_S)]
+    assert main(argv) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"autoscaler: error: nothing to measure from {_minute(start_s)} to {_minute(start_s + 2 * SLOT_S)}" in err
+    assert "a datapoint was out of bounds or missing" in err
+    assert f"CPUUtilization of {a} at {_minute(start_s)} is 1e+09" in err and "Traceback" not in err
+
+
+def _minute(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

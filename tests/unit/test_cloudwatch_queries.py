@@ -13,7 +13,9 @@ from cloudwatch.queries import (
     EC2_NAMESPACE,
     MAX_QUERIES_PER_CALL,
     METRIC_NAMES,
+    MetricBounds,
     batched,
+    bound_metrics,
     check_status,
     hold_last_measured,
     instance_metrics,
@@ -288,3 +290,149 @@ def test_instance_metrics_decide_measured_only_on_the_metrics_read():
     assert metrics.n_slots == 2 and metrics.instance_ids == ("i-a", "i-b")
     with pytest.raises(ValueError):
         metrics.values[0, 0, 0] = 0.0  # read-only: a value type
+
+
+def test_a_nan_datapoint_still_counts_as_one_for_the_two_datapoints_check():
+    result = {"Id": query_id(0, 0), "Timestamps": [at(0), at(0)], "Values": [NAN, 5.0]}
+    with pytest.raises(MetricsError, match="two datapoints for slot 0"):
+        place_datapoints([result], n_slots=1, n_instances=1, start_s=START_S, slot_s=300)
+
+
+# --- bounds ---------------------------------------------------------------------------------
+
+CPU, DISK_READ, NET_IN = (METRIC_NAMES.index(n) for n in ("CPUUtilization", "DiskReadBytes", "NetworkIn"))
+START_UTC = "2023-11-14 22:15 UTC"  # START_S: 1_700_000_000 is 22:13:20 UTC, plus 100 s
+
+
+def plausible(n_slots: int, n_instances: int) -> np.ndarray:
+    """Every metric of every cell in bounds: CPU 50 %, each counter 1000 bytes or operations."""
+    raw = np.full((n_slots, n_instances, len(METRIC_NAMES)), 1000.0)
+    raw[:, :, CPU] = 50.0
+    return raw
+
+
+def test_upper_bounds_are_rate_times_the_longer_of_slot_and_datapoint_period():
+    bounds = MetricBounds()
+    # CPU 100 % plus 1 % of tolerance; disk and network 50 GB/s, disk operations 10 million a second.
+    np.testing.assert_allclose(bounds.upper(300), [101.0, 1.5e13, 1.5e13, 3e9, 3e9, 1.5e13, 1.5e13])
+    # A 60 s slot can receive a whole 5-minute basic-monitoring Sum: the 300 s bound still applies.
+    np.testing.assert_allclose(bounds.upper(60), bounds.upper(300))
+    np.testing.assert_allclose(bounds.upper(3600)[1:], bounds.upper(300)[1:] * 12)
+    custom = MetricBounds(cpu_tolerance_percent=0.0, network_bytes_per_s=1e6, datapoint_period_s=60)
+    assert custom.upper(120)[CPU] == 100.0 and custom.upper(120)[NET_IN] == 1.2e8
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("cpu_tolerance_percent", -0.1), ("disk_bytes_per_s", 0.0), ("network_bytes_per_s", NAN), ("disk_ops_per_s", True), ("datapoint_period_s", np.inf)],
+)
+def test_bad_bounds_are_config_errors_naming_the_field(field, value):
+    with pytest.raises(ConfigError, match=f"metric bounds: {field} must be a finite number"):
+        MetricBounds(**{field: value})
+
+
+def test_an_absurd_cpu_is_missing_and_named_by_instance_metric_time_and_value():
+    raw = plausible(3, 2)
+    raw[1, 1, CPU] = 1e9
+    bounded = bound_metrics(raw, ["i-0aaa", "i-0bbb"], START_S, 300)
+
+    assert np.isnan(bounded.values[1, 1, CPU])
+    assert bounded.rejected.sum() == 1 and bounded.rejected[1, 1, CPU]
+    (record,) = bounded.out_of_bounds
+    assert (record.instance_id, record.metric, record.time_s, record.value, record.count) == (
+        "i-0bbb", "CPUUtilization", START_S + 300, 1e9, 1
+    )
+    assert record.message == (
+        "CPUUtilization of i-0bbb at 2023-11-14 22:20 UTC is 1e+09, expected 0 to 100 % (up to 101 % is read as 100): "
+        "treated as missing"
+    )
+    assert "slot" not in record.message.replace("s slot", "") and "index" not in record.message
+    # Everything else is as given.
+    untouched = ~bounded.rejected
+    np.testing.assert_array_equal(bounded.values[untouched], raw[untouched])
+
+
+def test_a_cpu_a_little_above_100_is_clipped_not_dropped():
+    raw = plausible(4, 1)
+    raw[:, 0, CPU] = [100.4, 101.0, 101.5, 100.0]  # 101.0 is the tolerance's edge; 101.5 is past it
+    bounded = bound_metrics(raw, ["i-a"], START_S, 300)
+
+    np.testing.assert_array_equal(bounded.values[:, 0, CPU], [100.0, 100.0, NAN, 100.0])
+    assert bounded.clipped_count == 2
+    assert [(r.metric, r.value, r.time_s) for r in bounded.out_of_bounds] == [("CPUUtilization", 101.5, START_S + 600)]
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "shown"),
+    [
+        ("NetworkIn", -5e6, "NetworkIn of i-a at 2023-11-14 22:15 UTC is -5e+06, expected 0 to 1.5e+13 bytes in a 300 s slot"),
+        ("DiskReadBytes", 1e30, "DiskReadBytes of i-a at 2023-11-14 22:15 UTC is 1e+30, expected 0 to 1.5e+13 bytes in a 300 s slot"),
+        ("DiskWriteOps", 3e9 + 1, "DiskWriteOps of i-a at 2023-11-14 22:15 UTC is 3e+09, expected 0 to 3e+09 operations"),
+        ("CPUUtilization", -0.5, "CPUUtilization of i-a at 2023-11-14 22:15 UTC is -0.5, expected 0 to 100 %"),
+        ("NetworkOut", np.inf, "NetworkOut of i-a at 2023-11-14 22:15 UTC is inf, expected 0 to"),
+        ("CPUUtilization", -np.inf, "CPUUtilization of i-a at 2023-11-14 22:15 UTC is -inf"),
+    ],
+)
+def test_negative_too_large_and_infinite_values_are_out_of_bounds(metric, value, shown):
+    raw = plausible(2, 1)
+    raw[0, 0, METRIC_NAMES.index(metric)] = value
+    bounded = bound_metrics(raw, ["i-a"], START_S, 300)
+
+    (record,) = bounded.out_of_bounds
+    assert record.message.startswith(shown)
+    assert np.isnan(bounded.values[0, 0, METRIC_NAMES.index(metric)])
+    assert np.isfinite(bounded.values[1]).all()
+
+
+def test_the_upper_bound_itself_is_accepted():
+    raw = plausible(1, 1)
+    raw[0, 0, DISK_READ] = 1.5e13
+    raw[0, 0, NET_IN] = np.nextafter(1.5e13, np.inf)
+    bounded = bound_metrics(raw, ["i-a"], START_S, 300)
+    assert bounded.values[0, 0, DISK_READ] == 1.5e13
+    assert [r.metric for r in bounded.out_of_bounds] == ["NetworkIn"]
+
+
+def test_nan_is_missing_not_out_of_bounds():
+    raw = plausible(2, 1)
+    raw[0, 0, CPU] = NAN
+    bounded = bound_metrics(raw, ["i-a"], START_S, 300)
+    assert bounded.out_of_bounds == () and not bounded.rejected.any()
+    assert np.isnan(bounded.values[0, 0, CPU])
+
+
+def test_one_record_per_instance_and_metric_with_the_first_time_and_the_count():
+    raw = plausible(5, 2)
+    raw[[1, 3, 4], 0, NET_IN] = [-1.0, -2.0, -3.0]
+    raw[2, 0, CPU] = 1e9
+    raw[0, 1, NET_IN] = -4.0
+    bounded = bound_metrics(raw, ["i-a", "i-b"], START_S, 300)
+
+    summary = [(r.instance_id, r.metric, r.time_s - START_S, r.value, r.count) for r in bounded.out_of_bounds]
+    assert summary == [("i-a", "CPUUtilization", 600, 1e9, 1), ("i-a", "NetworkIn", 300, -1.0, 3), ("i-b", "NetworkIn", 0, -4.0, 1)]
+    assert bounded.out_of_bounds[1].message.endswith("treated as missing; 2 more of its datapoints too")
+
+
+def test_only_the_metrics_read_are_bounded():
+    raw = plausible(1, 1)
+    raw[0, 0, DISK_READ] = 1e30
+    bounded = bound_metrics(raw, ["i-a"], START_S, 300, metric_names=["CPUUtilization"])
+    assert bounded.out_of_bounds == () and bounded.values[0, 0, DISK_READ] == 1e30
+
+
+def test_an_out_of_bounds_datapoint_is_a_gap_for_the_missing_data_rule():
+    # i-a's DiskReadBytes: 10, 1e30, 30. Held (max_hold_slots 1): slot 1 reads slot 0's 10.
+    raw = plausible(3, 1)
+    raw[:, 0, DISK_READ] = [10.0, 1e30, 30.0]
+    held = instance_metrics(raw, ["i-a"], START_S, 300, max_hold_slots=1)
+    np.testing.assert_array_equal(held.metric("DiskReadBytes")[:, 0], [10.0, 10.0, 30.0])
+    assert held.measured.all() and held.held_count == 1
+    assert [r.metric for r in held.out_of_bounds] == ["DiskReadBytes"] and held.rejected[1, 0, DISK_READ]
+    # Not held: the node-slot is unmeasured, exactly as if CloudWatch had sent nothing.
+    not_held = instance_metrics(raw, ["i-a"], START_S, 300, max_hold_slots=0)
+    gap = raw.copy()
+    gap[1, 0, DISK_READ] = NAN
+    missing = instance_metrics(gap, ["i-a"], START_S, 300, max_hold_slots=0)
+    np.testing.assert_array_equal(not_held.values, missing.values)
+    np.testing.assert_array_equal(not_held.measured, [[True], [False], [True]])
+    assert missing.out_of_bounds == ()
