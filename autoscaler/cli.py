@@ -794,8 +794,10 @@ REPORT_POLICIES = "gcp-u,vfw"
 
 def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler import reporting
+    from autoscaler.logs import configure_logging
 
     settings = _settings_or_none(args.config)
+    configure_logging(settings.log_format if settings else "auto")  # warnings to stderr, never into --format json's stdout
     if args.replay is not None:
         if args.publish:
             raise ConfigError("report: --publish is for the daemon's measured slots, not a --replay")
