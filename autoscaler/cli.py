@@ -695,6 +695,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     if args.decisions_out is not None:
         compose.require_folder(args.decisions_out, "--decisions-out")
+        compose.require_writable(args.decisions_out, "--decisions-out")
     if args.replay is not None:
         from autoscaler.replay_daemon import replay_through_daemon
 
@@ -714,7 +715,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     settings = compose.settings(args.config)
     configure_logging(settings.log_format)
-    decisions = DecisionsFile(args.decisions_out) if args.decisions_out is not None else None
+    decisions = DecisionsFile(args.decisions_out) if args.decisions_out is not None else None  # checked above
     telemetry = Telemetry(settings.slot_s)
     try:
         with compose.daemon_runner(settings, dry_run=args.dry_run, telemetry=telemetry, on_decision=decisions) as runner:
@@ -739,15 +740,22 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.controller import Decision, explain
+    from autoscaler.daemon import decision_line
 
     if args.decisions is not None:
         records = _read_decision_lines(args.decisions)
         if not records:
-            raise ConfigError(f"{args.decisions}: no decisions in this file")
-        by_slot = {int(record["slot"]): record for record in records}
+            raise ConfigError(f"{args.decisions}: no decisions in this file (expected one JSON line per slot, as --decisions-out writes)")
+        by_slot: dict[int, dict] = {}
+        seen: dict[int, int] = {}
+        for slot_number, record in records:
+            by_slot[slot_number] = record
+            seen[slot_number] = seen.get(slot_number, 0) + 1
         slot = args.slot if args.slot is not None else max(by_slot)
         record = by_slot.get(slot)
         where = f"{args.decisions} (slots {min(by_slot):,} to {max(by_slot):,})"
+        if seen.get(slot, 0) > 1:
+            err.print(f"note: slot {slot:,} is in {args.decisions} {seen[slot]} times (runs appended to one file); showing the last", highlight=False)
     else:
         store, _ = _open_store(args, must_exist=True)
         with store:
@@ -760,18 +768,24 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
         where = f"{store.path} (slots {first:,} to {last:,})" if record is None else str(store.path)
     if record is None:
         raise ConfigError(f"slot {slot:,}: no decision recorded for it in {where}")
-    decision = Decision.from_json(record)
+    try:
+        decision = Decision.from_json(record)
+    except AutoscalerError as error:
+        raise ConfigError(f"{args.decisions or where}: slot {slot:,}: {error}") from None
     if args.format == "json":
-        sys.stdout.write(json.dumps(decision.to_json(), allow_nan=False) + "\n")
+        sys.stdout.write(json.dumps(decision_line(decision), allow_nan=False) + "\n")
         return 0
     out.print(explain(decision), markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
-def _read_decision_lines(path: Path) -> list[dict]:
-    """The records of a --decisions-out file; a line that is not a decision is named with its number."""
+def _read_decision_lines(path: Path) -> list[tuple[int, dict]]:
+    """(slot, record) of each line of a --decisions-out file; a line that is not a decision is named with its number."""
+    expected = "expected one JSON object per line with a whole 'slot' >= 0, as --decisions-out writes"
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file ({expected})") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read the decisions file: {error.strerror or error}") from None
     records = []
@@ -780,11 +794,13 @@ def _read_decision_lines(path: Path) -> list[dict]:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{path}:{number}: not a JSON line ({error.msg}); expected one decision per line as --decisions-out writes") from None
-        if not isinstance(record, dict) or "slot" not in record:
-            raise ConfigError(f"{path}:{number}: expected a decision object with a 'slot', got {line[:60]!r}")
-        records.append(record)
+        except (json.JSONDecodeError, RecursionError) as error:
+            why = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
+            raise ConfigError(f"{path}:{number}: not a JSON line ({why}); {expected}") from None
+        slot = record.get("slot") if isinstance(record, dict) else None
+        if isinstance(slot, bool) or not isinstance(slot, int) or slot < 0:
+            raise ConfigError(f"{path}:{number}: {expected}; got {line[:60]!r}")
+        records.append((slot, record))
     return records
 
 

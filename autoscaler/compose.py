@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import structlog
+
 from autoscaler.config import Settings, load_settings
 from autoscaler.controller import ControllerConfig
 from autoscaler.daemon import SlotRunner
@@ -100,11 +102,17 @@ def daemon_runner(
     from autoscaler.adapters.sqlite_store import SqliteJobStore
 
     clock = clock or WallClock()
+    path = settings.store_path
+    if not Path(path).parent.is_dir():
+        raise ConfigError(f"store_path: {path}: folder {Path(path).parent} does not exist (create it, or set store_path elsewhere)")
     cluster = cluster or emr_cluster(settings)
     config = controller_config(settings)
-    path = settings.store_path
     if dry_run:
         real = SqliteJobStore(path) if os.path.exists(path) else None
+        if real is None:
+            structlog.get_logger("autoscaler").warning(
+                "dry_run_empty_store", store_path=str(path), detail="no job store there yet: the dry run starts from an empty queue"
+            )
         try:
             shadow = ShadowStore(real)
             simulated = shadow_cluster(cluster, shadow, clock)
@@ -121,3 +129,14 @@ def require_folder(path: Path, what: str) -> None:
     """ConfigError unless the folder that would hold ``path`` exists."""
     if not path.parent.is_dir():
         raise ConfigError(f"{path}: cannot write {what}: folder {path.parent} does not exist")
+
+
+def require_writable(path: Path, what: str) -> None:
+    """ConfigError unless ``path`` can be opened for appending (it is created if absent, left as it is otherwise)."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: {what} is a folder; expected a file to append one JSON line per slot to")
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write {what}: {error.strerror or error}") from None

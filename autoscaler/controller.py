@@ -616,7 +616,7 @@ def _hold_reason(
     before: HoldState, after: HoldState, load: float, capacity: float, assigned: float, params: CostParams
 ) -> tuple[str, str]:
     forced, work, slots = forced_capacity(before, load)
-    due = f"{work:.4g} units of work are due within {_count(slots, 'slot')}" if slots else "no work is queued"
+    due = f"{work:.4g} units of work are due within {_count(slots, 'slot')}" if slots else "no unit of work is queued in the policy"
     if capacity <= forced * (1 + 1e-12) + 1e-12:
         return "deadlines", f"hold runs m_t = r_t = {capacity:.4g} = max_j Y_j/(j+1), what the deadlines force: {due}"
     how = "inside a hold its guard allowed" if after.holding else "by its rules' hold level"

@@ -395,7 +395,7 @@ class SlotRunner:
             )
         if decision.overloaded or decision.missed:
             log.warning(
-                "overload",
+                "overload" if decision.overloaded else "deadlines_missed",
                 slot=decision.slot,
                 nodes_wanted=decision.nodes_wanted,
                 max_nodes=self.config.max_nodes,
@@ -403,7 +403,11 @@ class SlotRunner:
                 missed_by_tenant=decision.missed_by_tenant,
             )
         if self.on_decision is not None:
-            self.on_decision(decision_line(decision, group, self.dry_run))
+            try:
+                self.on_decision(decision_line(decision, group, self.dry_run))
+            except OSError as error:
+                # The slot was decided, acted on and recorded; only its copy in the file is lost.
+                log.error("decisions_out_failed", slot=decision.slot, path=str(getattr(self.on_decision, "path", "")), error=str(error))
 
 
 def decision_line(decision: Decision, group: TaskGroup | None = None, dry_run: bool = False) -> dict:

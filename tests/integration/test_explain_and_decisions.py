@@ -117,3 +117,66 @@ def test_run_replay_reads_autoscaler_variables_without_a_config(trace, tmp_path,
     monkeypatch.setenv("AUTOSCALER_POLCY", "vfw")
     assert main(["run", "--replay", str(trace)]) == 2
     assert "did you mean AUTOSCALER_POLICY" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (b"\xff\xfe not text", "not a text file"),
+        (b'{"slot": "x", "capacity": 1, "nodes": 1}\n', ":1: expected one JSON object per line"),
+        (b'{"slot": null}\n', ":1: expected one JSON object per line"),
+        (b'{"slot": -3, "capacity": 1, "nodes": 1}\n', ":1: expected one JSON object per line"),
+        (b'{"slot": 1e400}\n', ":1: expected one JSON object per line"),
+        (b'{"slot": 0, "capacity": "lots", "nodes": 1}\n', "'capacity' must be"),
+    ],
+)
+def test_explain_refuses_a_bad_decisions_file_in_one_line(tmp_path, capsys, content, expected):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(content)
+    assert main(["explain", "--decisions", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("autoscaler: error: ") and expected in error and "Traceback" not in error
+
+
+def test_decisions_out_that_cannot_be_written_is_refused_before_any_slot(trace, tmp_path, capsys):
+    assert main(["run", "--replay", str(trace), "--decisions-out", str(tmp_path)]) == 2
+    assert f"{tmp_path}: --decisions-out is a folder" in capsys.readouterr().err
+    read_only = tmp_path / "ro.jsonl"
+    read_only.write_text("")
+    read_only.chmod(0o444)
+    import os
+
+    if os.access(read_only, os.W_OK):  # root writes anyway
+        pytest.skip("running as root: a read-only file is still writable")
+    assert main(["run", "--replay", str(trace), "--decisions-out", str(read_only)]) == 2
+    assert "cannot write --decisions-out" in capsys.readouterr().err
+
+
+def test_a_decision_file_that_fails_mid_run_loses_the_line_not_the_slot(tmp_path):
+    from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
+    from autoscaler.controller import ControllerConfig
+    from autoscaler.daemon import SlotRunner
+    from autoscaler.model import Job, StepSpec
+
+    def full_disk(record: dict) -> None:
+        raise OSError(28, "No space left on device")
+
+    clock = SimulatedClock(0.0)
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        store.submit(Job("j", "n", "t", 0.0, 900.0, 300.0, StepSpec(args=("true",))))
+        runner = SlotRunner(config=ControllerConfig(slot_s=TAU), store=store, cluster=FakeCluster(clock), clock=clock, on_decision=full_disk)
+        decision = runner.run_slot()
+        assert decision is not None and store.last_slot() == 0
+
+
+def test_run_replay_refuses_a_daemons_store(trace, tmp_path, capsys):
+    from autoscaler.model import Job, StepSpec
+
+    path = tmp_path / "daemon.db"
+    with SqliteJobStore(path) as store:
+        store.submit(Job("nightly", "n", "t", 0.0, 900.0, 300.0, StepSpec(args=("true",))))
+        store.commit_slot(0, {"last_slot": 0}, {}, {"slot": 0, "capacity": 1.0, "nodes": 1})
+    before = path.read_bytes()
+    assert main(["run", "--replay", str(trace), "--store", str(path)]) == 2
+    assert "a daemon's store?" in capsys.readouterr().err
+    assert path.read_bytes() == before
