@@ -19,6 +19,11 @@
 # finish, which can take longer than Docker's default 10 s stop timeout, hence --stop-timeout.
 # /healthz and /metrics listen on 127.0.0.1:9464 inside the container; for Prometheus to scrape
 # /metrics from outside, add -e AUTOSCALER_HEALTH_HOST=0.0.0.0 -p 9464:9464.
+# Exit status 2 is a bad config or a wrong cluster (restarting cannot help), 75 an AWS outage that
+# outlasted the 300 s start-up wait (a later start may succeed). Docker's restart policies cannot
+# tell exit statuses apart: `--restart on-failure:10` restarts both, which bounds how often a bad
+# config is tried but also how long an outage is waited out (about 10 x 300 s);
+# deploy/autoscaler.service restarts on 75 and never on 2.
 
 # Both stages use the same base image: the virtual environment is copied between them and only
 # works with the Python it was made by.
@@ -63,8 +68,10 @@ USER 10001:10001
 # slim images have no curl, so Python's urllib asks; an HTTP error or a refused connection raises,
 # and the exit status 1 marks the container unhealthy. The port follows AUTOSCALER_HEALTH_PORT
 # when the port is set that way (a port changed only in the config file must be changed here too).
-# start-period: start-up imports the solvers and runs the first slot before /healthz can answer 200.
-HEALTHCHECK --interval=60s --timeout=10s --start-period=120s --retries=3 \
+# start-period: start-up imports the solvers, checks the cluster (trying EMR for up to 300 s while it
+# throttles or fails: autoscaler.compose.STARTUP_WAIT_S) and runs the first slot before /healthz can
+# answer 200; failures within it do not count.
+HEALTHCHECK --interval=60s --timeout=10s --start-period=420s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('AUTOSCALER_HEALTH_PORT', '9464'), timeout=5)"]
 
 # The daemon handles SIGTERM itself (finish the current slot, then exit); exec form keeps it PID 1

@@ -1019,8 +1019,10 @@ def main(argv: list[str] | None = None) -> int:
         err.print("autoscaler: interrupted; no output files were changed", highlight=False)
         return 130
     except AutoscalerError as exc:
+        # 2 for bad input or a wrong setting (a restart cannot mend it); 75 (EX_TEMPFAIL) for an AWS
+        # outage that outlasted the start-up wait. deploy/autoscaler.service restarts on 75, not 2.
         err.print(f"autoscaler: error: {exc}", markup=False, highlight=False, soft_wrap=True)
-        return 2
+        return exc.exit_status
     except OSError as exc:
         err.print(f"autoscaler: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2

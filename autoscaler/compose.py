@@ -67,16 +67,60 @@ def runner(settings: Settings, config: ControllerConfig, store, cluster, clock, 
     return SlotRunner(config=config, store=store, cluster=cluster, clock=clock, **(chosen | options))
 
 
-def emr_cluster(settings: Settings):
-    """The EMR adapter for ``settings.cluster``, its client renewed each slot; the TASK group is read
-    once now, so a wrong cluster fails at start-up rather than at the first slot."""
+STARTUP_WAIT_S = 300.0
+"""How long start-up keeps trying EMR while it fails with errors that pass (throttling, 5xx, no
+connection), from the first try; then OutageError (exit status 75). A setting for it belongs in
+the config (``startup_wait_s``); until then ``emr_cluster`` and ``daemon_runner`` take it."""
+
+STARTUP_FIRST_BACKOFF_S = 1.0
+"""The first wait between start-up tries (full jitter: a random wait up to this); it doubles each try."""
+
+STARTUP_MAX_BACKOFF_S = 30.0
+"""The longest wait between start-up tries (each try also holds botocore's own retries, up to 6 sends)."""
+
+
+def emr_cluster(
+    settings: Settings,
+    startup_wait_s: float | None = None,
+    first_backoff_s: float | None = None,
+    session=None,
+):
+    """The EMR adapter for ``settings.cluster``, its client renewed each slot, checked now
+    (``EmrCluster.check``: the cluster exists in the region, has not ended, uses instance groups and
+    has a TASK group), so a wrong cluster fails at start-up rather than at the first slot.
+
+    The region (``cluster.region``, or the AWS environment's) is checked against botocore's known
+    EMR regions before any call. Errors that pass are tried again for ``startup_wait_s`` (default
+    :data:`STARTUP_WAIT_S`) with backoff from ``first_backoff_s`` (default
+    :data:`STARTUP_FIRST_BACKOFF_S`), each try logged as ``startup_retry``. ``session``: the
+    boto3.Session clients are made from (tests hook its events). Raises ConfigError (a region
+    botocore does not know, no region), ClusterError (the cluster fails a check; exit status 2)
+    and OutageError (still failing when the wait ran out; exit status 75).
+    """
+    import boto3
+
+    from autoscaler.adapters.aws import check_region, retry_at_startup
     from autoscaler.adapters.emr import EmrCluster, emr_client
 
+    session = session or boto3.Session()
+    configured = settings.cluster.region
+    if configured is not None:
+        check_region("emr", configured, "cluster.region", session)
+    elif session.region_name is not None:
+        check_region("emr", session.region_name, "the AWS region (AWS_DEFAULT_REGION, AWS_REGION or the profile; cluster.region is not set)", session)
+
     def new_client():
-        return emr_client(settings.cluster.region, settings.cluster.endpoint_url)
+        return emr_client(configured, settings.cluster.endpoint_url, session)
 
     cluster = EmrCluster(new_client(), settings.cluster.id, new_client=new_client)
-    cluster.task_group()
+    retry_at_startup(
+        lambda: cluster.check(configured),
+        what=f"EMR cluster {settings.cluster.id} in region {cluster.client.meta.region_name}",
+        wait_s=STARTUP_WAIT_S if startup_wait_s is None else startup_wait_s,
+        first_backoff_s=STARTUP_FIRST_BACKOFF_S if first_backoff_s is None else first_backoff_s,
+        max_backoff_s=STARTUP_MAX_BACKOFF_S,
+        before_retry=cluster.start_slot,
+    )
     return cluster
 
 
@@ -88,6 +132,7 @@ def daemon_runner(
     telemetry=None,
     on_decision: Callable[[dict], None] | None = None,
     cluster=None,
+    startup_wait_s: float | None = None,
 ) -> Iterator[SlotRunner]:
     """The daemon's runner on EMR and the store of ``settings``; the store's lock is held inside.
 
@@ -95,6 +140,8 @@ def daemon_runner(
     it may watch a store a live daemon is using; a store not yet created is an empty queue) and on a
     simulated cluster that starts from EMR's TASK group and running steps and then follows the dry
     run's own decisions. ``cluster``: an EMR adapter to use instead of building one (tests).
+    ``startup_wait_s``: how long the cluster's start-up check keeps trying through errors that pass
+    (default :data:`STARTUP_WAIT_S`); see ``emr_cluster`` for what it raises.
     """
     from autoscaler.adapters.clock import WallClock
     from autoscaler.adapters.lock import StoreLock
@@ -105,7 +152,7 @@ def daemon_runner(
     path = settings.store_path
     if not Path(path).parent.is_dir():
         raise ConfigError(f"store_path: {path}: folder {Path(path).parent} does not exist (create it, or set store_path elsewhere)")
-    cluster = cluster or emr_cluster(settings)
+    cluster = cluster or emr_cluster(settings, startup_wait_s=startup_wait_s)
     config = controller_config(settings)
     if dry_run:
         real = SqliteJobStore(path) if os.path.exists(path) else None

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 
 class AutoscalerError(Exception):
-    """Root of every error this project raises on purpose."""
+    """Root of every error this project raises on purpose. ``exit_status``: what the CLI exits with
+    when it stops on this error (2: bad input or a wrong setting, which a restart cannot mend)."""
+
+    exit_status = 2
 
 
 class ConfigError(AutoscalerError):
@@ -60,6 +63,28 @@ class DeliveryError(AutoscalerError):
 
     def __init__(self, message: str, transport: str) -> None:
         self.transport = transport
+        super().__init__(message)
+
+
+class ClusterError(ConfigError):
+    """The configured EMR cluster cannot be run against: EMR has no such cluster in the region used,
+    it has ended, it uses instance fleets, or it has no TASK instance group. Names the setting
+    (``cluster.id``, ``cluster.region``) and its value. Permanent: exit status 2."""
+
+
+class OutageError(AutoscalerError):
+    """AWS kept failing with errors that pass (throttling, 5xx, connection errors) for the whole
+    start-up wait. Names the operation, the last error and how long it was tried. Exit status 75
+    (EX_TEMPFAIL, sysexits.h): the same start may succeed later, so a service manager restarts it.
+
+    ``waited_s``: seconds from the first try to giving up; ``tries``: start-up tries made (each one
+    with botocore's own retries inside)."""
+
+    exit_status = 75
+
+    def __init__(self, message: str, waited_s: float, tries: int) -> None:
+        self.waited_s = waited_s
+        self.tries = tries
         super().__init__(message)
 
 

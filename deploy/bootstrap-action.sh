@@ -225,9 +225,19 @@ StateDirectory=autoscaler
 StateDirectoryMode=0750
 ExecStart=/opt/autoscaler/.venv/bin/autoscaler run --config /etc/autoscaler/config.toml
 
-# Every start-up error exits with status 2, a bad config and an unreachable EMR API alike, so
-# every failure is retried; a bad config shows as a restart every 30 s in the journal.
+# Start-up exits by what failed (autoscaler/errors.py):
+#   2   a bad config or a wrong cluster: a cluster.id EMR does not have in cluster.region, an
+#       ended cluster, an instance-fleet cluster, no TASK group, a region botocore does not know,
+#       AWS refusing access. A restart cannot mend it: not restarted (RestartPreventExitStatus);
+#       fix the config, then `systemctl restart autoscaler`. `systemctl status autoscaler` and
+#       the journal show the line that names the setting.
+#   75  EX_TEMPFAIL: EMR kept throttling, answering 5xx or could not be reached for the whole
+#       start-up wait (300 s, each try logged as `startup_retry`). Restarted after RestartSec,
+#       and so on until AWS answers.
+# A crash or a kill (any other status, or a signal) is restarted too. 30 s apart, restarts never
+# reach the default start limit (5 starts in 10 s), so they go on for as long as an outage lasts.
 Restart=on-failure
+RestartPreventExitStatus=2
 RestartSec=30
 
 # SIGTERM lets the slot in progress finish (its AWS calls include botocore's retries and backoff)

@@ -4,6 +4,10 @@ Every AWS call goes through one boto3 client made by ``emr_client``; retries (st
 exponential backoff with jitter, a retry quota) are botocore's, never a loop of ours. A call
 that still fails is raised as ``ActuationError`` naming the cluster, the AWS operation and the
 AWS error code.
+
+``EmrCluster.check`` is the start-up check of the configured cluster (DescribeCluster, then the
+TASK group): a cluster that is missing from the region used, has ended, or uses instance fleets is
+refused as ``ClusterError`` naming ``cluster.id`` and ``cluster.region``.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import boto3
+import structlog
 from botocore.client import BaseClient
 from botocore.exceptions import BotoCoreError, ClientError
 
-from autoscaler.adapters.aws import aws_client
-from autoscaler.errors import ActuationError, ConfigError
+from autoscaler.adapters.aws import aws_client, is_transient
+from autoscaler.errors import ActuationError, ClusterError, ConfigError
 from autoscaler.model import Job
 from autoscaler.ports import JOB_STATE_BY_STEP_STATE, StepStatus, TaskGroup, TaskInstance, step_states_to_job_states  # noqa: F401 - re-exported
 
@@ -26,7 +31,13 @@ STEP_NAME_MAX_CHARS = 256
 
 DEFAULT_STEP_JAR = "command-runner.jar"
 
+ENDED_CLUSTER_STATES = ("TERMINATING", "TERMINATED", "TERMINATED_WITH_ERRORS")
+"""EMR cluster states from which a cluster never runs again. STARTING and BOOTSTRAPPING pass the
+check: the bootstrap action starts the daemon while its cluster is still BOOTSTRAPPING."""
 
+NOT_FOUND_ERROR_CODES = frozenset({"InvalidRequestException", "ValidationException", "ResourceNotFoundException"})
+"""What DescribeCluster answers for a cluster id EMR does not have in the region asked (EMR:
+InvalidRequestException "Cluster id 'j-...' is not valid.")."""
 
 
 def emr_client(
@@ -41,6 +52,8 @@ def emr_client(
 
 PERMANENT_ERROR_CODES = frozenset({"ValidationException", "InvalidRequestException"})
 """AWS error codes that refuse the request itself; retrying the same request cannot succeed."""
+
+log = structlog.get_logger("autoscaler")
 
 ACTIVE_STEP_STATES = ("PENDING", "CANCEL_PENDING", "RUNNING")
 """EMR step states in which a step still holds (or waits for) a node."""
@@ -77,6 +90,65 @@ class EmrCluster:
         if self.new_client is not None:
             self.client = self.new_client()
 
+    def check(self, configured_region: str | None) -> TaskGroup:
+        """Check at start-up that this is a cluster the daemon can run against; returns its TASK group.
+
+        DescribeCluster: the cluster exists in the client's region, has not ended
+        (``ENDED_CLUSTER_STATES``), and uses instance groups, not fleets; then ``task_group``: it has a
+        TASK group. ``configured_region``: the ``cluster.region`` setting (None when the region came
+        from the AWS environment), named in the messages beside the region used. Raises ClusterError
+        when the cluster fails a check or AWS refuses the request; ActuationError (its cause kept,
+        ``autoscaler.adapters.aws.is_transient`` true) for an error that passes.
+        """
+        setting = f"cluster.id = {self.cluster_id!r}"
+        region = self.client.meta.region_name
+        where = f"region {region} (cluster.region = {configured_region!r})" if configured_region else (
+            f"region {region} (cluster.region is not set: the region came from AWS_DEFAULT_REGION, AWS_REGION or the AWS profile)"
+        )
+        try:
+            with self._calling("DescribeCluster"):
+                described = self.client.describe_cluster(ClusterId=self.cluster_id)["Cluster"]
+        except ActuationError as error:
+            cause = error.__cause__
+            if is_transient(error) or not isinstance(cause, ClientError):
+                raise
+            details = cause.response.get("Error", {})
+            code, message = details.get("Code", "unknown"), " ".join(str(details.get("Message", "")).split())[:200]
+            if code in NOT_FOUND_ERROR_CODES:
+                raise ClusterError(
+                    f"{setting}: EMR has no such cluster in {where}: DescribeCluster answered {code}: {message}. "
+                    "Check cluster.id; the cluster may be in another region: set cluster.region to the region it runs in"
+                ) from cause
+            if "AccessDenied" in code:
+                raise ClusterError(
+                    f"{setting}: not allowed to describe the cluster in {where}: DescribeCluster answered {code}: {message}. "
+                    "The daemon's role needs elasticmapreduce:DescribeCluster on the cluster's ARN (deploy/iam-policy.json); "
+                    "the ARN names the region, so a cluster in another region is refused this way too"
+                ) from cause
+            raise ClusterError(f"{setting}: DescribeCluster in {where} answered {code}: {message}") from cause
+        status = described.get("Status", {})
+        state = status.get("State", "unknown")
+        if state in ENDED_CLUSTER_STATES:
+            reason = status.get("StateChangeReason", {})
+            why = ", ".join(str(part) for part in (reason.get("Message"), reason.get("Code")) if part)
+            raise ClusterError(
+                f"{setting}: EMR cluster {self.cluster_id} in region {region} is {state}{f' ({why})' if why else ''}; "
+                "the daemon needs a running cluster: set cluster.id to a cluster that is starting, running or waiting"
+            )
+        if described.get("InstanceCollectionType") == "INSTANCE_FLEET":
+            raise ClusterError(
+                f"{setting}: cluster {self.cluster_id} uses instance fleets; the daemon resizes a TASK instance group: "
+                "use an instance-group cluster"
+            )
+        try:
+            group = self.task_group()
+        except ActuationError as error:
+            if is_transient(error):
+                raise
+            raise ClusterError(f"{setting}: {error}") from error
+        log.info("cluster_checked", cluster_id=self.cluster_id, region=region, state=state, task_group=group.group_id, task_nodes_requested=group.requested)
+        return group
+
     def task_group(self) -> TaskGroup:
         """Read the TASK instance group (ListInstanceGroups, all pages): id, nodes requested and running.
 
@@ -92,7 +164,12 @@ class EmrCluster:
                     requested=int(group.get("RequestedInstanceCount", 0)),
                     running=int(group.get("RunningInstanceCount", 0)),
                 )
-        raise ActuationError(f"EMR cluster {self.cluster_id} has no TASK instance group")
+        found = ", ".join(sorted({str(group.get("InstanceGroupType")) for group in groups})) or "none"
+        raise ActuationError(
+            f"EMR cluster {self.cluster_id} has no TASK instance group (its groups: {found}); "
+            "add one (AddInstanceGroups, InstanceRole TASK) for the daemon to resize",
+            permanent=True,
+        )
 
     def task_instances(self) -> list[TaskInstance]:
         """Every EC2 instance the TASK group has had, running or ended (ListInstances, all pages).

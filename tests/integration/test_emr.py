@@ -16,7 +16,7 @@ import boto3
 import pytest
 
 from autoscaler.adapters.emr import EmrCluster, emr_client, step_states_to_job_states
-from autoscaler.errors import ActuationError, ConfigError
+from autoscaler.errors import ActuationError, ClusterError, ConfigError
 from autoscaler.model import Job, StepSpec
 from autoscaler.ports import StepStatus, TaskGroup
 
@@ -326,3 +326,124 @@ def test_step_states_to_job_states_last_step_of_a_job_wins_and_unknown_states_ar
     ]
 
     assert step_states_to_job_states(statuses) == {"retried": "running"}
+
+
+# --- the start-up check of the configured cluster ------------------------------------------
+
+
+def _moto_backend_cluster(cluster_id: str):
+    from conftest import _moto_cluster
+
+    return _moto_cluster(cluster_id)
+
+
+def test_check_returns_the_task_group_of_a_running_cluster(emr_cluster_id):
+    client, cluster_id = emr_cluster_id
+    (task_id,) = [g["Id"] for g in client.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"] if g["InstanceGroupType"] == "TASK"]
+
+    assert EmrCluster(client, cluster_id).check("us-east-1") == TaskGroup(group_id=task_id, requested=2, running=2)
+
+
+def test_check_of_an_unknown_cluster_names_cluster_id_and_the_region_used(emr):
+    with pytest.raises(ClusterError) as raised:
+        EmrCluster(emr, "j-TYPO12345").check("us-east-1")
+
+    message = str(raised.value)
+    assert message.startswith("cluster.id = 'j-TYPO12345': EMR has no such cluster in region us-east-1 (cluster.region = 'us-east-1')")
+    assert "DescribeCluster answered InvalidRequestException: Cluster id 'j-TYPO12345' is not valid." in message
+    assert "the cluster may be in another region" in message
+
+
+def in_region(client, region: str):
+    """``client`` with each request's Host header named as EMR's endpoint in ``region``. moto's EMR
+    takes the region from the host name alone; on 127.0.0.1 every request would land in us-east-1."""
+
+    def host(request, **_):
+        request.headers["Host"] = f"elasticmapreduce.{region}.amazonaws.com"
+
+    client.meta.events.register("before-send.emr", host)
+    return client
+
+
+def test_check_of_a_cluster_in_another_region_says_it_may_be_there(emr_cluster_id, moto_endpoint):
+    _, cluster_id = emr_cluster_id  # made in us-east-1
+    home = in_region(emr_client(region="us-east-1", endpoint_url=moto_endpoint, session=boto3.Session()), "us-east-1")
+    elsewhere = in_region(emr_client(region="eu-west-1", endpoint_url=moto_endpoint, session=boto3.Session()), "eu-west-1")
+    assert EmrCluster(home, cluster_id).check("us-east-1").requested == 2
+
+    with pytest.raises(ClusterError) as raised:
+        EmrCluster(elsewhere, cluster_id).check("eu-west-1")
+
+    message = str(raised.value)
+    assert f"cluster.id = '{cluster_id}': EMR has no such cluster in region eu-west-1 (cluster.region = 'eu-west-1')" in message
+    assert "may be in another region: set cluster.region to the region it runs in" in message
+
+
+def test_check_without_cluster_region_says_where_the_region_came_from(emr):
+    with pytest.raises(ClusterError, match=r"region us-east-1 \(cluster.region is not set: the region came from AWS_DEFAULT_REGION"):
+        EmrCluster(emr, "j-TYPO12345").check(None)
+
+
+def test_check_of_a_terminated_cluster_names_its_state(emr_cluster_id):
+    client, cluster_id = emr_cluster_id
+    client.terminate_job_flows(JobFlowIds=[cluster_id])
+    assert client.describe_cluster(ClusterId=cluster_id)["Cluster"]["Status"]["State"] == "TERMINATED"
+
+    with pytest.raises(ClusterError) as raised:
+        EmrCluster(client, cluster_id).check("us-east-1")
+
+    # moto gives a terminated cluster no StateChangeReason: no reason in brackets.
+    assert str(raised.value) == (
+        f"cluster.id = '{cluster_id}': EMR cluster {cluster_id} in region us-east-1 is TERMINATED; "
+        "the daemon needs a running cluster: set cluster.id to a cluster that is starting, running or waiting"
+    )
+
+
+@pytest.mark.parametrize("state", ["TERMINATING", "TERMINATED_WITH_ERRORS"])
+def test_check_of_an_ending_cluster_names_its_state_and_reason(emr_cluster_id, state):
+    client, cluster_id = emr_cluster_id
+    # moto has no call that ends a cluster with errors or a reason: its backend object is set.
+    backend = _moto_backend_cluster(cluster_id)
+    backend.state = state
+    backend.last_state_change_reason = "The master node was terminated by user."
+    assert client.describe_cluster(ClusterId=cluster_id)["Cluster"]["Status"]["StateChangeReason"]["Message"] == backend.last_state_change_reason
+
+    with pytest.raises(ClusterError, match=re.escape(f"is {state} (The master node was terminated by user.); the daemon needs a running cluster")):
+        EmrCluster(client, cluster_id).check("us-east-1")
+
+
+@pytest.mark.parametrize("state", ["STARTING", "BOOTSTRAPPING", "RUNNING", "WAITING"])
+def test_check_passes_a_cluster_that_is_starting_or_running(emr_cluster_id, state):
+    # The bootstrap action starts the daemon while its cluster is BOOTSTRAPPING.
+    client, cluster_id = emr_cluster_id
+    _moto_backend_cluster(cluster_id).state = state
+
+    assert EmrCluster(client, cluster_id).check("us-east-1").requested == 2
+
+
+def test_check_of_an_instance_fleet_cluster_says_to_use_instance_groups(emr_cluster_id):
+    client, cluster_id = emr_cluster_id
+    # moto 5 cannot make an instance-fleet cluster (RunJobFlow ignores InstanceFleets, and
+    # DescribeCluster has no InstanceCollectionType); the field is set on its backend object,
+    # which moto's serializer then sends as EMR does.
+    assert "InstanceCollectionType" not in client.describe_cluster(ClusterId=cluster_id)["Cluster"]
+    _moto_backend_cluster(cluster_id).instance_collection_type = "INSTANCE_FLEET"
+    assert client.describe_cluster(ClusterId=cluster_id)["Cluster"]["InstanceCollectionType"] == "INSTANCE_FLEET"
+
+    with pytest.raises(ClusterError) as raised:
+        EmrCluster(client, cluster_id).check("us-east-1")
+
+    assert str(raised.value) == (
+        f"cluster.id = '{cluster_id}': cluster {cluster_id} uses instance fleets; the daemon resizes a TASK instance group: "
+        "use an instance-group cluster"
+    )
+
+
+@pytest.mark.parametrize("emr_cluster_id", [None], indirect=True)
+def test_check_of_a_cluster_without_a_task_group_names_its_groups(emr_cluster_id):
+    client, cluster_id = emr_cluster_id
+
+    with pytest.raises(ClusterError) as raised:
+        EmrCluster(client, cluster_id).check("us-east-1")
+
+    assert str(raised.value).startswith(f"cluster.id = '{cluster_id}': EMR cluster {cluster_id} has no TASK instance group (its groups: CORE, MASTER)")

@@ -273,6 +273,15 @@ def test_dockerfile_healthcheck_asks_healthz_with_python() -> None:
     assert float(urlopen_timeout.group(1)) < duration_s(options["timeout"])
 
 
+def test_dockerfile_health_grace_covers_the_start_up_wait_for_emr() -> None:
+    from autoscaler.compose import STARTUP_WAIT_S
+
+    options, _ = healthcheck()
+    # Start-up may try EMR for STARTUP_WAIT_S before the first slot; a daemon that then starts is
+    # healthy, so failed probes during that wait must not count: 60 s more for imports and a slot.
+    assert duration_s(options["start-period"]) >= STARTUP_WAIT_S + 60
+
+
 class _HealthHandler(http.server.BaseHTTPRequestHandler):
     status = 200
     paths: list[str] = []
@@ -450,10 +459,40 @@ def test_unit_runs_the_daemon_as_its_own_user_in_the_data_directory() -> None:
 
 def test_unit_restarts_on_failure_and_lets_a_slot_finish_on_stop() -> None:
     service = unit()["Service"]
-    assert service["Restart"] in {"on-failure", "always"}
+    assert service["Restart"] == "on-failure"
     assert service["KillSignal"] == "SIGTERM"
     # SIGTERM finishes the slot in progress (AWS calls with botocore's retries); a few minutes at least.
     assert timespan_s(service["TimeoutStopSec"]) >= 300
+
+
+def test_unit_restarts_after_an_outage_but_not_after_a_bad_config() -> None:
+    from autoscaler.errors import ClusterError, ConfigError, OutageError
+
+    service = unit()["Service"]
+    prevented = service["RestartPreventExitStatus"].split()
+    # What cli.main exits with for a bad config or a wrong cluster (2), and for an outage (75).
+    assert (ConfigError.exit_status, ClusterError.exit_status, OutageError.exit_status) == (2, 2, 75)
+    assert prevented == [str(ConfigError.exit_status)]
+    assert str(OutageError.exit_status) not in prevented
+    # Restarts 30 s or so apart: AWS gets a rest, and 5 starts in 10 s (the start limit) never happen.
+    assert 10 <= timespan_s(service["RestartSec"]) <= 120
+    text = UNIT.read_text(encoding="utf-8")
+    assert re.search(r"^#\s+2\s.*config", text, re.MULTILINE) and re.search(r"^#\s+75\s.*EX_TEMPFAIL", text, re.MULTILINE), (
+        "the unit's comments say what 2 and 75 mean"
+    )
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    # verify also checks that ExecStart's program exists; the venv is not installed here, so a copy
+    # of the unit runs /bin/true instead and everything else is verified as shipped.
+    text = UNIT.read_text(encoding="utf-8")
+    executable = shlex.split(unit()["Service"]["ExecStart"])[0]
+    copy = tmp_path / "autoscaler.service"
+    copy.write_text(text.replace(f"ExecStart={executable}", "ExecStart=/bin/true"), encoding="utf-8")
+    result = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True, text=True, timeout=60)
+    complaints = [line for line in (result.stdout + result.stderr).splitlines() if "autoscaler.service" in line]
+    assert result.returncode == 0 and complaints == [], result.stdout + result.stderr
 
 
 def test_unit_is_hardened_and_can_write_only_its_data_directory() -> None:
