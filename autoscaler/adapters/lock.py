@@ -5,8 +5,9 @@ made absolute and normal), so every name of the store reaches the same lock: a s
 path, ``./x/../jobs.db``. A hard link is a second real path, and SQLite names the WAL after the path
 it is given, so two processes on two hard links of one store would each keep their own ``-wal`` and
 corrupt it; the lock therefore refuses a store file with more than one link rather than lock one name
-of it. What is not covered: the same file reached through two mounts (a bind mount, or NFS from two
-hosts: ``flock`` does not reach across hosts), and a copy of the file, which is another store.
+of it. What is not covered: the same folder mounted at two places (a bind mount; a network file system
+mounted on two hosts, where SQLite's WAL does not work at all), and a copy of the file, which is
+another store.
 """
 
 from __future__ import annotations
