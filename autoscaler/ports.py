@@ -148,11 +148,22 @@ class JobStore(Protocol):
     ) -> None:
         """In one transaction, in this order: set job ``states`` ({job id: 'running' | 'done' | 'failed'
         ...}, from EMR step states), mark jobs released ({job id: (released_s, step_id)}), save the
-        controller state and the slot's decision (replacing one of the same slot), and, when asked,
-        delete done/failed jobs released (else submitted) before ``prune_before_s`` and decisions of
+        controller state and the slot's decision (replacing one of the same slot), settle (delete)
+        the intents of this slot and earlier ones, and, when asked, delete done/failed jobs released (else submitted) before ``prune_before_s`` and decisions of
         slots before ``prune_decisions_before_slot``, at most ``prune_limit_rows`` of each per call.
         Unknown job ids are ignored. Raises StoreError, with nothing written, on a state not in
         JOB_STATES, a document that is not JSON, a bad bound, or a store failure."""
+
+    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
+        """Write, in its own small transaction, what slot ``slot`` is about to do on the cluster (add
+        the steps of ``job_ids``, ask for ``nodes`` TASK nodes), before doing it: a store that cannot
+        write stops the slot before the cluster is touched. ``commit_slot`` of this slot (or a later
+        one) settles it. Raises StoreError, with nothing written, on a bad argument or a store
+        failure ("disk full: ..." when the disk is full)."""
+
+    def pending_intent(self) -> dict | None:
+        """The newest unsettled intent, ``{"slot", "job_ids", "nodes", "recorded_s"}``, or None: what a
+        slot that stopped before its commit was about to do (for the restart to log)."""
 
     def set_states(self, updates: dict[str, str]) -> None:
         """Set job states from EMR step states ({job id: 'running' | 'done' | 'failed'}) in their own

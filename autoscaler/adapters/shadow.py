@@ -39,6 +39,7 @@ class ShadowStore:
         self._last_slot: int | None = None
         self._decisions: dict[int, dict] = {}
         self._recent: list[tuple[float, str]] = []  # (released_s, step id), oldest first
+        self._intents: dict[int, dict] = {}
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -117,6 +118,16 @@ class ShadowStore:
 
     # -- the slot's record, in memory ----------------------------------------------------------
 
+    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
+        """What ``SqliteJobStore.record_intent`` writes, kept in memory (time: the wall clock's)."""
+        import time
+
+        self._intents[int(slot)] = {"slot": int(slot), "job_ids": list(job_ids), "nodes": int(nodes), "recorded_s": time.time()}
+
+    def pending_intent(self) -> dict | None:
+        """The newest intent no ``commit_slot`` has settled, or None."""
+        return self._intents[max(self._intents)] if self._intents else None
+
     def commit_slot(
         self,
         slot: int,
@@ -145,6 +156,8 @@ class ShadowStore:
         self._state = state
         self._last_slot = int(slot)
         self._decisions[int(slot)] = decision
+        for settled in [s for s in self._intents if s <= int(slot)]:
+            del self._intents[settled]
         if prune_decisions_before_slot is not None:
             for old in [s for s in self._decisions if s < prune_decisions_before_slot]:
                 del self._decisions[old]

@@ -348,7 +348,7 @@ def test_odd_characters_in_the_path_are_not_read_as_uri_syntax(tmp_path):
     with SqliteJobStore(path) as store:
         store.submit(make_job())
     assert path.exists()
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, path.name + ".created"]
 
 
 def test_refusing_a_database_leaves_no_files_beside_it(tmp_path):
@@ -489,7 +489,8 @@ def test_a_version_3_store_is_migrated_keeping_every_job_and_giving_seqs_in_arri
         store.submit(make_job("new"))
         assert [(job.job_id, job.seq) for job in store.jobs_after(3)] == [("new", 4)]
     with raw(db_path) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+        assert conn.execute("SELECT count(*) FROM intents").fetchone() == (0,)
         indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
         assert indexes == {"jobs_by_seq", "jobs_by_state_and_age", "jobs_by_release"}
 
