@@ -168,7 +168,8 @@ def daemon_runner(
             if real is not None:
                 real.close()
         return
-    with StoreLock(path), SqliteJobStore(path) as store:
+    # At start-up the daemon checks its store whole, once (seconds on a store of a million jobs).
+    with StoreLock(path), SqliteJobStore(path, full_check_max_bytes=None) as store:
         yield runner(settings, config, store, cluster, clock, telemetry=telemetry, on_decision=on_decision)
 
 

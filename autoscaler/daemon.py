@@ -6,11 +6,14 @@ One slot, in order (every step safe to repeat after a crash):
    order, ``Job.seq``), our EMR steps (their names carry job ids) and the TASK group;
 2. **decide**: ``controller.tick`` on the active jobs, kept in memory between slots in EDF order
    (:class:`~autoscaler.edf.JobQueue`), and the policy state; pure;
-3. **act**: resize the TASK group to the decision's nodes (a resize that fails after botocore's
-   retries is logged and asked again next slot, and the jobs due are released anyway), then
-   release the chosen jobs as EMR steps, skipping any that already has one;
+3. **act**: record the intent (the jobs to release and the nodes, one small transaction: a store
+   that cannot write stops the slot before EMR is touched), resize the TASK group to the
+   decision's nodes (a resize that fails after botocore's retries is logged and asked again next
+   slot, and the jobs due are released anyway), then release the chosen jobs as EMR steps,
+   skipping any that already has one;
 4. **record**: one store transaction: the job states read from EMR, the released jobs, the policy
-   state and the decision (with its reason), and the retention pruning of old finished jobs.
+   state and the decision (with its reason), the retention pruning of old finished jobs, and the
+   intent settled. A slot writes at most twice (intent, record), so syncs at most twice.
 
 A crash before 4 leaves the slot undecided: the restart reads the store afresh, decides the slot
 again, and finds the steps added before the crash (they are newer than the newest recorded one),
@@ -149,6 +152,11 @@ class SlotRunner:
         decision = dataclasses.replace(decision, solve_ms=solve_ms)
         if decision.warning:
             log.warning("worse_than_follow", slot=decision.slot, policy=self.policy_name, detail=decision.warning)
+        group = observation.group
+        if decision.release or (group is not None and group.requested != decision.nodes):
+            # What is about to be done is written first: a store that cannot write (a full disk)
+            # stops the slot here, before EMR is touched, and the restart can see what was meant.
+            self.store.record_intent(decision.slot, list(decision.release), decision.nodes)
         released, refused = self._act(decision, observation)
         self._record(decision, new_state, observation, released, refused)
         self._after(decision, observation, released, started)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.controller import ControllerConfig
@@ -36,3 +38,23 @@ def test_finished_jobs_and_decisions_older_than_the_retention_go_and_nothing_els
             assert (job_id in kept) == (slot * SLOT_S >= cutoff_s), job_id
     assert kept["long"].state == "running"  # older than the cutoff, but not finished
     assert decided == list(range(config.slot_of(cutoff_s), 30))
+
+
+def test_a_store_that_cannot_write_stops_the_slot_before_emr_is_touched(tmp_path):
+    from autoscaler.errors import StoreError
+
+    clock = SimulatedClock(0.0)
+    calls: list = []
+    cluster = FakeCluster(clock, calls=calls)
+    config = ControllerConfig(policy="follow", deadline_slots=0, slot_s=SLOT_S, max_nodes=10_000)
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        # 4,000 jobs due now: the slot's intent (their ids, about 100 kB) needs pages the file does not have.
+        store.submit_many([Job(f"nightly-etl-{i:06d}", "n", "t", 0.0, 2 * SLOT_S, 200.0, StepSpec(args=("true",))) for i in range(4000)])
+        runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock)
+        # The disk is full: SQLite may not grow the file by a page (SQLITE_FULL on the next write that needs one).
+        pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+        store._conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(StoreError, match="disk full"):
+            runner.run_slot()
+        assert calls == []  # no step added, no resize
+        assert {job.state for job in store.all_jobs()} == {"queued"} and store.last_slot() is None

@@ -64,7 +64,7 @@ class Fused:
 
 
 CLUSTER_CALLS = ("task_group", "resize", "add_step", "steps", "step_state")
-STORE_CALLS = ("active_jobs", "jobs_after", "max_seq", "load_state", "recent_step_ids", "commit_slot")
+STORE_CALLS = ("active_jobs", "jobs_after", "max_seq", "load_state", "recent_step_ids", "record_intent", "commit_slot")
 
 
 class SlotsWithCrashes(RuleBasedStateMachine):
