@@ -114,5 +114,5 @@ def test_a_store_holding_a_daemons_jobs_is_refused_and_left_as_it_was(tmp_path, 
     assert main([*submit, "--command", "echo", "hi"]) == 0
     before = store.read_bytes()
     assert main(["run", "--replay", "default", "--store", str(store)]) == 2
-    assert "holds 1 jobs and no replay's state" in capsys.readouterr().err
+    assert "holds 1 job and no replay's state" in capsys.readouterr().err
     assert store.read_bytes() == before

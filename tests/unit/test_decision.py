@@ -111,7 +111,7 @@ def test_hold_keeps_servers_on_through_a_valley_it_has_learned():
     valley = decisions[57]
     assert valley.capacity >= 1.9 and valley.nodes == 2 and valley.release == ()
     assert valley.reason == "held"
-    assert "where the deadlines force r_t = 0 (no work is queued)" in valley.why and "leading rule '" in valley.why
+    assert "where the deadlines force r_t = 0 (no unit of work is queued in the policy)" in valley.why and "leading rule '" in valley.why
     assert decisions[55].reason == "deadlines"  # a busy slot: 2 units due now, r_t = 2
 
 
