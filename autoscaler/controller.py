@@ -14,9 +14,17 @@ s .. ceil((s + T_J)/tau) - 1, each unit with the job's deadline (D slots for
 m_t exactly as ``autoscaler replay`` does, so a replay through the controller
 gives the same m_t. Dispatch is then physical: a job is released as a whole
 (non-preemptive) and holds a node until it finishes; queued jobs are released
-by earliest start-by slot (deadline minus length), and a job whose start-by
-slot has come is released even when the policy's nodes are used up, the nodes
-being raised to fit (deadline-safe rounding), up to the configured maximum.
+by earliest start-by slot (deadline minus length), and a job due (its start-by
+slot has come, or is within ``ControllerConfig.release_margin_slots``) is released
+even when the policy's nodes are used up, the nodes being raised to fit
+(deadline-safe rounding), up to the configured maximum.
+
+Restarts. The policy's state describes the slots decided one after another. When
+slots went undecided (the daemon down, a run skipped), the policy changed, or no
+slot was decided yet, ``tick`` rebuilds the policy's work from the active jobs
+alone (``rebuild_future``): each counts its remaining work, handed to the policy
+at the flattest rate that keeps it on time, so work of finished jobs or of slots
+gone by never piles on the slot decided.
 
 Cost. The jobs come as an :class:`~autoscaler.edf.JobQueue` (EDF order and release live in
 ``autoscaler.edf``) kept by the caller between slots; a slot reads only the jobs that arrived
@@ -473,10 +481,13 @@ def tick(
     ``jobs``: every job not yet done or failed, as a :class:`~autoscaler.edf.JobQueue` on the
     config's slots (read, never changed: the caller applies the decision with ``JobQueue.update``)
     or any iterable of jobs (built into one, O(n log n)). Jobs not yet counted
-    (``PolicyState.counted_seq``) whose submit slot has come join the policy's work now. On a
-    JobQueue a slot costs O(log n + jobs arrived + released + missed), n the queued jobs (and the
-    whole queue once, when the policy changed across a restart). Raises ConfigError if the slot is
-    not after ``state.last_slot`` or the queue is on other slots.
+    (``PolicyState.counted_seq``) whose submit slot has come join the policy's work now. In the
+    first slot, after undecided slots and after a policy change (``rebuild_cause``) the policy's
+    work is rebuilt from the active jobs instead (``rebuild_future``) and the policy starts from no
+    queued work (hold keeping what it learned of the load across undecided slots). On a JobQueue a
+    slot costs O(log n + jobs arrived + released + missed), n the queued jobs, and a rebuild the
+    whole queue once. Raises ConfigError if the slot is not after ``state.last_slot`` or the queue
+    is on other slots.
     """
     queue = as_queue(jobs, config)
     slot = config.slot_of(now_s)
@@ -663,15 +674,17 @@ def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> 
       k-th due by max(start-by slot, ``slot``) + k, its real deadline (not the margin's);
     * done and failed jobs are not active and count nothing, nor does work of slots gone by.
 
-    The older jobs' units are not piled on ``slot``: each is handed to the policy by its latest
-    slot, its due slot minus the deferral the policy allows (D for hold, gcp-u and vfw; 0 for
-    follow; ``max_deadline_slots`` for gcp), and in that order at the flattest rate that is on time:
-    the slopes of the least concave majorant of the count of units latest by each slot (GCP-OPT (7)'s
-    shape, ``solve_gcp_opt``), whose first slope is rho = max_h (units latest by ``slot`` + h)/(h+1).
-    So at most ceil(sum of the majorant's slopes over any run of slots) units are handed over in it,
-    and a policy that runs the work it holds at its flat rate (gcp-u, hold's r_t) asks for at most
-    rho + 1. A unit carries D (hold, gcp-u, vfw) or the slots from its hand-over to its due slot, up
-    to nu (gcp, follow). Cost: O(n + units log units) for the n active jobs, once per rebuild.
+    The older jobs' units are not piled on ``slot``. Each must be handed to the policy by its
+    latest slot, its due slot minus the deferral the policy allows (D for hold, gcp-u and vfw; 0
+    for follow; ``max_deadline_slots`` for gcp), and they are handed over in that order at the
+    flattest rate that is on time: the slopes of the least concave majorant of the count of units
+    latest by each slot (GCP-OPT (7)'s shape, ``solve_gcp_opt``), non-increasing from rho = max_h
+    (units latest by ``slot`` + h)/(h+1), in fractions of a unit. So no slot is handed more than rho,
+    and a policy that runs what it holds at its flat rate (gcp-u, hold's r_t) asks for at most rho.
+    For follow (no deferral) rho is the remaining work over the slots to its due slots, the largest
+    such ratio over every horizon. A unit carries D (hold, gcp-u, vfw), or the slots from its
+    hand-over to its due slot, up to nu (gcp, follow). Cost: O(n + u log u) for n active jobs with u
+    units, once per rebuild.
     """
     now: list[Job] = []
     due_slots: list[int] = []
@@ -698,13 +711,19 @@ def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> 
     latest = np.maximum(due - deferral, slot) - slot  # slots from now; sorted, as due is
     on_time = np.cumsum(np.bincount(latest))  # units latest by each slot from now
     handed = np.cumsum(solve_gcp_opt(on_time.astype(float), 0.0))  # >= on_time: the majorant
-    order = np.arange(1, due.shape[0] + 1, dtype=float)
-    # Unit i (latest order) goes in the first slot whose majorant has reached i + 1 (a hair of
-    # slack for rounding; never after its latest slot, where on_time, below the majorant, has).
-    given = np.minimum(np.searchsorted(handed, order - 1e-9 * order, side="left"), latest)
-    index = np.full(due.shape[0], config.deadline_slots) if uniform else np.clip(due - slot - given, 0, config.nu)
+    whole = np.round(handed)
+    handed = np.where(np.abs(handed - whole) <= 1e-9 * on_time[-1], whole, handed)  # no rounding dust
+    # Unit i (latest order) is [i, i+1) on the axis of work handed over, slot h hands [handed[h-1],
+    # handed[h]); cut the axis at both sets of edges: each piece is part of one unit in one slot,
+    # never after the unit's latest slot (on_time, below the majorant, has reached i+1 there).
+    n = due.shape[0]
+    edges = np.union1d(np.arange(n + 1, dtype=float), np.minimum(handed, n))
+    low, high = edges[:-1], edges[1:]
+    unit = np.minimum(low.astype(np.int64), n - 1)
+    given = np.minimum(np.searchsorted(handed, low, side="right"), latest[unit])
+    index = np.full(unit.shape[0], config.deadline_slots) if uniform else np.clip(due[unit] - slot - given, 0, config.nu)
     units = np.zeros((int(given.max()) + 1, config.nu + 1))
-    np.add.at(units, (given, index), 1.0)
+    np.add.at(units, (given, index), high - low)
     empty = (0.0,) * (config.nu + 1)
     for offset in np.flatnonzero(units.sum(axis=1)):
         s = slot + int(offset)
