@@ -132,8 +132,8 @@ class ControllerConfig:
     ``release_margin_slots``: g >= 0, how many slots before its start-by slot s (``start_by_slot``:
     the slot of deadline - length) a queued job becomes *due*. A due job is released even beyond the
     policy's nodes (up to ``max_nodes``, earliest start-by first); a job not due yet is released only
-    onto the policy's free nodes. So a job is released in one of the slots s-g .. s whenever nodes
-    allow, in the first of them that is decided (its release-by slot s - g), and g slots in a row may
+    onto the policy's free nodes. So, nodes allowing, a job goes out by the first slot decided among
+    s-g .. s (``release_by_slot``: s - g), or earlier on the policy's nodes, and g slots in a row may
     go undecided (the daemon down, a slot skipped) without it becoming late; a job submitted with less
     slack than g (submit slot > s - g) is due in its first slot. Late and missed still count from s
     itself (``autoscaler.lateness``), and ``Decision.at_risk`` too; overload (``Decision.overloaded``)
@@ -674,17 +674,18 @@ def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> 
       k-th due by max(start-by slot, ``slot``) + k, its real deadline (not the margin's);
     * done and failed jobs are not active and count nothing, nor does work of slots gone by.
 
-    The older jobs' units are not piled on ``slot``. Each must be handed to the policy by its
-    latest slot, its due slot minus the deferral the policy allows (D for hold, gcp-u and vfw; 0
-    for follow; ``max_deadline_slots`` for gcp), and they are handed over in that order at the
-    flattest rate that is on time: the slopes of the least concave majorant of the count of units
-    latest by each slot (GCP-OPT (7)'s shape, ``solve_gcp_opt``), non-increasing from rho = max_h
-    (units latest by ``slot`` + h)/(h+1), in fractions of a unit. So no slot is handed more than rho,
-    and a policy that runs what it holds at its flat rate (gcp-u, hold's r_t) asks for at most rho.
-    For follow (no deferral) rho is the remaining work over the slots to its due slots, the largest
-    such ratio over every horizon. A unit carries D (hold, gcp-u, vfw), or the slots from its
-    hand-over to its due slot, up to nu (gcp, follow). Cost: O(n + u log u) for n active jobs with u
-    units, once per rebuild.
+    The older jobs' units are not piled on ``slot``. gcp, which holds each unit with its own
+    deadline, is handed all of them now, each with the slots to its due slot (at most nu, gcp's
+    horizon), and runs them at its flat rate, max_j Y_j/(j+1). The other policies give a unit they
+    hold the one deadline D (hold, gcp-u, vfw) or run it at once (follow), so each unit must reach
+    them by its latest slot, its due slot minus D (minus 0 for follow); they are handed over in that
+    order at the flattest rate that is on time: the slopes of the least concave majorant of the
+    count of units latest by each slot (GCP-OPT (7)'s shape, ``solve_gcp_opt``), non-increasing from
+    rho = max_h (units latest by ``slot`` + h)/(h+1), in fractions of a unit. So no slot is handed
+    more than rho, and a policy that runs what it holds at its flat rate (gcp-u, hold's r_t) asks for
+    at most rho; for follow rho is the remaining work over the slots to its due slots, the largest
+    such ratio over every horizon. Cost: O(n + u log u) for n active jobs with u units, once per
+    rebuild.
     """
     now: list[Job] = []
     due_slots: list[int] = []
@@ -706,9 +707,11 @@ def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> 
     if not due_slots:
         return future
     uniform = config.policy in UNIFORM_DEADLINE_POLICIES
-    deferral = config.deadline_slots if uniform else 0 if config.policy == "follow" else config.max_deadline_slots
     due = np.sort(np.array(due_slots, dtype=np.int64))
-    latest = np.maximum(due - deferral, slot) - slot  # slots from now; sorted, as due is
+    if config.policy == "gcp":
+        latest = np.zeros_like(due)  # gcp holds each unit with its own deadline: all of it goes now
+    else:
+        latest = np.maximum(due - (config.deadline_slots if uniform else 0), slot) - slot  # sorted, as due is
     on_time = np.cumsum(np.bincount(latest))  # units latest by each slot from now
     handed = np.cumsum(solve_gcp_opt(on_time.astype(float), 0.0))  # >= on_time: the majorant
     whole = np.round(handed)
@@ -794,7 +797,8 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
         if beyond:
             first = queue.get(beyond[0])
             early = any(start_by_slot(queue.get(job_id), config) > dispatched.slot for job_id in beyond)
-            when = f"due (within {_count(config.release_margin_slots, 'slot')} of their start-by slot)" if early else "at their start-by slot"
+            margin = _count(config.release_margin_slots, "slot")
+            when = f"due (within {margin} of their start-by slot)" if early else "at their start-by slot"
             return "due_jobs", (
                 f"nodes raised from {dispatched.policy_nodes} (ceil(m_t), m_t = {capacity:.4g}) to {nodes} for "
                 f"{_count(len(beyond), 'job')} {when}, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
