@@ -138,6 +138,11 @@ class Settings(BaseSettings):
     report: ReportSettings = Field(default_factory=ReportSettings)
     retention_days: float = Field(default=30.0, gt=0, le=36_600)
     """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
+    release_margin_slots: int = Field(default=1, ge=0, le=100_000)
+    """Slots before its start-by slot (deadline - length) from which a queued job is due: released even
+    beyond the policy's nodes, up to cluster.max_nodes. With 1, one slot that goes undecided (a restart,
+    a slot skipped on a busy machine) never makes a job late; a job submitted with less slack is due at
+    once. 0: due in its start-by slot exactly. Jobs are late, as always, only after their start-by slot."""
     tenants_n: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
     """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
     known_tenants, or 10 when any tenant may submit."""
@@ -196,6 +201,7 @@ class Settings(BaseSettings):
             cost=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
             delta=self.delta,
             tenants_n=self.tenants_n or len(self.known_tenants) or 10,
+            release_margin_slots=self.release_margin_slots,
         )
 
 

@@ -14,9 +14,17 @@ s .. ceil((s + T_J)/tau) - 1, each unit with the job's deadline (D slots for
 m_t exactly as ``autoscaler replay`` does, so a replay through the controller
 gives the same m_t. Dispatch is then physical: a job is released as a whole
 (non-preemptive) and holds a node until it finishes; queued jobs are released
-by earliest start-by slot (deadline minus length), and a job whose start-by
-slot has come is released even when the policy's nodes are used up, the nodes
-being raised to fit (deadline-safe rounding), up to the configured maximum.
+by earliest start-by slot (deadline minus length), and a job due (its start-by
+slot has come, or is within ``ControllerConfig.release_margin_slots``) is released
+even when the policy's nodes are used up, the nodes being raised to fit
+(deadline-safe rounding), up to the configured maximum.
+
+Restarts. The policy's state describes the slots decided one after another. When
+slots went undecided (the daemon down, a run skipped), the policy changed, or no
+slot was decided yet, ``tick`` rebuilds the policy's work from the active jobs
+alone (``rebuild_future``): each counts its remaining work, handed to the policy
+at the flattest rate that keeps it on time, so work of finished jobs or of slots
+gone by never piles on the slot decided.
 
 Cost. The jobs come as an :class:`~autoscaler.edf.JobQueue` (EDF order and release live in
 ``autoscaler.edf``) kept by the caller between slots; a slot reads only the jobs that arrived
@@ -35,11 +43,22 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from autoscaler.edf import Dispatch, JobQueue, as_queue, demand_vector, dispatch, fair_release, start_by_slot
+from autoscaler.edf import (
+    QUEUED,
+    Dispatch,
+    JobQueue,
+    as_queue,
+    demand_vector,
+    dispatch,
+    fair_release,
+    job_length_slots,
+    release_by_slot,
+    start_by_slot,
+)
 from autoscaler.errors import ConfigError, StoreError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import DEFAULT_MAX_NODES, MIB, CostParams, Job, require_positive
-from autoscaler.policies.gcp import GcpState, binding_deadline, gcp_step
+from autoscaler.policies.gcp import GcpState, binding_deadline, gcp_step, solve_gcp_opt
 from autoscaler.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
 from autoscaler.policies.vfw import VfwState, default_delta, step_bounds, vfw_step
 
@@ -56,6 +75,8 @@ __all__ = [
     "explain",
     "fair_release",
     "job_units",
+    "rebuild_future",
+    "release_by_slot",
     "start_by_slot",
     "tick",
 ]
@@ -73,7 +94,8 @@ REASONS = ("idle", "follow", "deadlines", "held", "valley", "due_jobs", "running
 * ``overloaded``: jobs are queued and the nodes wanted (ceil(m_t), or the running jobs plus those due)
   exceed ``max_nodes``: the free nodes were shared among tenants by dynamic DRF share;
 * ``max_nodes``: ceil(m_t) is above ``max_nodes`` (nothing queued): nodes capped;
-* ``due_jobs``: nodes raised above ceil(m_t) for jobs at (or past) their start-by slot;
+* ``due_jobs``: nodes raised above ceil(m_t) for jobs due: at (or past) their start-by slot, or
+  within ``release_margin_slots`` of it;
 * ``running``: nodes kept above ceil(m_t) for jobs still running;
 * ``min_nodes``: nodes raised to ``min_nodes``;
 * ``idle``: m_t = 0 and no job queued or running: no nodes;
@@ -106,6 +128,18 @@ class ControllerConfig:
     ``node_network_bytes_s``: one node's disk and network rates, which put a demand vector's
     CPU seconds, disk bytes and network bytes on one scale (defaults: the §V-A rates of
     ``LengthModel``, 100 MB/s disk, 10 MB/s network).
+
+    ``release_margin_slots``: g >= 0, how many slots before its start-by slot s (``start_by_slot``:
+    the slot of deadline - length) a queued job becomes *due*. A due job is released even beyond the
+    policy's nodes (up to ``max_nodes``, earliest start-by first); a job not due yet is released only
+    onto the policy's free nodes. So, nodes allowing, a job goes out by the first slot decided among
+    s-g .. s (``release_by_slot``: s - g), or earlier on the policy's nodes, and g slots in a row may
+    go undecided (the daemon down, a slot skipped) without it becoming late; a job submitted with less
+    slack than g (submit slot > s - g) is due in its first slot. Late and missed still count from s
+    itself (``autoscaler.lateness``), and ``Decision.at_risk`` too; overload (``Decision.overloaded``)
+    is judged on the jobs at or past s, so a job released early takes a node only if one is free
+    below ``max_nodes`` and never changes the DRF split. The margin moves releases, never m_t.
+    g = 0 is the rule without a margin: a job is due in its start-by slot exactly.
     """
 
     policy: str = "hold"
@@ -120,8 +154,12 @@ class ControllerConfig:
     tenants_n: int = 10
     node_disk_bytes_s: float = 100.0 * MIB
     node_network_bytes_s: float = 10.0 * MIB
+    release_margin_slots: int = 1
 
     def __post_init__(self) -> None:
+        margin = self.release_margin_slots
+        if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
+            raise ConfigError(f"release_margin_slots must be a whole number of slots >= 0, got {margin!r}")
         if self.policy not in CONTROLLER_POLICIES:
             raise ConfigError(f"policy: expected one of {', '.join(CONTROLLER_POLICIES)}, got {self.policy!r}")
         if not (0 <= self.min_nodes <= self.max_nodes):
@@ -443,10 +481,13 @@ def tick(
     ``jobs``: every job not yet done or failed, as a :class:`~autoscaler.edf.JobQueue` on the
     config's slots (read, never changed: the caller applies the decision with ``JobQueue.update``)
     or any iterable of jobs (built into one, O(n log n)). Jobs not yet counted
-    (``PolicyState.counted_seq``) whose submit slot has come join the policy's work now. On a
-    JobQueue a slot costs O(log n + jobs arrived + released + missed), n the queued jobs (and the
-    whole queue once, when the policy changed across a restart). Raises ConfigError if the slot is
-    not after ``state.last_slot`` or the queue is on other slots.
+    (``PolicyState.counted_seq``) whose submit slot has come join the policy's work now. In the
+    first slot, after undecided slots and after a policy change (``rebuild_cause``) the policy's
+    work is rebuilt from the active jobs instead (``rebuild_future``) and the policy starts from no
+    queued work (hold keeping what it learned of the load across undecided slots). On a JobQueue a
+    slot costs O(log n + jobs arrived + released + missed), n the queued jobs, and a rebuild the
+    whole queue once. Raises ConfigError if the slot is not after ``state.last_slot`` or the queue
+    is on other slots.
     """
     queue = as_queue(jobs, config)
     slot = config.slot_of(now_s)
@@ -454,25 +495,29 @@ def tick(
         raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
     nu = config.nu
     arrived, counted_seq, uncounted = _arrivals(queue, state, slot, config)
-    counting = arrived
-    if state.last_slot >= 0 and state.policy_key != config.policy_key:
-        # The policy or its deadlines changed across a restart: its saved work vector has
-        # another shape. Start it afresh; every active job is counted again from this slot.
-        # Tenants' shares are irrevocable and survive.
+    cause = rebuild_cause(state, slot, config)
+    if cause is None:
+        future = _with_units(state.future, arrived, slot, config)
+    else:
+        # The saved work no longer describes the jobs: slots went undecided (jobs finished,
+        # arrived and came due meanwhile) or the policy changed (its work vector has another
+        # shape). The policy's work is rebuilt from the active jobs' remaining work, spread to
+        # their deadlines (``rebuild_future``); every active job is counted once, now. Tenants'
+        # shares are irrevocable and survive; across downtime hold keeps what it learned of the
+        # load (``HoldState.restarted``) and the cost watch goes on; a new policy starts afresh.
+        gap = cause == "gap"
         state = PolicyState(
             last_slot=state.last_slot,
             tenants=state.tenants,
             tenant_demands=state.tenant_demands,
             dominant_shares=state.dominant_shares,
             released_due=state.released_due,
+            hold=state.hold.restarted() if gap and state.hold is not None else None,
+            follow_watch=state.follow_watch if gap else FollowWatch(),
         )
-        counting = [j for j in queue.jobs() if config.slot_of(j.submit_s) <= slot]
-    future = _with_units(state.future, counting, slot, config)
+        future = rebuild_future(queue.jobs(), slot, config)
     arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
-    # Units of slots skipped while the daemon was down belonged to slots that are gone:
-    # piling them on now would only spike m_t. Jobs still queued are released by their
-    # start-by slot whatever m_t says.
-    for s in [s for s in future if s < slot]:
+    for s in [s for s in future if s < slot]:  # none after a rebuild; kept for states saved before it
         del future[s]
     gcp_state = state.gcp or GcpState.empty(nu)
     vfw_state = state.vfw
@@ -525,6 +570,9 @@ def tick(
         load=load,
     )
     reason, why = _node_reason(dispatched, queue, config, policy_reason)
+    if cause in ("gap", "policy"):
+        was = f"{_count(slot - state.last_slot - 1, 'slot')} went undecided" if cause == "gap" else "the policy changed"
+        why += f"; {was}, so the policy's work was rebuilt from the {_count(len(queue), 'active job')}"
     decision = replace(decision, reason=reason, why=why)
     watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
     if watch.worse:
@@ -600,6 +648,92 @@ def _with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int
     return {**future, **{s: tuple(units) for s, units in touched.items()}}
 
 
+def rebuild_cause(state: PolicyState, slot: int, config: ControllerConfig) -> str | None:
+    """Why ``tick`` rebuilds the policy's work from the active jobs in ``slot`` (``rebuild_future``):
+    "start" (no slot decided yet), "policy" (``config.policy_key`` is not the state's), "gap" (a slot
+    between ``state.last_slot`` and ``slot`` went undecided), or None (the slot after the last one)."""
+    if state.last_slot < 0:
+        return "start"
+    if state.policy_key != config.policy_key:
+        return "policy"
+    return "gap" if slot > state.last_slot + 1 else None
+
+
+def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
+    """The policy's work rebuilt from the active jobs alone in ``slot``: {slot >= ``slot``: units by
+    deadline index, shape (nu+1,)}, as ``PolicyState.future`` holds it (``tick`` after downtime, a
+    policy change, and at the first slot).
+
+    Each job submitted by ``slot`` counts its remaining work, in slots of one unit each, and no more:
+
+    * submitted in ``slot``: as in any slot (``job_units``), so a slot decided on time counts the
+      same whether the state was rebuilt or not;
+    * submitted earlier and running: one unit in each slot it still runs, ``slot`` up to the slot of
+      released_s + length_s (none if that has passed; the job keeps its node anyway);
+    * submitted earlier and queued: ell = ceil(length_s/slot_s) units (``job_length_slots``), the
+      k-th due by max(start-by slot, ``slot``) + k, its real deadline (not the margin's);
+    * done and failed jobs are not active and count nothing, nor does work of slots gone by.
+
+    The older jobs' units are not piled on ``slot``. gcp, which holds each unit with its own
+    deadline, is handed all of them now, each with the slots to its due slot (at most nu, gcp's
+    horizon), and runs them at its flat rate, max_j Y_j/(j+1). The other policies give a unit they
+    hold the one deadline D (hold, gcp-u, vfw) or run it at once (follow), so each unit must reach
+    them by its latest slot, its due slot minus D (minus 0 for follow); they are handed over in that
+    order at the flattest rate that is on time: the slopes of the least concave majorant of the
+    count of units latest by each slot (GCP-OPT (7)'s shape, ``solve_gcp_opt``), non-increasing from
+    rho = max_h (units latest by ``slot`` + h)/(h+1), in fractions of a unit. So no slot is handed
+    more than rho, and a policy that runs what it holds at its flat rate (gcp-u, hold's r_t) asks for
+    at most rho; for follow rho is the remaining work over the slots to its due slots, the largest
+    such ratio over every horizon. Cost: O(n + u log u) for n active jobs with u units, once per
+    rebuild.
+    """
+    now: list[Job] = []
+    due_slots: list[int] = []
+    longest = 10 * config.max_deadline_slots + 1  # job_units' cut
+    for job in jobs:
+        submit_slot = config.slot_of(job.submit_s)
+        if submit_slot > slot:
+            continue
+        if submit_slot == slot:
+            now.append(job)
+        elif job.state == QUEUED:
+            first = max(start_by_slot(job, config), slot)
+            due_slots.extend(range(first, first + min(job_length_slots(job.length_s, config.slot_s), longest)))
+        else:
+            released_s = config.epoch_s + slot * config.slot_s if job.released_s is None else job.released_s
+            end = math.ceil((released_s - config.epoch_s + job.length_s) / config.slot_s)
+            due_slots.extend(range(slot, min(end, slot + longest)))
+    future = _with_units({}, now, slot, config)
+    if not due_slots:
+        return future
+    uniform = config.policy in UNIFORM_DEADLINE_POLICIES
+    due = np.sort(np.array(due_slots, dtype=np.int64))
+    if config.policy == "gcp":
+        latest = np.zeros_like(due)  # gcp holds each unit with its own deadline: all of it goes now
+    else:
+        latest = np.maximum(due - (config.deadline_slots if uniform else 0), slot) - slot  # sorted, as due is
+    on_time = np.cumsum(np.bincount(latest))  # units latest by each slot from now
+    handed = np.cumsum(solve_gcp_opt(on_time.astype(float), 0.0))  # >= on_time: the majorant
+    whole = np.round(handed)
+    handed = np.where(np.abs(handed - whole) <= 1e-9 * on_time[-1], whole, handed)  # no rounding dust
+    # Unit i (latest order) is [i, i+1) on the axis of work handed over, slot h hands [handed[h-1],
+    # handed[h]); cut the axis at both sets of edges: each piece is part of one unit in one slot,
+    # never after the unit's latest slot (on_time, below the majorant, has reached i+1 there).
+    n = due.shape[0]
+    edges = np.union1d(np.arange(n + 1, dtype=float), np.minimum(handed, n))
+    low, high = edges[:-1], edges[1:]
+    unit = np.minimum(low.astype(np.int64), n - 1)
+    given = np.minimum(np.searchsorted(handed, low, side="right"), latest[unit])
+    index = np.full(unit.shape[0], config.deadline_slots) if uniform else np.clip(due[unit] - slot - given, 0, config.nu)
+    units = np.zeros((int(given.max()) + 1, config.nu + 1))
+    np.add.at(units, (given, index), high - low)
+    empty = (0.0,) * (config.nu + 1)
+    for offset in np.flatnonzero(units.sum(axis=1)):
+        s = slot + int(offset)
+        future[s] = tuple(float(a + b) for a, b in zip(future.get(s, empty), units[offset]))
+    return future
+
+
 def _follow_reason(load: float) -> tuple[str, str]:
     return "follow", f"follow runs m_t = L_t = {load:.4g}, the work that arrived for this slot"
 
@@ -662,9 +796,12 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
         beyond = dispatched.release[max(0, dispatched.policy_nodes - running_before) :]
         if beyond:
             first = queue.get(beyond[0])
+            early = any(start_by_slot(queue.get(job_id), config) > dispatched.slot for job_id in beyond)
+            margin = _count(config.release_margin_slots, "slot")
+            when = f"due (within {margin} of their start-by slot)" if early else "at their start-by slot"
             return "due_jobs", (
                 f"nodes raised from {dispatched.policy_nodes} (ceil(m_t), m_t = {capacity:.4g}) to {nodes} for "
-                f"{_count(len(beyond), 'job')} at their start-by slot, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
+                f"{_count(len(beyond), 'job')} {when}, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
             )
         return "running", (
             f"nodes kept at {nodes}, above the {dispatched.policy_nodes} of m_t = {capacity:.4g}, for {_count(running_before, 'job')} still running"

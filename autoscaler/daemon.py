@@ -460,28 +460,58 @@ class DecisionsFile:
         self.close()
 
 
-def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None) -> None:
-    """Run ``runner.run_slot`` every ``slot_s`` seconds with APScheduler 3's BlockingScheduler
-    (one at a time, missed runs coalesced) until SIGTERM or SIGINT, which lets the current
-    slot finish before returning. ``daily_report``, if given, runs every day at 00:10 UTC."""
-    from apscheduler.schedulers.blocking import BlockingScheduler
+def slot_scheduler(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None, epoch_s: float | None = None):
+    """The APScheduler 3 BlockingScheduler :func:`run_forever` starts (not started; for tests).
 
-    scheduler = BlockingScheduler(timezone="UTC")
+    ``runner.run_slot`` runs once at once (to decide the slot the daemon starts in) and then at
+    every slot boundary epoch_s + k * slot_s (``epoch_s``: the runner's ``config.epoch_s`` when
+    None), an interval trigger started on the boundary, not at the start's phase: fired a little
+    late on a busy machine it still runs inside its own slot, never in the one before or skipping
+    one. Runs go one at a time on one worker thread; a run due while another is under way waits
+    for it, and one that cannot start within ``misfire_grace_s`` of its boundary is dropped
+    (missed runs coalesced into one). ``daily_report``, if given, runs every day at 00:10 UTC on a
+    thread of its own.
+    """
+    import datetime
+
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.schedulers.blocking import BlockingScheduler
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    epoch_s = runner.config.epoch_s if epoch_s is None else epoch_s
+    boundary = datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc)
+    scheduler = BlockingScheduler(
+        timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1), "report": ThreadPoolExecutor(max_workers=1)}
+    )
+    slot = _logged(runner.run_slot, "slot_failed")
+    scheduler.add_job(slot, "date", run_date=_now(), misfire_grace_time=None, id="first_slot")
     scheduler.add_job(
-        _logged(runner.run_slot, "slot_failed"),
-        "interval",
-        seconds=slot_s,
+        slot,
+        IntervalTrigger(seconds=slot_s, start_date=boundary, timezone=datetime.timezone.utc),
         max_instances=1,
         coalesce=True,
         misfire_grace_time=int(max(1, misfire_grace_s)),
-        next_run_time=_now(),
         id="slot",
     )
     if daily_report is not None:
         scheduler.add_job(
-            _logged(daily_report, "report_failed"), "cron", hour=0, minute=10, coalesce=True, misfire_grace_time=3600, id="report"
+            _logged(daily_report, "report_failed"),
+            "cron",
+            hour=0,
+            minute=10,
+            coalesce=True,
+            misfire_grace_time=3600,
+            id="report",
+            executor="report",
         )
+    return scheduler
 
+
+def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None) -> None:
+    """Run ``runner.run_slot`` at once and then at every slot boundary (:func:`slot_scheduler`)
+    until SIGTERM or SIGINT, which lets the current slot finish before returning. ``daily_report``,
+    if given, runs every day at 00:10 UTC."""
+    scheduler = slot_scheduler(runner, slot_s, misfire_grace_s, daily_report)
     stopping = []
 
     def stop(signum, _frame) -> None:

@@ -16,8 +16,9 @@ the paper's small jobs and are not split. Longer jobs become ell pieces of at mo
 
 Whole jobs (the daemon's): a job of length T_J seconds due at ``deadline_s`` must start by its
 start-by slot, the slot of (deadline - length) (``start_by_slot``). Queued jobs are released in EDF
-order of that slot (``dispatch``: onto the policy's nodes, the jobs due onto extra nodes up to the
-maximum; under overload by dynamic DRF share, ``fair_release``).
+order of that slot (``dispatch``: onto the policy's nodes, the jobs due, from ``release_margin_slots``
+before their start-by slot on (``release_by_slot``), onto extra nodes up to the maximum; under
+overload by dynamic DRF share, ``fair_release``).
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ class SlotGrid(Protocol):
 
 
 class NodeLimits(SlotGrid, Protocol):
-    """A slot grid and the bounds on task nodes, [min_nodes, max_nodes]."""
+    """A slot grid, the bounds on task nodes, [min_nodes, max_nodes], and how many slots before its
+    start-by slot a queued job is due (``release_margin_slots``, see ``release_by_slot``)."""
 
     min_nodes: int
     max_nodes: int
+    release_margin_slots: int
 
 
 class NodeRates(Protocol):
@@ -297,6 +300,16 @@ def slot_of(time_s: float, grid: SlotGrid) -> int:
 def start_by_slot(job: Job, grid: SlotGrid) -> int:
     """Latest slot a job may start in and still finish by its deadline: the slot of deadline - length."""
     return slot_of(job.deadline_s - job.length_s, grid)
+
+
+def release_by_slot(job: Job, limits: NodeLimits) -> int:
+    """The slot from which a queued job is due: its start-by slot minus ``release_margin_slots``.
+
+    A due job is released even beyond the policy's nodes (up to the maximum), so it goes out in the
+    first slot decided at or after this one; with a margin g, g undecided slots in a row still leave
+    its start-by slot, the last one in time (``start_by_slot``; lateness counts from that one).
+    """
+    return start_by_slot(job, limits) - limits.release_margin_slots
 
 
 def _edf_key(job: Job, grid: SlotGrid) -> tuple[int, float, float, str]:
@@ -557,7 +570,8 @@ class Dispatch:
 
     ``policy_nodes``: ceil(m_t) clamped to [min_nodes, max_nodes]. ``nodes``: that, raised to the
     running jobs plus those released now (never beyond max_nodes). ``due``: queued jobs whose
-    start-by slot has come. Other fields as in ``autoscaler.controller.Decision``.
+    start-by slot has come (the margin left out: what overload is judged on). Other fields as in
+    ``autoscaler.controller.Decision``.
     """
 
     slot: int
@@ -593,9 +607,10 @@ def dispatch(
     ``jobs``: the active jobs, a :class:`JobQueue` on ``limits``' grid (read, never changed) or any
     iterable of jobs; queued jobs submitted after ``slot`` wait. Without overload, queued jobs are
     released in EDF order (earliest start-by slot first) onto the policy's nodes (so nodes ``hold``
-    keeps on run queued jobs early, as its x_t does), and those whose start-by slot has come onto
-    extra nodes up to ``max_nodes``. Under overload (``Dispatch.overloaded``: jobs are queued and
-    the running jobs plus those due, or ceil(m_t), exceed ``max_nodes``), every free node is filled
+    keeps on run queued jobs early, as its x_t does), and those due (``release_by_slot`` <= ``slot``:
+    within ``release_margin_slots`` of their start-by slot, or past it) onto extra nodes up to
+    ``max_nodes``. Under overload (``Dispatch.overloaded``: jobs are queued and the running jobs plus
+    those whose start-by slot has come, or ceil(m_t), exceed ``max_nodes``), every free node is filled
     and the free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares
     as weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
     tenant missing from it has weight 0.
@@ -631,7 +646,7 @@ def dispatch(
         heads = {tenant: present(queue.tenant_queued(tenant)) for tenant in queue.queued_tenants()}
         release = _fair_release(heads, Counter(queue.running_by_tenant()), limits.max_nodes - running, dominant_shares or {}, limits)
     else:
-        release = _edf_release(present(queue.queued()), running, policy_nodes, slot, limits)
+        release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.release_margin_slots, limits)
     nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
     released = {j.job_id for j in release}
     release_start_by = [start_by_slot(j, limits) for j in release]
@@ -681,15 +696,15 @@ def as_queue(jobs: JobQueue | Iterable[Job], grid: SlotGrid) -> JobQueue:
     return JobQueue.of(jobs, grid.slot_s, grid.epoch_s)
 
 
-def _edf_release(queued: Iterable[Job], running: int, nodes: int, slot: int, limits: NodeLimits) -> list[Job]:
-    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum.
+def _edf_release(queued: Iterable[Job], running: int, nodes: int, due_by: int, limits: NodeLimits) -> list[Job]:
+    """EDF onto the policy's ``nodes``; a job due (start-by slot <= ``due_by``) also onto extra nodes up to the maximum.
 
     ``queued`` in EDF order; it is read only up to the first job not due that finds no node (jobs due
     come first), so this costs the jobs released plus one, unless due jobs find no node (overload).
     """
     release: list[Job] = []
     for job in queued:
-        due = start_by_slot(job, limits) <= slot
+        due = start_by_slot(job, limits) <= due_by
         if running + len(release) < nodes or (due and running + len(release) < limits.max_nodes):
             release.append(job)
         elif not due:

@@ -218,6 +218,22 @@ class HoldState:
         """m_{t-1} of the policy."""
         return float(self.previous[-1])
 
+    def restarted(self) -> "HoldState":
+        """This state with every row's queue emptied and its servers off (``queue`` and ``previous``
+        zero, no hold under way), what it learned kept: the rules' costs, the load history and the
+        mean load. For work rebuilt from the jobs after slots went undecided: the queues held work
+        of jobs that may have finished since, while the load it learned from still describes the
+        cluster (a skipped slot would otherwise cost hold all it has learned)."""
+        return HoldState(
+            queue=np.zeros_like(self.queue),
+            previous=np.zeros_like(self.previous),
+            cost=self.cost,
+            recent_load=self.recent_load,
+            recent_smoothed=self.recent_smoothed,
+            load_sum=self.load_sum,
+            slots=self.slots,
+        )
+
     def to_json(self) -> dict:
         return {
             "queue": self.queue.tolist(),

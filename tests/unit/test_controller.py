@@ -44,13 +44,21 @@ def simulate(jobs: list[Job], config: ControllerConfig, slots: int):
 
 def test_two_short_jobs_are_spread_over_the_deadline():
     # Two 1-slot jobs at slot 0 with D = 1: GCP-U spreads 2 units over slots 0 and 1
-    # (m = 1, 1), so one job starts now and the other, due by slot 1, starts next slot.
-    config = ControllerConfig(policy="gcp-u", deadline_slots=1, slot_s=TAU)
+    # (m = 1, 1), so without a release margin one job starts now and the other, due by slot 1,
+    # starts next slot.
+    config = ControllerConfig(policy="gcp-u", deadline_slots=1, slot_s=TAU, release_margin_slots=0)
     jobs = [job("a", 0, 60, 2 * TAU), job("b", 10, 60, 2 * TAU)]
     decisions, _ = simulate(jobs, config, 3)
     assert [d.capacity for d in decisions] == [1.0, 1.0, 0.0]
     assert [d.release for d in decisions] == [("a",), ("b",), ()]
     assert [d.nodes for d in decisions] == [1, 1, 0]
+    # With the default margin of one slot "b" (start-by slot 1) is due at slot 0 already: the same
+    # m_t, but it goes out at once on a node raised for it, so losing slot 1 could not make it late.
+    decisions, _ = simulate(jobs, dataclasses.replace(config, release_margin_slots=1), 3)
+    assert [d.capacity for d in decisions] == [1.0, 1.0, 0.0]
+    assert [d.release for d in decisions] == [("a", "b"), (), ()]
+    assert [(d.nodes, d.reason) for d in decisions[:1]] == [(2, "due_jobs")]
+    assert "for 1 job due (within 1 slot of their start-by slot), first 'b' (start-by slot 1)" in decisions[0].why
 
 
 def test_due_job_is_released_even_beyond_the_policy_nodes():

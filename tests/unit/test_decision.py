@@ -97,8 +97,10 @@ def test_follow_runs_what_arrived():
 @pytest.mark.parametrize("policy", ["gcp-u", "hold"])
 def test_deadlines_give_the_flat_rate_of_the_queued_work(policy):
     # D = 1, two one-slot units at slot 0: Y = (0, 2), max(0/1, 2/2) = 1 server: 2 units due within 2 slots.
+    # No release margin: with one, "b" (start-by slot 1) would be due now and raise the nodes.
     jobs = [job("a", 0.0, 60.0, 2 * TAU), job("b", 1.0, 60.0, 2 * TAU)]
-    decision, _ = tick(0.0, jobs, PolicyState(), ControllerConfig(policy=policy, deadline_slots=1, slot_s=TAU))
+    config = ControllerConfig(policy=policy, deadline_slots=1, slot_s=TAU, release_margin_slots=0)
+    decision, _ = tick(0.0, jobs, PolicyState(), config)
     assert (decision.capacity, decision.nodes, decision.reason) == (1.0, 1, "deadlines")
     assert "2 units of work are due within 2 slots" in decision.why and "= 1 =" in decision.why
 

@@ -1,6 +1,13 @@
 """tick on a JobQueue, with the seq watermark and the range rule for missed jobs, against a copy of
 the controller as it was before them (every job scanned and sorted each slot, ``counted`` and
-``missed`` kept as id sets): the same decisions, slot by slot, on random job sets."""
+``missed`` kept as id sets): the same decisions, slot by slot, on random job sets.
+
+Two rules came after that copy and are added to it where they apply, so the comparison goes on
+covering them: the release margin (a job is due ``release_margin_slots`` before its start-by slot;
+``_edf_release`` below) and the rebuild of the policy's work after undecided slots or a policy
+change (``rebuild_future``, shared with the controller, which a test of its own checks). With a
+margin of 0 and every slot decided under one policy the copy is the former controller unchanged
+(``test_with_no_margin_and_no_gap_tick_decides_as_before``)."""
 
 from __future__ import annotations
 
@@ -14,7 +21,16 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.controller import UNKNOWN_SEQ, ControllerConfig, FollowWatch, PolicyState, demand_vector, job_units, tick
+from autoscaler.controller import (
+    UNKNOWN_SEQ,
+    ControllerConfig,
+    FollowWatch,
+    PolicyState,
+    demand_vector,
+    job_units,
+    rebuild_future,
+    tick,
+)
 from autoscaler.edf import JobQueue, start_by_slot
 from autoscaler.errors import ConfigError
 from autoscaler.fairshare import dynamic_drf_step
@@ -25,6 +41,8 @@ from autoscaler.policies.vfw import VfwState, vfw_step
 
 TAU = 300.0
 SHARE_TOLERANCE = 1e-12
+REBUILDS: list[int] = []
+"""Slots in which the copy took the rebuild added to it (a test of the former code checks it never does)."""
 
 # -- the oracle: the controller's tick, dispatch and fair release before JobQueue ------------------
 
@@ -66,25 +84,31 @@ def old_tick(now_s: float, jobs: list[Job], state: OldState, config: ControllerC
     if slot <= state.last_slot:
         raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
     nu = config.nu
-    if state.last_slot >= 0 and state.policy_key != config.policy_key:
-        # The policy or its deadlines changed across a restart: its saved work vector has
-        # another shape. Start it afresh; every active job is counted again from this slot.
-        # Tenants' shares are irrevocable and survive.
+    changed = state.last_slot >= 0 and state.policy_key != config.policy_key
+    gap = state.last_slot >= 0 and slot > state.last_slot + 1
+    if changed or gap:
+        # Added to the copy: the policy's work rebuilt from the active jobs (rebuild_future).
+        # Tenants' shares are irrevocable and survive; hold's learning and the cost watch survive downtime.
+        REBUILDS.append(slot)
         state = OldState(
             last_slot=state.last_slot,
             tenants=state.tenants,
             tenant_demands=state.tenant_demands,
             dominant_shares=state.dominant_shares,
             missed=state.missed,
+            hold=state.hold.restarted() if state.hold is not None and not changed else None,
+            follow_watch=FollowWatch() if changed else state.follow_watch,
         )
-    future = dict(state.future)
-    for job in jobs:
-        if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
-            start, end, deadline = job_units(job, config, slot)
-            for s in range(start, end):
-                units = list(future.get(s, (0.0,) * (nu + 1)))
-                units[deadline] += 1.0
-                future[s] = tuple(units)
+        future = rebuild_future(jobs, slot, config)
+    else:
+        future = dict(state.future)
+        for job in jobs:
+            if job.job_id not in state.counted and config.slot_of(job.submit_s) <= slot:
+                start, end, deadline = job_units(job, config, slot)
+                for s in range(start, end):
+                    units = list(future.get(s, (0.0,) * (nu + 1)))
+                    units[deadline] += 1.0
+                    future[s] = tuple(units)
     arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
     # Units of slots skipped while the daemon was down belonged to slots that are gone:
     # piling them on now would only spike m_t. Jobs still queued are released by their
@@ -197,7 +221,7 @@ def old_dispatch(
     if overloaded:
         release = old_fair_release(queued, running, config.max_nodes - len(running), dominant_shares or {}, config)
     else:
-        release = _edf_release(queued, len(running), nodes, slot, config)
+        release = _edf_release(queued, len(running), nodes, slot + config.release_margin_slots, config)
     nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
     released = set(release)
     late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, config) < slot]
@@ -235,11 +259,13 @@ def _edf_key(job: Job, config: ControllerConfig) -> tuple:
     return (start_by_slot(job, config), job.deadline_s, job.submit_s, job.job_id)
 
 
-def _edf_release(queued: list[Job], running: int, nodes: int, slot: int, config: ControllerConfig) -> list[str]:
-    """EDF onto the policy's ``nodes``; a job whose start-by slot has come also onto extra nodes up to the maximum."""
+def _edf_release(queued: list[Job], running: int, nodes: int, due_by: int, config: ControllerConfig) -> list[str]:
+    """EDF onto the policy's ``nodes``; a job whose start-by slot is by ``due_by`` also onto extra nodes up to the maximum.
+
+    Added to the copy: ``due_by`` is the slot plus the release margin (it was the slot)."""
     release: list[str] = []
     for job in queued:
-        due = start_by_slot(job, config) <= slot
+        due = start_by_slot(job, config) <= due_by
         if running + len(release) < nodes or (due and running + len(release) < config.max_nodes):
             release.append(job.job_id)
         elif not due:
@@ -299,24 +325,12 @@ job_spec = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    spec=st.lists(job_spec, min_size=1, max_size=40),
-    policy=st.sampled_from(["hold", "gcp-u", "gcp", "vfw", "follow"]),
-    changed_to=st.sampled_from([None, None, "gcp-u", "follow"]),
-    deadline_slots=st.integers(2, 4),
-    max_nodes=st.sampled_from([2, 5, 10_000]),
-    span_s=st.sampled_from([2 * TAU, 14 * TAU]),
-    with_seq=st.booleans(),
-    skipped=st.sets(st.integers(1, 24), max_size=4),
-    failing=st.sets(st.integers(0, 39), max_size=3),
-)
-def test_tick_on_a_job_queue_decides_as_the_old_scan_did(
-    spec, policy, changed_to, deadline_slots, max_nodes, span_s, with_seq, skipped, failing
-):
+def compare_with_the_copy(spec, policy, changed_to, deadline_slots, max_nodes, span_s, with_seq, skipped, failing, margin) -> None:
+    """Drive tick on a JobQueue and the copy side by side for 30 slots; assert equal decisions."""
     config = ControllerConfig(
-        policy=policy, deadline_slots=deadline_slots, slot_s=TAU, max_nodes=max_nodes, max_deadline_slots=12, tenants_n=3
-    )
+        policy=policy, deadline_slots=deadline_slots, slot_s=TAU, max_nodes=max_nodes, max_deadline_slots=12, tenants_n=3,
+        release_margin_slots=margin,
+    )  # fmt: skip
     jobs, shown = [], []
     for i, (share, length, slack, tenant, when) in enumerate(spec):
         submit = share * span_s
@@ -359,6 +373,43 @@ def test_tick_on_a_job_queue_decides_as_the_old_scan_did(
                 continue
             queue.update(job_id, "running", released_s=t * TAU)
             live[job_id] = dataclasses.replace(live[job_id], state="running", released_s=t * TAU)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    spec=st.lists(job_spec, min_size=1, max_size=40),
+    policy=st.sampled_from(["hold", "gcp-u", "gcp", "vfw", "follow"]),
+    changed_to=st.sampled_from([None, None, "gcp-u", "follow"]),
+    deadline_slots=st.integers(2, 4),
+    max_nodes=st.sampled_from([2, 5, 10_000]),
+    span_s=st.sampled_from([2 * TAU, 14 * TAU]),
+    with_seq=st.booleans(),
+    skipped=st.sets(st.integers(1, 24), max_size=4),
+    failing=st.sets(st.integers(0, 39), max_size=3),
+    margin=st.integers(0, 2),
+)
+def test_tick_on_a_job_queue_decides_as_the_old_scan_did(
+    spec, policy, changed_to, deadline_slots, max_nodes, span_s, with_seq, skipped, failing, margin
+):
+    compare_with_the_copy(spec, policy, changed_to, deadline_slots, max_nodes, span_s, with_seq, skipped, failing, margin)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    spec=st.lists(job_spec, min_size=1, max_size=40),
+    policy=st.sampled_from(["hold", "gcp-u", "gcp", "vfw", "follow"]),
+    deadline_slots=st.integers(2, 4),
+    max_nodes=st.sampled_from([2, 5, 10_000]),
+    span_s=st.sampled_from([2 * TAU, 14 * TAU]),
+    with_seq=st.booleans(),
+    failing=st.sets(st.integers(0, 39), max_size=3),
+)
+def test_with_no_margin_and_no_gap_tick_decides_as_before(spec, policy, deadline_slots, max_nodes, span_s, with_seq, failing):
+    """release_margin_slots = 0, every slot decided, one policy: the former controller's decisions
+    (the copy without either added rule: it never takes the rebuild, and its due_by is the slot)."""
+    REBUILDS.clear()
+    compare_with_the_copy(spec, policy, None, deadline_slots, max_nodes, span_s, with_seq, set(), failing, margin=0)
+    assert REBUILDS == []
 
 
 def test_a_state_saved_before_the_watermark_goes_on_without_counting_a_job_twice():
