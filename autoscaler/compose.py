@@ -69,8 +69,8 @@ def runner(settings: Settings, config: ControllerConfig, store, cluster, clock, 
 
 STARTUP_WAIT_S = 300.0
 """How long start-up keeps trying EMR while it fails with errors that pass (throttling, 5xx, no
-connection), from the first try; then OutageError (exit status 75). A setting for it belongs in
-the config (``startup_wait_s``); until then ``emr_cluster`` and ``daemon_runner`` take it."""
+connection), from the first try; then OutageError (exit status 75). The config's ``startup_wait_s``
+sets another; ``emr_cluster`` and ``daemon_runner`` also take one."""
 
 STARTUP_FIRST_BACKOFF_S = 1.0
 """The first wait between start-up tries (full jitter: a random wait up to this); it doubles each try."""
@@ -152,7 +152,7 @@ def daemon_runner(
     path = settings.store_path
     if not Path(path).parent.is_dir():
         raise ConfigError(f"store_path: {path}: folder {Path(path).parent} does not exist (create it, or set store_path elsewhere)")
-    cluster = cluster or emr_cluster(settings, startup_wait_s=startup_wait_s)
+    cluster = cluster or emr_cluster(settings, startup_wait_s=startup_wait_s if startup_wait_s is not None else settings.startup_wait_s)
     config = controller_config(settings)
     if dry_run:
         real = SqliteJobStore(path) if os.path.exists(path) else None

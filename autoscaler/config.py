@@ -138,6 +138,9 @@ class Settings(BaseSettings):
     report: ReportSettings = Field(default_factory=ReportSettings)
     retention_days: float = Field(default=30.0, gt=0, le=36_600)
     """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
+    startup_wait_s: float | None = Field(default=None, ge=0, le=86_400)
+    """How long start-up keeps trying EMR through errors that pass (throttling, 5xx, no connection)
+    before it gives up with exit status 75; default 300 (``compose.STARTUP_WAIT_S``)."""
     release_margin_slots: int = Field(default=1, ge=0, le=100_000)
     """Slots before its start-by slot (deadline - length) from which a queued job is due: released even
     beyond the policy's nodes, up to cluster.max_nodes. With 1, one slot that goes undecided (a restart,
