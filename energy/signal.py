@@ -29,6 +29,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -351,9 +352,9 @@ def resample(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.
     series of one point, a window the series does not cover (which part is missing), or a step inside
     the window longer than ``GAP_FACTOR`` median intervals (a gap).
     """
-    if not (isinstance(start_s, (int, float)) and math.isfinite(start_s)):
+    if isinstance(start_s, bool) or not (isinstance(start_s, Real) and math.isfinite(start_s)):
         raise ConfigError(f"resample: start_s must be a finite number of Unix seconds, got {start_s!r}")
-    if not (isinstance(slot_s, (int, float)) and math.isfinite(slot_s) and slot_s > 0):
+    if isinstance(slot_s, bool) or not (isinstance(slot_s, Real) and math.isfinite(slot_s) and slot_s > 0):
         raise ConfigError(f"resample: slot_s must be a finite number > 0, got {slot_s!r}")
     if isinstance(n_slots, bool) or not isinstance(n_slots, (int, np.integer)) or n_slots < 1:
         raise ConfigError(f"resample: n_slots must be an integer >= 1, got {n_slots!r}")

@@ -417,3 +417,8 @@ def test_resample_matches_a_fine_grid_average():
     sampled = values[np.searchsorted(times_s, seconds, side="right") - 1]
     expected = sampled.reshape(n_slots, int(slot_s)).mean(axis=1)
     assert resample(signal, start_s, slot_s, n_slots) == pytest.approx(expected, rel=1e-9)
+
+
+def test_resample_takes_numpy_scalars():
+    signal = read_csv(HOURLY, "hourly.csv", "gCO2eq/kWh")
+    assert resample(signal, np.int64(MIDNIGHT), np.float64(3600), np.int64(2)).tolist() == [100, 300]
