@@ -1,0 +1,396 @@
+"""A per-slot cost signal (grid carbon intensity or a price) for carbon- and price-aware deferral.
+
+Pure: readers parse text the caller has read (``autoscaler.adapters.signal_source`` reads files and
+URLs). A ``Signal`` is a step function: ``values[i]`` holds from ``times_s[i]`` to ``times_s[i + 1]``,
+the last value for the series' median interval. ``resample`` turns it into one mean value per slot.
+
+Formats read:
+
+* CSV ``time,value``, ISO-8601 times with a zone (``Z`` or ``+hh:mm``), any resolution;
+* WattTime v3 JSON (``/v3/historical``, ``/v3/forecast``): ``{"data": [{"point_time", "value"}], "meta"}``,
+  lbs/MWh (``meta.units`` = ``lbs_co2_per_mwh``);
+* Electricity Maps JSON (``/carbon-intensity/history``, ``/forecast``): ``{"history" | "forecast":
+  [{"datetime", "carbonIntensity"}]}``, gCO2eq/kWh;
+* UK Carbon Intensity API JSON (``/intensity/...``): ``{"data": [{"from", "to", "intensity":
+  {"forecast", "actual"}}]}``, gCO2eq/kWh, the actual value where there is one, else the forecast.
+
+Every time is converted to UTC Unix seconds, so a series whose offsets change at a DST change
+(``+01:00`` then ``+02:00``) sorts by the instant, not by the local clock.
+
+Bad input raises ``TraceError`` naming the source, the line (CSV) or item (JSON) and the UTC time;
+a wrong argument (an unknown unit, a slot length <= 0) raises ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from autoscaler.errors import ConfigError, TraceError
+
+GRAMS_PER_POUND = 453.59237
+"""The international avoirdupois pound, exactly (1959 agreement)."""
+
+MAX_GRAMS_PER_KWH = 5_000.0
+"""No grid emits more than about 1,200 gCO2eq/kWh (lignite plants); above 5,000 a value is a unit or
+typing error."""
+
+UNITS = ("gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour")
+
+MAX_VALUE_BY_UNIT = {
+    "gCO2eq/kWh": MAX_GRAMS_PER_KWH,
+    "lbs/MWh": MAX_GRAMS_PER_KWH * 1000.0 / GRAMS_PER_POUND,
+    "$/kWh": 100.0,
+    "$/node-hour": 1_000.0,
+}
+"""The largest value taken as real, per unit. 5,000 gCO2eq/kWh is about 11,023 lbs/MWh. Retail and
+spot electricity prices stay well below 100 $/kWh even in scarcity pricing (ERCOT's cap is 5 $/kWh);
+the largest cloud instances cost a few hundred dollars an hour."""
+
+GAP_FACTOR = 2.0
+"""A step longer than this many median intervals inside a resampled window is a gap, not a step."""
+
+WATTTIME_UNITS = "lbs_co2_per_mwh"
+
+
+@dataclass(frozen=True, eq=False)
+class Signal:
+    """A cost signal as a step function.
+
+    ``times_s``: shape (n,), float Unix seconds (UTC), strictly increasing, the start of each interval.
+    ``values``: shape (n,), float, finite, >= 0 and at most ``MAX_VALUE_BY_UNIT[unit]``.
+    ``unit``: one of ``UNITS``. ``source``: the file name or URL, for messages.
+    Raises ConfigError for an unknown unit, TraceError for an empty series or a bad point.
+    """
+
+    times_s: np.ndarray
+    values: np.ndarray
+    unit: str
+    source: str
+
+    def __post_init__(self) -> None:
+        times_s = np.asarray(self.times_s, dtype=float)
+        values = np.asarray(self.values, dtype=float)
+        if times_s.ndim != 1 or values.shape != times_s.shape:
+            raise TraceError(self.source, None, f"times and values must be two 1-D arrays of one length, got shapes {times_s.shape} and {values.shape}")
+        _check_points(self.source, self.unit, times_s.tolist(), values.tolist(), [(None, f"point {i}") for i in range(times_s.size)])
+        object.__setattr__(self, "times_s", times_s)
+        object.__setattr__(self, "values", values)
+
+    @property
+    def median_interval_s(self) -> float:
+        """The median time between consecutive points, in seconds; the length of the last step.
+        Raises TraceError for a single point, which has no interval."""
+        if self.times_s.size < 2:
+            raise TraceError(self.source, None, "one point only: a series needs two points to give its interval")
+        return float(np.median(np.diff(self.times_s)))
+
+
+def utc_text(time_s: float) -> str:
+    """Unix seconds as an ISO-8601 UTC time (``2026-03-29T01:00:00Z``), for messages."""
+    return datetime.fromtimestamp(time_s, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def parse_time_s(text: Any) -> float:
+    """An ISO-8601 time with a zone (``Z``, ``+hh:mm``) as Unix seconds. Raises ValueError, with what
+    was expected, for a time without a zone or one that does not parse."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected an ISO-8601 time as a string, got {text!r}")
+    stripped = text.strip()
+    # Python 3.10's fromisoformat does not read a trailing Z.
+    iso = stripped[:-1] + "+00:00" if stripped[-1:] in ("Z", "z") else stripped
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        raise ValueError(f"expected an ISO-8601 time such as 2026-03-29T01:00:00Z, got {text!r}") from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"time {text!r} has no zone: add Z or an offset such as +01:00")
+    return moment.timestamp()
+
+
+def _check_unit(unit: Any) -> None:
+    if unit not in UNITS:
+        raise ConfigError(f"unknown signal unit {unit!r}: expected one of {', '.join(UNITS)}")
+
+
+def _check_points(source: str, unit: str, times_s: list[float], values: list[float], places: list[tuple[int | None, str]]) -> None:
+    """Refuse an empty series, a time that is not after the one before, and a value that is NaN,
+    infinite, negative or above the unit's ceiling. ``places[i]``: (line or None, label) of point i."""
+    _check_unit(unit)
+    if not times_s:
+        raise TraceError(source, None, "empty series: no points")
+    ceiling = MAX_VALUE_BY_UNIT[unit]
+    for i, (time_s, value) in enumerate(zip(times_s, values)):
+        line, label = places[i]
+        if not math.isfinite(time_s):
+            raise TraceError(source, line, f"{label + ': ' if label else ''}time is not finite")
+        when = utc_text(time_s)
+        prefix = f"{label} ({when}): " if label else f"{when}: "
+        if i > 0 and time_s <= times_s[i - 1]:
+            previous_line, previous_label = places[i - 1]
+            before = previous_label or f"line {previous_line}"
+            kind = "duplicate" if time_s == times_s[i - 1] else "decreasing"
+            raise TraceError(
+                source, line, f"{prefix}{kind} time: {utc_text(time_s)} is not after {utc_text(times_s[i - 1])} ({before}); times must strictly increase"
+            )
+        if not math.isfinite(value):
+            raise TraceError(source, line, f"{prefix}expected a finite value, got {value!r}")
+        if value < 0:
+            raise TraceError(source, line, f"{prefix}expected a value >= 0 {unit}, got {value!r}")
+        if value > ceiling:
+            raise TraceError(source, line, f"{prefix}value {value!r} {unit} is above {ceiling:.6g} {unit}: a unit or typing error?")
+
+
+def _number(value: Any, source: str, label: str, field: str) -> float:
+    # bool is an int in Python; true/false in a JSON file is not a number.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TraceError(source, None, f"{label}: {field}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _build(source: str, unit: str, times_s: list[float], values: list[float], places: list[tuple[int | None, str]]) -> Signal:
+    _check_points(source, unit, times_s, values, places)
+    return Signal(np.array(times_s, dtype=float), np.array(values, dtype=float), unit, source)
+
+
+def read_csv(text: str, source: str, unit: str) -> Signal:
+    """Read CSV with the header ``time,value`` (any case) and one point per line: an ISO-8601 time with a
+    zone, a number. Blank lines are skipped. Raises ConfigError for an unknown ``unit``; TraceError
+    naming the line for a wrong header, a wrong column count, a naive or bad time, a bad value, or a
+    time not after the one before."""
+    _check_unit(unit)
+    times_s: list[float] = []
+    values: list[float] = []
+    places: list[tuple[int | None, str]] = []
+    header_seen = False
+    for line_no, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        cells = [cell.strip() for cell in row]
+        if not header_seen:
+            if [cell.lower() for cell in cells] != ["time", "value"]:
+                raise TraceError(source, line_no, f"expected the header 'time,value', got {','.join(row)!r}")
+            header_seen = True
+            continue
+        if len(cells) != 2:
+            raise TraceError(source, line_no, f"expected 2 columns (time, value), got {len(cells)}")
+        try:
+            time_s = parse_time_s(cells[0])
+        except ValueError as exc:
+            raise TraceError(source, line_no, str(exc)) from None
+        try:
+            value = float(cells[1])
+        except ValueError:
+            raise TraceError(source, line_no, f"{utc_text(time_s)}: expected a number, got {cells[1]!r}") from None
+        times_s.append(time_s)
+        values.append(value)
+        places.append((line_no, ""))
+    if not header_seen:
+        raise TraceError(source, None, "empty file: expected the header 'time,value' and one point per line")
+    return _build(source, unit, times_s, values, places)
+
+
+def _load_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceError(source, exc.lineno, f"not JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def _items(document: Any, key: str, source: str) -> list[Any]:
+    if not isinstance(document, dict) or not isinstance(document.get(key), list):
+        raise TraceError(source, None, f"expected a JSON object with a list {key!r}")
+    return document[key]
+
+
+def _item(item: Any, source: str, label: str, fields: tuple[str, ...]) -> dict:
+    if not isinstance(item, dict) or any(field not in item for field in fields):
+        raise TraceError(source, None, f"{label}: expected an object with {', '.join(map(repr, fields))}, got {item!r}")
+    return item
+
+
+def _time(item: dict, field: str, source: str, label: str) -> float:
+    try:
+        return parse_time_s(item[field])
+    except ValueError as exc:
+        raise TraceError(source, None, f"{label}: {field}: {exc}") from None
+
+
+def read_watttime(text: str, source: str) -> Signal:
+    """Read WattTime v3 JSON (``/v3/historical``, ``/v3/forecast``): ``data`` items with ``point_time``
+    and ``value``, in lbs/MWh. Raises TraceError for ``meta.units`` other than ``lbs_co2_per_mwh``
+    (naming it), a missing field, a naive time or a bad value (naming the item and time)."""
+    document = _load_json(text, source)
+    items = _items(document, "data", source)
+    meta = document.get("meta")
+    if isinstance(meta, dict) and "units" in meta and meta["units"] != WATTTIME_UNITS:
+        raise TraceError(source, None, f"meta.units is {meta['units']!r}: only {WATTTIME_UNITS!r} (read as lbs/MWh) is read")
+    times_s: list[float] = []
+    values: list[float] = []
+    places: list[tuple[int | None, str]] = []
+    for i, raw in enumerate(items):
+        label = f"data[{i}]"
+        item = _item(raw, source, label, ("point_time", "value"))
+        times_s.append(_time(item, "point_time", source, label))
+        values.append(_number(item["value"], source, label, "value"))
+        places.append((None, label))
+    return _build(source, "lbs/MWh", times_s, values, places)
+
+
+def read_electricity_maps(text: str, source: str) -> Signal:
+    """Read Electricity Maps JSON: ``history`` or ``forecast`` items with ``datetime`` and
+    ``carbonIntensity``, in gCO2eq/kWh. A null intensity is refused (naming the item), not filled.
+    Raises TraceError as ``read_watttime``."""
+    document = _load_json(text, source)
+    if not isinstance(document, dict):
+        raise TraceError(source, None, "expected a JSON object with a list 'history' or 'forecast'")
+    key = "history" if "history" in document else "forecast"
+    items = _items(document, key, source)
+    times_s: list[float] = []
+    values: list[float] = []
+    places: list[tuple[int | None, str]] = []
+    for i, raw in enumerate(items):
+        label = f"{key}[{i}]"
+        item = _item(raw, source, label, ("datetime", "carbonIntensity"))
+        times_s.append(_time(item, "datetime", source, label))
+        values.append(_number(item["carbonIntensity"], source, f"{label} ({utc_text(times_s[-1])})", "carbonIntensity"))
+        places.append((None, label))
+    return _build(source, "gCO2eq/kWh", times_s, values, places)
+
+
+def read_uk_carbon(text: str, source: str) -> Signal:
+    """Read UK Carbon Intensity API JSON: ``data`` items with ``from``, ``to`` and ``intensity`` {``forecast``,
+    ``actual``}, in gCO2eq/kWh. Takes ``actual``, else ``forecast`` where ``actual`` is null or absent;
+    ``from`` is the interval start. Raises TraceError as ``read_watttime``, also when both are null."""
+    document = _load_json(text, source)
+    items = _items(document, "data", source)
+    times_s: list[float] = []
+    values: list[float] = []
+    places: list[tuple[int | None, str]] = []
+    for i, raw in enumerate(items):
+        label = f"data[{i}]"
+        item = _item(raw, source, label, ("from", "intensity"))
+        time_s = _time(item, "from", source, label)
+        intensity = item["intensity"]
+        if not isinstance(intensity, dict):
+            raise TraceError(source, None, f"{label} ({utc_text(time_s)}): intensity: expected an object with 'forecast' and 'actual', got {intensity!r}")
+        value = intensity.get("actual")
+        field = "intensity.actual"
+        if value is None:
+            value, field = intensity.get("forecast"), "intensity.forecast"
+        if value is None:
+            raise TraceError(source, None, f"{label} ({utc_text(time_s)}): neither intensity.actual nor intensity.forecast has a value")
+        times_s.append(time_s)
+        values.append(_number(value, source, f"{label} ({utc_text(time_s)})", field))
+        places.append((None, label))
+    return _build(source, "gCO2eq/kWh", times_s, values, places)
+
+
+def read_signal(text: str, source: str, unit: str | None = None) -> Signal:
+    """Read a signal in any of the formats above, told apart by shape: JSON with ``history`` or
+    ``forecast`` (Electricity Maps), JSON ``data`` whose first item has ``point_time`` (WattTime) or
+    ``from`` (UK Carbon Intensity), else CSV. ``unit`` is required for CSV; for JSON it may only repeat
+    the format's own unit. Raises ConfigError for a missing or contradicting unit, TraceError for a file
+    of no known shape or with bad points."""
+    if unit is not None:
+        _check_unit(unit)
+    if text.lstrip().startswith(("{", "[")):
+        document = _load_json(text, source)
+        fmt, fmt_unit = _json_format(document, source)
+        if unit is not None and unit != fmt_unit:
+            raise ConfigError(f"{source}: {fmt} gives {fmt_unit}, not the unit {unit!r} asked for (convert with to_grams_per_kwh)")
+        return {"WattTime": read_watttime, "Electricity Maps": read_electricity_maps, "UK Carbon Intensity": read_uk_carbon}[fmt](text, source)
+    if unit is None:
+        raise ConfigError(f"{source}: a CSV signal needs its unit: one of {', '.join(UNITS)}")
+    return read_csv(text, source, unit)
+
+
+def _json_format(document: Any, source: str) -> tuple[str, str]:
+    if isinstance(document, dict):
+        if isinstance(document.get("history"), list) or isinstance(document.get("forecast"), list):
+            return "Electricity Maps", "gCO2eq/kWh"
+        data = document.get("data")
+        if isinstance(data, list) and data and isinstance(data[0], dict):
+            if "point_time" in data[0]:
+                return "WattTime", "lbs/MWh"
+            if "from" in data[0] and "intensity" in data[0]:
+                return "UK Carbon Intensity", "gCO2eq/kWh"
+        if isinstance(data, list) and not data:
+            raise TraceError(source, None, "empty series: 'data' has no items")
+    raise TraceError(
+        source,
+        None,
+        "JSON of no known shape: expected WattTime v3 ({'data': [{'point_time', 'value'}]}), Electricity Maps "
+        "({'history' or 'forecast': [{'datetime', 'carbonIntensity'}]}) or UK Carbon Intensity ({'data': [{'from', 'to', 'intensity'}]})",
+    )
+
+
+def to_grams_per_kwh(signal: Signal) -> Signal:
+    """The signal in gCO2eq/kWh: lbs/MWh times 453.59237 g/lb over 1000 kWh/MWh; gCO2eq/kWh as it is.
+    Raises ConfigError for a price, which is not a carbon intensity."""
+    if signal.unit == "gCO2eq/kWh":
+        return signal
+    if signal.unit != "lbs/MWh":
+        raise ConfigError(f"{signal.source}: {signal.unit} is a price, not a carbon intensity")
+    return Signal(signal.times_s.copy(), signal.values * (GRAMS_PER_POUND / 1000.0), "gCO2eq/kWh", signal.source)
+
+
+def resample(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
+    """The time-weighted mean of the signal over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s).
+
+    Shape (n_slots,), in ``signal.unit``. The signal is a step function: each value holds from its time to
+    the next one, the last for the series' median interval. Raises ConfigError for a slot_s <= 0, an
+    n_slots < 1 or a start that is not finite; TraceError naming the source and the UTC times for a
+    series of one point, a window the series does not cover (which part is missing), or a step inside
+    the window longer than ``GAP_FACTOR`` median intervals (a gap).
+    """
+    if isinstance(start_s, bool) or not (isinstance(start_s, Real) and math.isfinite(start_s)):
+        raise ConfigError(f"resample: start_s must be a finite number of Unix seconds, got {start_s!r}")
+    if isinstance(slot_s, bool) or not (isinstance(slot_s, Real) and math.isfinite(slot_s) and slot_s > 0):
+        raise ConfigError(f"resample: slot_s must be a finite number > 0, got {slot_s!r}")
+    if isinstance(n_slots, bool) or not isinstance(n_slots, (int, np.integer)) or n_slots < 1:
+        raise ConfigError(f"resample: n_slots must be an integer >= 1, got {n_slots!r}")
+    median_s = signal.median_interval_s
+    # Times relative to the first point keep the running integral's rounding small.
+    origin_s = float(signal.times_s[0])
+    edges_s = np.append(signal.times_s - origin_s, signal.times_s[-1] - origin_s + median_s)
+    window_start_s = float(start_s) - origin_s
+    window_end_s = window_start_s + float(slot_s) * int(n_slots)
+    missing: list[str] = []
+    if window_start_s < edges_s[0]:
+        missing.append(f"from {utc_text(start_s)} to {utc_text(origin_s)} (before the first point)")
+    if window_end_s > edges_s[-1]:
+        missing.append(
+            f"from {utc_text(origin_s + edges_s[-1])} to {utc_text(origin_s + window_end_s)} "
+            f"(after the last point at {utc_text(signal.times_s[-1])} and its {median_s:g} s step)"
+        )
+    if missing:
+        raise TraceError(
+            signal.source,
+            None,
+            f"does not cover the window {utc_text(start_s)} to {utc_text(origin_s + window_end_s)}: missing {' and '.join(missing)}",
+        )
+    steps_s = np.diff(edges_s)
+    overlaps = (edges_s[1:] > window_start_s) & (edges_s[:-1] < window_end_s)
+    gaps = np.flatnonzero(overlaps & (steps_s > GAP_FACTOR * median_s))
+    if gaps.size:
+        i = int(gaps[0])
+        raise TraceError(
+            signal.source,
+            None,
+            f"gap of {steps_s[i]:g} s from {utc_text(origin_s + edges_s[i])} to {utc_text(origin_s + edges_s[i + 1])} inside the window "
+            f"(more than {GAP_FACTOR:g} x the median interval of {median_s:g} s)",
+        )
+    integral = np.concatenate(([0.0], np.cumsum(signal.values * steps_s)))
+    bounds_s = window_start_s + float(slot_s) * np.arange(int(n_slots) + 1)
+    # The running integral is piecewise linear between edges, so interpolating it is exact.
+    at_bounds = np.interp(bounds_s, edges_s, integral)
+    return np.diff(at_bounds) / float(slot_s)
