@@ -50,8 +50,10 @@ def solve_offline(
     ``slot_cost``: optional s_t >= 0, shape (horizon,), e.g. a carbon intensity (gCO2/kWh) or an
     energy price: the operating cost of slot t becomes s_t*(e0*m_t + e1*x_t) while the switching
     cost stays beta per server switched, so the LP shifts deferrable work into cheap slots. Still a
-    linear program; None (the default) is eq. (3) as written, solved exactly as before. A slot with
-    s_t = 0 and beta = 0 prices m_t at nothing, so its capacity is not determined by the LP.
+    linear program; None (the default) is eq. (3) as written, solved exactly as before. beta is in
+    the units of e0*s_t: with e0 = 1 and s_t in raw gCO2/kWh (hundreds), switching becomes almost
+    free beside running, so a relative signal (s_t / mean(s)) keeps eq. (3)'s trade-off. A slot
+    with s_t = 0 and beta = 0 prices m_t at nothing, so its capacity is not determined by the LP.
     :func:`autoscaler.cost.weighted_operating_cost` gives the weighted cost of the result.
     Raises ConfigError naming ``slot_cost`` when it has another shape or a NaN, infinite or
     negative value; InfeasibleError and SolverError as :func:`plan`.
