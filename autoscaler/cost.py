@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autoscaler.errors import ScheduleError
+from autoscaler.errors import ConfigError, ScheduleError
 from autoscaler.model import CostBreakdown, CostParams, Schedule
 from autoscaler.readable import number_text
 
@@ -95,3 +95,38 @@ def _first_violation(policy: str, what: str, excess: np.ndarray, tol: float) -> 
     if bad.size:
         t = int(bad[0])
         raise ScheduleError(f"{policy}: {what} violated at slot {t} by {float(excess[t]):.6g}")
+
+
+def slot_cost_array(slot_cost: object, horizon: int) -> np.ndarray:
+    """``slot_cost`` as a float array s_t of shape (horizon,), finite and >= 0: a per-slot multiplier
+    of the operating cost (a carbon intensity in gCO2/kWh, a price per kWh, ...).
+
+    Raises ConfigError naming ``slot_cost`` when it is not numeric, has another shape, or holds a
+    NaN, an infinity or a negative value (with the first such slot).
+    """
+    try:
+        values = np.asarray(slot_cost, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"slot_cost must be an array of numbers, got {type(slot_cost).__name__}: {exc}") from exc
+    if values.shape != (horizon,):
+        raise ConfigError(f"slot_cost must have shape ({horizon},), one value per slot of the horizon, got {values.shape}")
+    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+    if bad.size:
+        t = int(bad[0])
+        raise ConfigError(f"slot_cost must be finite and >= 0 in every slot, got {float(values[t])!r} at slot {t}")
+    return values
+
+
+def weighted_operating_cost(capacity: np.ndarray, assigned: np.ndarray, params: CostParams, slot_cost: np.ndarray) -> float:
+    """Signal-weighted operating cost sum_t s_t*(e0*m_t + e1*x_t), all shapes (horizon,).
+
+    With s_t a carbon intensity in gCO2 per unit of e0/e1 (e.g. e0 in kWh per server-slot and s_t in
+    gCO2/kWh) this is the schedule's emissions; with s_t = 1 it is the operating part of
+    :func:`schedule_cost` (paper: deferral, eq. 2). Switching cost is not weighted. Raises ConfigError
+    for a bad ``slot_cost`` (see :func:`slot_cost_array`).
+    """
+    capacity = np.asarray(capacity, dtype=float)
+    assigned = np.asarray(assigned, dtype=float)
+    weights = slot_cost_array(slot_cost, capacity.shape[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(weights @ (params.e0 * capacity + params.e1 * assigned))

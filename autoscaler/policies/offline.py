@@ -15,28 +15,49 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from autoscaler.cost import deadline_curve, pad_to_horizon
+from autoscaler.cost import deadline_curve, pad_to_horizon, slot_cost_array
 from autoscaler.errors import InfeasibleError, SolverError
 from autoscaler.model import CostParams, Schedule
 
 SOLVER = "CLARABEL"
 
 
-def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
+def plan(load: np.ndarray, deadline_slots: int, params: CostParams, slot_cost: np.ndarray | None = None) -> Schedule:
     """Solve min sum_t (e0*m_t + e1*x_t) + beta*sum_t |m_t - m_{t-1}| subject to C1, C2,
     all work done and 0 <= x_t <= m_t <= M (paper: deferral, eq. 3), charging the
     final switch-off beta*m_T as :func:`autoscaler.cost.schedule_cost` does.
 
     ``load``: L_t, shape (n_slots,); returns a Schedule over n_slots + D slots.
-    Raises InfeasibleError when no schedule meets every deadline under M, and
-    SolverError (with the solver's status) when the solve fails for any other reason.
+    ``slot_cost``: optional s_t, shape (n_slots + D,), finite and >= 0, weighting the operating
+    cost of each slot (see :func:`solve_offline`); None solves eq. (3) as written.
+    Raises ConfigError for a bad ``slot_cost``, InfeasibleError when no schedule meets every
+    deadline under M, and SolverError (with the solver's status) when the solve fails for any
+    other reason.
     """
     released = pad_to_horizon(load, deadline_slots)
-    return solve_offline(released, deadline_curve(released, deadline_slots), params)
+    return solve_offline(released, deadline_curve(released, deadline_slots), params, slot_cost=slot_cost)
 
 
-def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, name: str = "offline") -> Schedule:
-    """LP (3)/(6) for a released curve L_t and a deadline curve l_t (or l'_t), shape (horizon,)."""
+def solve_offline(
+    released: np.ndarray,
+    due: np.ndarray,
+    params: CostParams,
+    name: str = "offline",
+    slot_cost: np.ndarray | None = None,
+) -> Schedule:
+    """LP (3)/(6) for a released curve L_t and a deadline curve l_t (or l'_t), shape (horizon,).
+
+    ``slot_cost``: optional s_t >= 0, shape (horizon,), e.g. a carbon intensity (gCO2/kWh) or an
+    energy price: the operating cost of slot t becomes s_t*(e0*m_t + e1*x_t) while the switching
+    cost stays beta per server switched, so the LP shifts deferrable work into cheap slots. Still a
+    linear program; None (the default) is eq. (3) as written, solved exactly as before. beta is in
+    the units of e0*s_t: with e0 = 1 and s_t in raw gCO2/kWh (hundreds), switching becomes almost
+    free beside running, so a relative signal (s_t / mean(s)) keeps eq. (3)'s trade-off. A slot
+    with s_t = 0 and beta = 0 prices m_t at nothing, so its capacity is not determined by the LP.
+    :func:`autoscaler.cost.weighted_operating_cost` gives the weighted cost of the result.
+    Raises ConfigError naming ``slot_cost`` when it has another shape or a NaN, infinite or
+    negative value; InfeasibleError and SolverError as :func:`plan`.
+    """
     import cvxpy as cp  # imported here: only the offline LP needs it at start-up cost ~0.8 s
 
     started = time.perf_counter()
@@ -45,10 +66,23 @@ def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, nam
     # peak load and the largest coefficient scaled to 1 keeps Clarabel's tolerances
     # meaningful for loads of 1e-300 or 1e15 servers alike.
     load_scale = float(released.max(initial=0.0)) or 1.0
-    cost_scale = max(params.e0, params.e1, params.beta) or 1.0
+    if slot_cost is None:
+        cost_scale = max(params.e0, params.e1, params.beta) or 1.0
+        weights = None
+    else:
+        slot_cost = slot_cost_array(slot_cost, horizon)
+        # Homogeneity again, but across all the cost coefficients at once: e0*s_t, e1*s_t and beta
+        # must shrink by one common factor or the trade-off between running and switching changes.
+        # The signal is divided by its peak (a gCO2/kWh of 500 or a price of 1e-4 alike become
+        # weights in [0, 1]) and that peak is folded into the coefficients before they are scaled.
+        peak_cost = float(slot_cost.max(initial=0.0)) or 1.0
+        weights = slot_cost / peak_cost
+        cost_scale = max(params.e0 * peak_cost, params.e1 * peak_cost, params.beta) or 1.0
     released = released / load_scale
     due = due / load_scale
     e0, e1, beta = params.e0 / cost_scale, params.e1 / cost_scale, params.beta / cost_scale
+    if weights is not None:
+        e0, e1 = e0 * peak_cost, e1 * peak_cost
     # Largest backlog C1 allows after slot t: released so far minus due so far.
     max_backlog = np.cumsum(released) - np.cumsum(due)
     capacity = cp.Variable(horizon)
@@ -68,7 +102,11 @@ def solve_offline(released: np.ndarray, due: np.ndarray, params: CostParams, nam
     ]
     if params.max_servers is not None:
         constraints.append(capacity <= params.max_servers / load_scale)
-    objective = e0 * cp.sum(capacity) + e1 * cp.sum(assigned) + beta * (cp.sum(change) + capacity[horizon - 1])
+    if weights is None:
+        operating = e0 * cp.sum(capacity) + e1 * cp.sum(assigned)
+    else:
+        operating = (e0 * weights) @ capacity + (e1 * weights) @ assigned
+    objective = operating + beta * (cp.sum(change) + capacity[horizon - 1])
     problem = cp.Problem(cp.Minimize(objective), constraints)
     try:
         problem.solve(solver=SOLVER)
