@@ -152,8 +152,10 @@ def daemon_runner(
     path = settings.store_path
     if not Path(path).parent.is_dir():
         raise ConfigError(f"store_path: {path}: folder {Path(path).parent} does not exist (create it, or set store_path elsewhere)")
-    cluster = cluster or emr_cluster(settings, startup_wait_s=startup_wait_s if startup_wait_s is not None else settings.startup_wait_s)
+    wait_s = startup_wait_s if startup_wait_s is not None else settings.startup_wait_s
     config = controller_config(settings)
+    # The store is opened (and checked) before EMR is asked anything: a damaged store is a fault to
+    # fix (exit 2), and must not hide behind an EMR outage that would have systemd retry for ever.
     if dry_run:
         real = SqliteJobStore(path) if os.path.exists(path) else None
         if real is None:
@@ -161,6 +163,7 @@ def daemon_runner(
                 "dry_run_empty_store", store_path=str(path), detail="no job store there yet: the dry run starts from an empty queue"
             )
         try:
+            cluster = cluster or emr_cluster(settings, startup_wait_s=wait_s)
             shadow = ShadowStore(real)
             simulated = shadow_cluster(cluster, shadow, clock)
             yield runner(settings, config, shadow, simulated, clock, dry_run=True, telemetry=telemetry, on_decision=on_decision)
@@ -169,8 +172,16 @@ def daemon_runner(
                 real.close()
         return
     # At start-up the daemon checks its store whole, once (seconds on a store of a million jobs).
+    # A store that is not there yet is created only once EMR has answered: a start that fails
+    # leaves nothing behind.
+    if not os.path.exists(path):
+        cluster = cluster or emr_cluster(settings, startup_wait_s=wait_s)
     with StoreLock(path), SqliteJobStore(path, full_check_max_bytes=None) as store:
-        yield runner(settings, config, store, cluster, clock, telemetry=telemetry, on_decision=on_decision)
+        store.load_state()  # a damaged state row is refused before EMR is asked anything
+        cluster = cluster or emr_cluster(settings, startup_wait_s=wait_s)
+        live = runner(settings, config, store, cluster, clock, telemetry=telemetry, on_decision=on_decision)
+        live.start()  # a damaged row is refused now, not at every slot
+        yield live
 
 
 def require_folder(path: Path, what: str) -> None:

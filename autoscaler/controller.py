@@ -798,7 +798,7 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
             first = queue.get(beyond[0])
             early = any(start_by_slot(queue.get(job_id), config) > dispatched.slot for job_id in beyond)
             margin = _count(config.release_margin_slots, "slot")
-            when = f"due (within {margin} of their start-by slot)" if early else "at their start-by slot"
+            when = f"due (their start-by slot within {margin}, or passed)" if early else "at (or past) their start-by slot"
             return "due_jobs", (
                 f"nodes raised from {dispatched.policy_nodes} (ceil(m_t), m_t = {capacity:.4g}) to {nodes} for "
                 f"{_count(len(beyond), 'job')} {when}, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
@@ -821,7 +821,7 @@ def explain(decision: Decision) -> str:
         f"{_count(decision.nodes, 'node')}" + (f" ({decision.nodes_wanted} wanted)" if decision.nodes_wanted > decision.nodes else ""),
         f"released {_count(len(decision.release), 'job')}{_ids(decision.release)}; late {len(decision.late)}{_ids(decision.late)}; "
         f"missed their start-by slot {len(decision.missed)}{_ids(decision.missed)}",
-        f"after it: {_count(decision.queue_depth, 'job')} queued ({decision.at_risk} due by the next slot), {decision.running} running",
+        f"after it: {_count(decision.queue_depth, 'job')} queued ({decision.at_risk} with their start-by slot now or next), {decision.running} running",
     ]
     lines.append(f"why ({REASON_WORDS.get(decision.reason, 'not recorded')}): {decision.why or 'not recorded'}")
     if decision.warning:

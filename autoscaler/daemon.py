@@ -106,6 +106,7 @@ class SlotRunner:
     on_decision: Callable[[dict], None] | None = None
     retention_s: float | None = DEFAULT_RETENTION_S
     _queue: JobQueue | None = None  # the active jobs, between slots; None: read the store afresh
+    _fresh: bool = True  # the next slot lists every step added since the newest recorded one
     _state: PolicyState | None = None
     _seq: int = 0  # the newest job read from the store
     _uncertain: dict = field(default_factory=dict)  # job id -> when its add failed (Unix s)
@@ -128,6 +129,7 @@ class SlotRunner:
         except Exception:
             self._queue = None
             self._state = None
+            self._fresh = True
             if self.telemetry is not None:
                 self.telemetry.slot_failed()
             raise
@@ -140,8 +142,8 @@ class SlotRunner:
         self.cluster.start_slot()
         now_s = self.clock.now_s()
         started = time.perf_counter()
-        fresh = self._queue is None
-        if fresh:
+        fresh = self._fresh
+        if self._queue is None:
             self._load()
         if self.config.slot_of(now_s) <= self._state.last_slot:
             return None
@@ -159,8 +161,14 @@ class SlotRunner:
             self.store.record_intent(decision.slot, list(decision.release), decision.nodes)
         released, refused = self._act(decision, observation)
         self._record(decision, new_state, observation, released, refused)
+        self._fresh = False
         self._after(decision, observation, released, started)
         return decision
+
+    def start(self) -> None:
+        """Read the active jobs and the policy state now, before the first slot, so that a store
+        whose rows cannot be read stops the start (StoreError) rather than failing every slot."""
+        self._load()
 
     # -- 1. observe ---------------------------------------------------------------------------
 

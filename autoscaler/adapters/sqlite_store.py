@@ -351,7 +351,7 @@ class SqliteJobStore:
         come back as lists), or None before the first commit."""
         with self._transaction() as conn:
             row = conn.execute("SELECT state FROM controller_state WHERE id = 1").fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else _loads(row[0], "the controller state", self.path)
 
     def last_slot(self) -> int | None:
         """The slot of the last ``commit_slot``, or None before the first."""
@@ -366,14 +366,14 @@ class SqliteJobStore:
         high = 2**63 - 1 if last_slot is None else _whole(last_slot, "last_slot", self.path)
         with self._transaction() as conn:
             rows = conn.execute("SELECT decision FROM decisions WHERE slot BETWEEN ? AND ? ORDER BY slot", (low, high)).fetchall()
-        return [json.loads(row[0]) for row in rows]
+        return [_loads(row[0], "a decision", self.path) for row in rows]
 
     def decision(self, slot: int) -> dict | None:
         """The decision recorded for ``slot``, or None (not decided, or pruned)."""
         slot = _whole(slot, "slot", self.path)
         with self._transaction() as conn:
             row = conn.execute("SELECT decision FROM decisions WHERE slot = ?", (slot,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else _loads(row[0], f"the decision of slot {slot}", self.path)
 
     # -- JobStore: a slot's writes -----------------------------------------------------------
 
@@ -769,6 +769,10 @@ def _gone_text(path: Path, marker: Path, state: str, wal: Path, wal_bytes: int) 
 
 
 def _damaged_text(path: Path, marker: Path | None, problem: str, ours: bool) -> str:
+    free = _free_bytes(path)
+    if "disk I/O error" in problem and free is not None and free < _LOW_SPACE_BYTES:
+        # SQLite could not make its -shm or journal: the disk is full, the store may be sound.
+        return f"{_disk_full_text(path, free)}: SQLite cannot open the job store ({problem}); free some space and start again"
     since = "" if marker is None else f"; the job store was {_created_text(read_marker(marker))}"
     advice = ": restore it with `autoscaler store restore BACKUP`" if ours else ""
     return f"{path}: corrupt or unreadable SQLite database ({problem}){since}; left unchanged{advice}"
@@ -917,7 +921,25 @@ def check_store(path: str | os.PathLike) -> StoreSummary:
     verdict, summary = _check_file(path, None, summarise=True, to_write=False)
     if verdict == "new":
         raise StoreError(f"{path}: no job store here (no file, an empty file, or an SQLite file without tables)")
+    _check_rows(path)
     return summary
+
+
+def _check_rows(path: Path) -> None:
+    """Read every job, the controller state and every decision back, read-only: a row whose bytes
+    are sound pages but whose content cannot be read (bad JSON, bad UTF-8) is a StoreError naming it."""
+    conn = sqlite3.connect(_uri(path, "mode=ro"), uri=True, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
+    try:
+        for row in conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs"):
+            _job_from_row(row)
+        for (state,) in conn.execute("SELECT state FROM controller_state"):
+            _loads(state, "the controller state", path)
+        for slot, decision in conn.execute("SELECT slot, decision FROM decisions"):
+            _loads(decision, f"the decision of slot {slot}", path)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: a row cannot be read ({exc}); restore the store from a backup (`autoscaler store restore BACKUP`)") from None
+    finally:
+        conn.close()
 
 
 @dataclass(frozen=True)
@@ -1272,7 +1294,29 @@ def _job_row(job: Job) -> tuple:
     )
 
 
+def _loads(text: str, what: str, path: Path) -> object:
+    """JSON stored in a row; StoreError naming the file and the row when it is damaged."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreError(
+            f"{path}: {what} is damaged in the job store ({type(exc).__name__}: {str(exc)[:80]}); "
+            "restore the store from a backup (`autoscaler store restore BACKUP`)"
+        ) from None
+
+
 def _job_from_row(row: tuple) -> Job:
+    """A job from its row; StoreError naming the job when a stored field cannot be read back."""
+    try:
+        return _read_job_row(row)
+    except (TypeError, ValueError, KeyError, RecursionError) as exc:
+        raise StoreError(
+            f"job {row[0]!r}: its row in the job store is damaged ({type(exc).__name__}: {str(exc)[:80]}); "
+            "restore the store from a backup (`autoscaler store restore BACKUP`)"
+        ) from None
+
+
+def _read_job_row(row: tuple) -> Job:
     job_id, name, tenant, submit_s, deadline_s, length_s, step_json, state, released_s, step_id, demand_json, deadline_text, seq = row
     step = json.loads(step_json)
     return Job(

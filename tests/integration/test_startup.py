@@ -258,3 +258,21 @@ def test_run_exits_2_for_an_unknown_region_naming_the_setting(moto_endpoint, tmp
     err = capsys.readouterr().err
     assert code == 2, err
     assert "autoscaler: error: cluster.region = 'us-esat-1': not a region botocore" in err and "did you mean 'us-east-1'" in err
+
+
+def test_a_damaged_store_is_refused_before_emr_is_asked_even_during_an_outage(moto_server, throttling_endpoint, tmp_path, monkeypatch, capsys):
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+    from autoscaler.model import Job, StepSpec
+
+    monkeypatch.setattr(compose, "STARTUP_WAIT_S", 60.0)  # an outage this long would end in exit 75
+    config = write_config(tmp_path, "j-2AXXXXXXGAPLF", throttling_endpoint)
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        store.submit(Job("nightly", "n", "t", 0.0, 900.0, 300.0, StepSpec(args=("true",))))
+        store.commit_slot(0, {"last_slot": 0}, {}, {"slot": 0, "capacity": 1.0, "nodes": 1})
+        store._conn.execute("UPDATE controller_state SET state = 'not json {'")
+    _Throttling.requests = 0
+    code = main(["run", "--config", config])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "the controller state is damaged in the job store" in err and "store restore" in err
+    assert _Throttling.requests == 0  # EMR was never asked

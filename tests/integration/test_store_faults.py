@@ -586,3 +586,15 @@ def test_a_real_full_disk_is_named_at_open_at_creation_and_at_commit(tmp_path):
     for what in ("open", "create", "commit"):
         assert re.match(rf"disk full: {re.escape(str(folder))}/(jobs|new)\.db \(0 bytes free on its file system\)", said[what]), said
     assert said["last_slot"] is None
+
+
+def test_a_row_whose_content_cannot_be_read_is_named_by_jobs_and_by_store_check(tmp_path, capsys):
+    path = tmp_path / "jobs.db"
+    with SqliteJobStore(path) as store:
+        store.submit_many([job("a"), job("b")])
+        store._conn.execute("UPDATE jobs SET step = 'not json {' WHERE job_id = 'b'")
+    assert main(["jobs", "--store", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("autoscaler: error: job 'b': its row in the job store is damaged") and "Traceback" not in error
+    assert main(["store", "check", "--store", str(path)]) == 2
+    assert "job 'b': its row in the job store is damaged" in capsys.readouterr().err

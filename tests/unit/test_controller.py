@@ -58,7 +58,7 @@ def test_two_short_jobs_are_spread_over_the_deadline():
     assert [d.capacity for d in decisions] == [1.0, 1.0, 0.0]
     assert [d.release for d in decisions] == [("a", "b"), (), ()]
     assert [(d.nodes, d.reason) for d in decisions[:1]] == [(2, "due_jobs")]
-    assert "for 1 job due (within 1 slot of their start-by slot), first 'b' (start-by slot 1)" in decisions[0].why
+    assert "for 1 job due (their start-by slot within 1 slot, or passed), first 'b' (start-by slot 1)" in decisions[0].why
 
 
 def test_due_job_is_released_even_beyond_the_policy_nodes():

@@ -134,7 +134,7 @@ def test_due_jobs_raise_the_nodes_and_the_first_is_named():
     jobs = [job("b1", 0.0, 60.0, 0.5 * TAU), job("b2", 0.0, 60.0, 0.5 * TAU)]
     decision, _ = tick(0.0, jobs, PolicyState(), ControllerConfig(policy="gcp-u", deadline_slots=1, slot_s=TAU))
     assert (decision.capacity, decision.nodes, decision.release, decision.reason) == (1.0, 2, ("b1", "b2"), "due_jobs")
-    assert "from 1 (ceil(m_t), m_t = 1) to 2 for 1 job at their start-by slot, first 'b2' (start-by slot 0)" in decision.why
+    assert "from 1 (ceil(m_t), m_t = 1) to 2 for 1 job at (or past) their start-by slot, first 'b2' (start-by slot 0)" in decision.why
 
 
 def test_running_jobs_keep_their_nodes():
@@ -184,7 +184,7 @@ def test_explain_gives_the_slot_in_a_few_lines():
     assert explain(decision).splitlines() == [
         "slot 0: m_t = 1 servers, x_t = 1, L_t = 2; 2 nodes",
         "released 2 jobs (b1, b2); late 0; missed their start-by slot 0",
-        "after it: 0 jobs queued (0 due by the next slot), 2 running",
+        "after it: 0 jobs queued (0 with their start-by slot now or next), 2 running",
         f"why (raised for due jobs): {decision.why}",
     ]
     assert "why (not recorded)" in explain(Decision.from_json(OLD_LOG))
