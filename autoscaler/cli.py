@@ -284,7 +284,8 @@ def _open_store(args: argparse.Namespace, must_exist: bool = False):
     path = args.store or (settings.store_path if settings else Path("autoscaler.db"))
     if must_exist and not Path(path).exists():
         raise ConfigError(f"{path}: no job store here (give --store or --config with its store_path)")
-    return SqliteJobStore(path), settings
+    # Commands that only read (jobs, explain, store backup) open it read-only: they change no file.
+    return SqliteJobStore(path, read_only=must_exist), settings
 
 
 def _settings_or_none(path: Path | None):

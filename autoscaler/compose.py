@@ -157,7 +157,7 @@ def daemon_runner(
     # The store is opened (and checked) before EMR is asked anything: a damaged store is a fault to
     # fix (exit 2), and must not hide behind an EMR outage that would have systemd retry for ever.
     if dry_run:
-        real = SqliteJobStore(path) if os.path.exists(path) else None
+        real = SqliteJobStore(path, read_only=True) if os.path.exists(path) else None
         if real is None:
             structlog.get_logger("autoscaler").warning(
                 "dry_run_empty_store", store_path=str(path), detail="no job store there yet: the dry run starts from an empty queue"

@@ -178,6 +178,9 @@ class SqliteJobStore:
     """JobStore on an SQLite file (stdlib sqlite3). Safe to share between threads; several stores
     (in one or more processes) may open the same file and see each other's commits.
 
+    ``read_only``: open a store of ours that needs no migration for reading only (``jobs``,
+    ``explain``, a dry run): nothing is written, not even a checkpoint of its WAL; a store that does
+    not exist yet or needs migrating is opened as usual.
     ``durable``: each commit is synced to disk (``synchronous=FULL``) and survives a power cut;
     False (``synchronous=NORMAL``, for a replay's throwaway store) still survives the process
     being killed, and skips the fsync per commit.
@@ -195,11 +198,20 @@ class SqliteJobStore:
     (locked for longer than 30 s).
     """
 
-    def __init__(self, path: str | os.PathLike, durable: bool = True, full_check_max_bytes: int | None = FULL_CHECK_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        durable: bool = True,
+        full_check_max_bytes: int | None = FULL_CHECK_MAX_BYTES,
+        read_only: bool = False,
+    ) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        verdict, _ = _check_file(self.path, full_check_max_bytes)
+        verdict, _ = _check_file(self.path, full_check_max_bytes, to_write=not read_only)
+        if read_only and verdict == "ours":
+            self._open_read_only()
+            return
         try:
             conn = sqlite3.connect(
                 _uri(self.path, "mode=rwc"),
@@ -240,6 +252,17 @@ class SqliteJobStore:
                 _write_marker(marker, {**_new_marker(self.path), "created_s": None, "first_seen_s": time.time()})
             except StoreError:
                 pass  # a folder this user cannot write to: the store is still usable, only less guarded
+
+    def _open_read_only(self) -> None:
+        """A connection that cannot write (``mode=ro``): it reads through the WAL and, unlike a
+        writer, never checkpoints it into the file when it closes, so the files stay as they were
+        (a leftover WAL of a killed daemon included). No marker is written."""
+        try:
+            self._conn = sqlite3.connect(
+                _uri(self.path, "mode=ro"), uri=True, isolation_level=None, timeout=_BUSY_TIMEOUT_S, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc, "cannot open the job store read-only") from None
 
     # -- JobStore: jobs in -------------------------------------------------------------------
 

@@ -598,3 +598,30 @@ def test_a_row_whose_content_cannot_be_read_is_named_by_jobs_and_by_store_check(
     assert error.startswith("autoscaler: error: job 'b': its row in the job store is damaged") and "Traceback" not in error
     assert main(["store", "check", "--store", str(path)]) == 2
     assert "job 'b': its row in the job store is damaged" in capsys.readouterr().err
+
+
+def test_reading_commands_leave_a_killed_daemons_files_byte_for_byte(tmp_path, capsys):
+    import hashlib
+
+    live = tmp_path / "live"
+    live.mkdir()
+    with SqliteJobStore(live / "jobs.db") as store:
+        store.submit_many([job(f"j{i}") for i in range(50)])
+        # The daemon dies here: its WAL is not checkpointed. Its files, as a SIGKILL leaves them:
+        left = tmp_path / "left"
+        left.mkdir()
+        for name in ("jobs.db", "jobs.db-wal", "jobs.db.created"):
+            shutil.copy2(live / name, left / name)
+    assert (left / "jobs.db-wal").stat().st_size > 0
+
+    def digests() -> dict[str, str]:
+        return {name: hashlib.sha256((left / name).read_bytes()).hexdigest() for name in ("jobs.db", "jobs.db-wal")}
+
+    before = digests()
+    assert main(["jobs", "--store", str(left / "jobs.db"), "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 50  # read through the WAL
+    assert main(["store", "backup", str(tmp_path / "copy.db"), "--store", str(left / "jobs.db")]) == 0
+    with SqliteJobStore(left / "jobs.db", read_only=True) as reader:
+        shadow = ShadowStore(reader)
+        assert len(shadow.active_jobs()) == 50
+    assert digests() == before
