@@ -338,8 +338,9 @@ def _refuse_if_short(
     raise ConfigError(
         f"run --replay: under --max-nodes {max_nodes:,} the queue cannot drain ({when}): {what}, more than "
         f"{max_nodes:,} node(s) x the {end_slot - first:,} slots from slot {first:,} to {end_slot:,} (the horizon of "
-        f"{horizon:,} slots and as long again for late jobs); --max-nodes {needed:,} at least could release them all "
-        f"by then, and meeting every deadline takes at least --max-nodes {deadline_cap:,}"
+        f"{horizon:,} slots and as long again for late jobs); fewer than --max-nodes {needed:,} cannot release them all "
+        f"by then (a lower bound: jobs hold whole nodes for whole slots, so a few more may be needed), and meeting every "
+        f"deadline takes at least --max-nodes {deadline_cap:,}"
     )
 
 

@@ -43,7 +43,7 @@ def test_a_cap_the_queue_cannot_drain_under_is_refused_before_the_first_slot(tmp
         f"hold {work:,} node-slots, more than 1 node(s) x the {580 - worst} slots from slot {worst} to 580"
     ) in message
     needed = max(math.ceil(work / (580 - first)) for first, (_, work) in windows.items())
-    assert f"--max-nodes {needed} at least could release them all by then" in message
+    assert f"fewer than --max-nodes {needed} cannot release them all by then (a lower bound" in message
     with SqliteJobStore(store) as opened:
         assert opened.decisions() == []
 
@@ -56,7 +56,7 @@ def test_a_burst_the_cap_cannot_drain_is_refused_before_it_arrives(tmp_path, cap
     assert main(["run", "--replay", str(trace), "--max-nodes", "1"]) == 2
     message = capsys.readouterr().err
     assert "(before its first slot): 400 jobs submitted from slot 280 on hold 400 node-slots, more than 1 node(s) x the 300 slots" in message
-    assert "--max-nodes 2 at least" in message
+    assert "fewer than --max-nodes 2 cannot" in message
     assert main(["run", "--replay", str(trace), "--max-nodes", "2"]) == 0
 
 
@@ -71,7 +71,7 @@ def test_running_jobs_count_while_they_hold_their_nodes():
         "(at slot 100): 200 jobs not yet released and 1 running hold 590 node-slots, more than 1 node(s) x the 480 slots "
         "from slot 100 to 580"
     ) in str(caught.value)
-    assert "--max-nodes 2 at least" in str(caught.value) and "at least --max-nodes 7" in str(caught.value)
+    assert "fewer than --max-nodes 2 cannot" in str(caught.value) and "at least --max-nodes 7" in str(caught.value)
     check_drain(waiting[:90], [held], 100, 580, 290, 1, 300.0, 7)  # 480 node-slots: they fit
 
 

@@ -625,3 +625,16 @@ def test_reading_commands_leave_a_killed_daemons_files_byte_for_byte(tmp_path, c
         shadow = ShadowStore(reader)
         assert len(shadow.active_jobs()) == 50
     assert digests() == before
+
+
+def test_reading_commands_on_a_store_that_is_gone_say_how_to_restore_it(tmp_path, capsys):
+    path = tmp_path / "jobs.db"
+    with SqliteJobStore(path) as store:
+        store.submit(job("a"))
+    path.unlink()
+    (tmp_path / "jobs.db-wal").unlink(missing_ok=True)
+    for argv in (["jobs", "--store", str(path)], ["explain", "--store", str(path)]):
+        assert main(argv) == 2
+        error = capsys.readouterr().err
+        assert "is now missing" in error and "store restore" in error and str(path) in error, error
+    assert not path.exists()  # nothing was created in its place
