@@ -25,7 +25,7 @@ from autoscaler.intake import SAME_DEADLINE_RULE
 from autoscaler.lateness import LATE_HELP
 from autoscaler.model import DEFAULT_MAX_NODES, JOB_STATES, MAX_SLOTS, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
-from autoscaler.readable import number_text
+from autoscaler.readable import count_text, number_text
 from autoscaler.traces import TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
 from autoscaler.traces import label as trace_label
 
@@ -664,19 +664,16 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(json.dumps(rows) + "\n")
         return 0
     n_late = sum(1 for job in jobs if late[job.job_id])
-    table = Table(title=f"{_count(len(jobs), 'job')}, {n_late:,} late", caption=LATE_HELP if n_late else None)
+    table = Table(title=f"{count_text(len(jobs), 'job')}, {n_late:,} late", caption=LATE_HELP if n_late else None)
     for column in ["id", "name", "tenant", "state", "late", "submitted (UTC)", "deadline (UTC)", "length s", "step"]:
         table.add_column(column, no_wrap=True)
     for job in jobs:
         behind = late[job.job_id]
-        shown_late = "" if not behind else f"by {_count(behind, 'slot')}"
+        shown_late = "" if not behind else f"by {count_text(behind, 'slot')}"
         table.add_row(job.job_id, job.name, job.tenant, job.state, shown_late, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:,.0f}", job.step_id or "")
     out.print(table)
     return 0
 
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _print_tenants(jobs: list, late: dict[str, int], saved_state: dict, fmt: str, out: Console) -> int:
@@ -695,7 +692,7 @@ def _print_tenants(jobs: list, late: dict[str, int], saved_state: dict, fmt: str
     if fmt == "json":
         sys.stdout.write(json.dumps(list(rows.values())) + "\n")
         return 0
-    table = Table(title=f"{_count(len(rows), 'tenant')} (in order of arrival; shares once the daemon has run)", caption=LATE_HELP)
+    table = Table(title=f"{count_text(len(rows), 'tenant')} (in order of arrival; shares once the daemon has run)", caption=LATE_HELP)
     for column in ["tenant", "jobs", *JOB_STATES, "late (missed deadline)", "dominant share"]:
         table.add_column(column, justify="left" if column == "tenant" else "right")
     arrival = {tenant: i for i, tenant in enumerate(saved_state.get("tenants", []))}

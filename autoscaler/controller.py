@@ -61,6 +61,7 @@ from autoscaler.model import DEFAULT_MAX_NODES, MIB, CostParams, Job, require_po
 from autoscaler.policies.gcp import GcpState, binding_deadline, gcp_step, solve_gcp_opt
 from autoscaler.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
 from autoscaler.policies.vfw import VfwState, default_delta, step_bounds, vfw_step
+from autoscaler.readable import count_text
 
 __all__ = [
     "CONTROLLER_POLICIES",
@@ -571,8 +572,8 @@ def tick(
     )
     reason, why = _node_reason(dispatched, queue, config, policy_reason)
     if cause in ("gap", "policy"):
-        was = f"{_count(slot - state.last_slot - 1, 'slot')} went undecided" if cause == "gap" else "the policy changed"
-        why += f"; {was}, so the policy's work was rebuilt from the {_count(len(queue), 'active job')}"
+        was = f"{count_text(slot - state.last_slot - 1, 'slot')} went undecided" if cause == "gap" else "the policy changed"
+        why += f"; {was}, so the policy's work was rebuilt from the {count_text(len(queue), 'active job')}"
     decision = replace(decision, reason=reason, why=why)
     watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
     if watch.worse:
@@ -742,7 +743,7 @@ def _gcp_reason(after: GcpState, capacity: float, policy: str) -> tuple[str, str
     work, slots = binding_deadline(np.array(after.unassigned))
     return "deadlines", (
         f"{policy} runs m_t = {capacity:.4g} = max_j Y_j/(j+1), the flat rate that meets every queued deadline "
-        f"(GCP-OPT (7)'s first slope): {work:.4g} units of work are due within {_count(slots, 'slot')}"
+        f"(GCP-OPT (7)'s first slope): {work:.4g} units of work are due within {count_text(slots, 'slot')}"
     )
 
 
@@ -750,7 +751,7 @@ def _hold_reason(
     before: HoldState, after: HoldState, load: float, capacity: float, assigned: float, params: CostParams
 ) -> tuple[str, str]:
     forced, work, slots = forced_capacity(before, load)
-    due = f"{work:.4g} units of work are due within {_count(slots, 'slot')}" if slots else "no unit of work is queued in the policy"
+    due = f"{work:.4g} units of work are due within {count_text(slots, 'slot')}" if slots else "no unit of work is queued in the policy"
     if capacity <= forced * (1 + 1e-12) + 1e-12:
         return "deadlines", f"hold runs m_t = r_t = {capacity:.4g} = max_j Y_j/(j+1), what the deadlines force: {due}"
     how = "inside a hold its guard allowed" if after.holding else "by its rules' hold level"
@@ -769,7 +770,7 @@ def _vfw_reason(before: VfwState, after: VfwState, capacity: float, config: Cont
         )
     return "deadlines", (
         f"vfw runs m_t = {capacity:.4g} (LOPT (4)): {need_now:.4g} units released {config.deadline_slots} slots ago are due now, "
-        f"and it runs no more than the {allowed:.4g} released by {_count(config.vfw_delta, 'slot')} ago, spread over "
+        f"and it runs no more than the {allowed:.4g} released by {count_text(config.vfw_delta, 'slot')} ago, spread over "
         f"{config.deadline_slots + 1} slots"
     )
 
@@ -786,28 +787,28 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
         held = ", ".join(f"{tenant} {count}" for tenant, count in sorted(dispatched.nodes_by_tenant.items(), key=lambda kv: (-kv[1], kv[0])))
         return "overloaded", (
             f"{dispatched.nodes_wanted} nodes wanted (ceil(m_t) = {wanted}; {running_before} running and {dispatched.due} due), "
-            f"more than max_nodes = {config.max_nodes}: the {_count(max(free, 0), 'free node')} went by dynamic DRF share"
+            f"more than max_nodes = {config.max_nodes}: the {count_text(max(free, 0), 'free node')} went by dynamic DRF share"
             + (f", released now: {shares}" if shares else ", none free")
             + (f"; nodes held: {held}" if held else "")
         )
     if wanted > config.max_nodes:
-        return "max_nodes", f"m_t = {capacity:.4g} wants {_count(wanted, 'node')}, capped at max_nodes = {config.max_nodes}"
+        return "max_nodes", f"m_t = {capacity:.4g} wants {count_text(wanted, 'node')}, capped at max_nodes = {config.max_nodes}"
     if nodes > max(wanted, config.min_nodes):
         beyond = dispatched.release[max(0, dispatched.policy_nodes - running_before) :]
         if beyond:
             first = queue.get(beyond[0])
             early = any(start_by_slot(queue.get(job_id), config) > dispatched.slot for job_id in beyond)
-            margin = _count(config.release_margin_slots, "slot")
+            margin = count_text(config.release_margin_slots, "slot")
             when = f"due (their start-by slot within {margin}, or passed)" if early else "at (or past) their start-by slot"
             return "due_jobs", (
                 f"nodes raised from {dispatched.policy_nodes} (ceil(m_t), m_t = {capacity:.4g}) to {nodes} for "
-                f"{_count(len(beyond), 'job')} {when}, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
+                f"{count_text(len(beyond), 'job')} {when}, first {first.job_id!r} (start-by slot {start_by_slot(first, config)})"
             )
         return "running", (
-            f"nodes kept at {nodes}, above the {dispatched.policy_nodes} of m_t = {capacity:.4g}, for {_count(running_before, 'job')} still running"
+            f"nodes kept at {nodes}, above the {dispatched.policy_nodes} of m_t = {capacity:.4g}, for {count_text(running_before, 'job')} still running"
         )
     if nodes > wanted:
-        return "min_nodes", f"m_t = {capacity:.4g} needs {_count(wanted, 'node')}; min_nodes keeps {config.min_nodes} on"
+        return "min_nodes", f"m_t = {capacity:.4g} needs {count_text(wanted, 'node')}; min_nodes keeps {config.min_nodes} on"
     if nodes == 0 and capacity <= 0 and dispatched.queue_depth == 0:
         return "idle", "m_t = 0 and no job is queued or running: no nodes"
     return policy_reason
@@ -818,10 +819,10 @@ def explain(decision: Decision) -> str:
     nodes, the jobs released, late and missed, and the rule that bound it (``Decision.why``)."""
     lines = [
         f"slot {decision.slot}: m_t = {decision.capacity:.4g} servers, x_t = {decision.assigned:.4g}, L_t = {decision.load:.4g}; "
-        f"{_count(decision.nodes, 'node')}" + (f" ({decision.nodes_wanted} wanted)" if decision.nodes_wanted > decision.nodes else ""),
-        f"released {_count(len(decision.release), 'job')}{_ids(decision.release)}; late {len(decision.late)}{_ids(decision.late)}; "
+        f"{count_text(decision.nodes, 'node')}" + (f" ({decision.nodes_wanted} wanted)" if decision.nodes_wanted > decision.nodes else ""),
+        f"released {count_text(len(decision.release), 'job')}{_ids(decision.release)}; late {len(decision.late)}{_ids(decision.late)}; "
         f"missed their start-by slot {len(decision.missed)}{_ids(decision.missed)}",
-        f"after it: {_count(decision.queue_depth, 'job')} queued ({decision.at_risk} with their start-by slot now or next), {decision.running} running",
+        f"after it: {count_text(decision.queue_depth, 'job')} queued ({decision.at_risk} with their start-by slot now or next), {decision.running} running",
     ]
     lines.append(f"why ({REASON_WORDS.get(decision.reason, 'not recorded')}): {decision.why or 'not recorded'}")
     if decision.warning:
@@ -835,9 +836,6 @@ def _ids(job_ids: tuple[str, ...], shown: int = 5) -> str:
     more = f", ... ({len(job_ids) - shown} more)" if len(job_ids) > shown else ""
     return f" ({', '.join(job_ids[:shown])}{more})"
 
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def arrive_tenants(

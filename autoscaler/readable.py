@@ -51,3 +51,8 @@ def number_text(value: float) -> str:
     if abs(value) >= 1e5:
         return f"{value:,.0f}"
     return f"{value:,.6g}" if abs(value) >= 1e-4 else f"{value:.3g}"
+
+
+def count_text(n: int, noun: str) -> str:
+    """``n`` with its noun, plural unless it is 1: "1 slot", "12,000 jobs"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -11,7 +11,7 @@ import numpy as np
 from rich.table import Table
 
 from autoscaler.errors import ReportError
-from autoscaler.readable import duration_text, number_text
+from autoscaler.readable import count_text, duration_text, number_text
 from autoscaler.replay import ReplayResult, to_dict
 
 SUMMARY_COLUMNS = [
@@ -120,16 +120,16 @@ def class_table(assignment) -> Table:
 def workload_summary(result: ReplayResult) -> str:
     """One paragraph on what the reader and the curves did to the input."""
     w = result.workload
-    parts = [_count(w.n_jobs, "job") if w.n_jobs else "load curve"]
+    parts = [count_text(w.n_jobs, "job") if w.n_jobs else "load curve"]
     parts.append(f"sum of L_t {float(w.active.sum()):,.6g} server-slots, peak {number_text(float(w.active.max(initial=0)))}")
     if w.jobs_after_window:
-        parts.append(f"{_count(w.jobs_after_window, 'job')} submitted after the window left out")
+        parts.append(f"{count_text(w.jobs_after_window, 'job')} submitted after the window left out")
     if w.clipped_jobs:
-        parts.append(f"{_count(w.clipped_jobs, 'job')} ran past the window: {_count(w.clipped_job_slots, 'job-slot')} clipped")
+        parts.append(f"{count_text(w.clipped_jobs, 'job')} ran past the window: {count_text(w.clipped_job_slots, 'job-slot')} clipped")
     if w.skipped_lines:
-        parts.append(f"{_count(w.skipped_lines, 'bad line')} skipped")
+        parts.append(f"{count_text(w.skipped_lines, 'bad line')} skipped")
     if w.out_of_order_lines:
-        parts.append(f"{_count(w.out_of_order_lines, 'line')} out of submit-time order (sorted)")
+        parts.append(f"{count_text(w.out_of_order_lines, 'line')} out of submit-time order (sorted)")
     return "; ".join(parts)
 
 
@@ -189,9 +189,6 @@ def schedule_png(result: ReplayResult) -> bytes:
     fig.tight_layout()
     return _png(fig, plt)
 
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _at(values: np.ndarray, t: int) -> float:

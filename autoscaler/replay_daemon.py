@@ -38,6 +38,7 @@ from autoscaler.errors import ConfigError
 from autoscaler.lateness import LATE_HELP, slots_late
 from autoscaler.model import CostParams, Job, StepSpec
 from autoscaler.policies import plan
+from autoscaler.readable import count_text
 from autoscaler.traces import open_trace
 from autoscaler.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
@@ -127,7 +128,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
             )
         if not saved and store.max_seq():
             raise ConfigError(
-                f"{store_path}: holds {_count(store.max_seq(), 'job')} and no replay's state (a daemon's store?); "
+                f"{store_path}: holds {count_text(store.max_seq(), 'job')} and no replay's state (a daemon's store?); "
                 "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
                 "for a temporary one"
             )
@@ -197,9 +198,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
     table.add_row("m_t rounded up to whole nodes, node-slots", f"{whole.sum():,.0f} (+{rounding_pct:.2f} %)")
     if below.any():
-        table.add_row("  fewer nodes than that: max nodes", f"-{below.sum():,.0f} in {_count(int((below > 0).sum()), 'slot')}")
+        table.add_row("  fewer nodes than that: max nodes", f"-{below.sum():,.0f} in {count_text(int((below > 0).sum()), 'slot')}")
     if above.any():
-        table.add_row("  more nodes than that: due jobs, min nodes", f"+{above.sum():,.0f} in {_count(int((above > 0).sum()), 'slot')}")
+        table.add_row("  more nodes than that: due jobs, min nodes", f"+{above.sum():,.0f} in {count_text(int((above > 0).sum()), 'slot')}")
     table.add_row("node-slots run", f"{nodes.sum():,.0f}")
     watch = final_state.get("follow_watch") or {}
     if watch:
@@ -435,9 +436,6 @@ def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decisio
         )
     return table
 
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _cluster(settings, clock: SimulatedClock):

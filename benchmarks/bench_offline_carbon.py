@@ -19,18 +19,20 @@ nothing here asserts a timing. Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.metadata import version
+from pathlib import Path
 
-import cvxpy as cp
 import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_replay import diurnal_load, environment_table  # noqa: E402
 
 from autoscaler.cost import schedule_cost, weighted_operating_cost
 from autoscaler.model import CostParams, Schedule
@@ -57,14 +59,6 @@ class CarbonRow:
     aware_kg: float
     blind_cost: float
     aware_cost: float
-
-
-def diurnal_load(n_slots: int, seed: int) -> np.ndarray:
-    """Synthetic L_t = round(clip(30 + 20*sin(2*pi*t/288) + N(0, 5), 0)), shape (n_slots,), in servers."""
-    rng = np.random.default_rng(seed)
-    slots = np.arange(n_slots)
-    curve = 30.0 + 20.0 * np.sin(2.0 * np.pi * slots / SLOTS_PER_DAY) + rng.normal(0.0, 5.0, n_slots)
-    return np.round(np.clip(curve, 0.0, None))
 
 
 def carbon_intensity(horizon: int) -> np.ndarray:
@@ -107,19 +101,6 @@ def time_sizes(sizes: Sequence[int], deadline_slots: int, params: CostParams, se
             )
         )
     return rows
-
-
-def environment_table() -> Table:
-    """CPU count and the versions the figures depend on."""
-    table = Table(title="Environment", show_header=False, box=box.SIMPLE_HEAD)
-    table.add_column("what")
-    table.add_column("value")
-    table.add_row("CPUs (os.cpu_count)", str(os.cpu_count()))
-    table.add_row("Python", platform.python_version())
-    table.add_row("numpy", np.__version__)
-    table.add_row("cvxpy", cp.__version__)
-    table.add_row("clarabel", version("clarabel"))
-    return table
 
 
 def carbon_table(rows: Sequence[CarbonRow], deadline_slots: int) -> Table:

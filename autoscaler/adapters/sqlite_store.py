@@ -951,7 +951,7 @@ def check_store(path: str | os.PathLike) -> StoreSummary:
 def _check_rows(path: Path) -> None:
     """Read every job, the controller state and every decision back, read-only: a row whose bytes
     are sound pages but whose content cannot be read (bad JSON, bad UTF-8) is a StoreError naming it."""
-    conn = sqlite3.connect(_uri(path, "mode=ro"), uri=True, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
+    conn = _connect_read_only(Path(os.path.realpath(path)))
     try:
         for row in conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs"):
             _job_from_row(row)
