@@ -174,10 +174,11 @@ class SlotRunner:
 
     def _load(self) -> None:
         """Read the active jobs and the policy state afresh (first slot, or after a failure)."""
+        # The watermark first: a job submitted between the two reads is then read again by the
+        # next jobs_after (adding it twice replaces it), never skipped.
+        self._seq = self.store.max_seq()
         jobs = self.store.active_jobs()
         self._queue = JobQueue.of(jobs, self.config.slot_s, self.config.epoch_s)
-        self._seq = max((job.seq or 0 for job in jobs), default=0)
-        self._seq = max(self._seq, self.store.max_seq())
         saved = self.store.load_state()
         self._state = PolicyState.from_json(saved) if saved else PolicyState()
 

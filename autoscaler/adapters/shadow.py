@@ -45,11 +45,12 @@ class ShadowStore:
 
     def _sync(self) -> dict[str, Job]:
         if self._jobs is None:
+            # The watermark before the jobs: one submitted between the reads is read again, not skipped.
+            self._seq = max(self._seq, self._real.max_seq() if self._real is not None else 0)
             jobs = self._real.active_jobs() if self._real is not None else []
             self._jobs = {}
             for job in jobs:
                 self._remember(job)
-            self._seq = max([self._seq, *(job.seq or 0 for job in jobs), self._real.max_seq() if self._real else 0])
             self._state = self._real.load_state() if self._real is not None else None
             self._last_slot = self._real.last_slot() if self._real is not None else None
             self._recent = sorted((job.released_s, job.step_id) for job in jobs if job.step_id and job.released_s is not None)

@@ -58,3 +58,23 @@ def test_a_store_that_cannot_write_stops_the_slot_before_emr_is_touched(tmp_path
             runner.run_slot()
         assert calls == []  # no step added, no resize
         assert {job.state for job in store.all_jobs()} == {"queued"} and store.last_slot() is None
+
+
+def test_a_job_submitted_while_the_runner_reads_the_store_is_not_skipped(tmp_path):
+    class SubmitsBetweenReads(SqliteJobStore):
+        """A submission lands right after the runner read the active jobs at its start."""
+
+        def active_jobs(self):
+            jobs = super().active_jobs()
+            if not getattr(self, "_raced", False):
+                self._raced = True
+                self.submit(Job("late-comer", "n", "t", 0.0, 2 * SLOT_S, 200.0, StepSpec(args=("true",))))
+            return jobs
+
+    clock = SimulatedClock(0.0)
+    config = ControllerConfig(policy="follow", deadline_slots=0, slot_s=SLOT_S, max_nodes=50)
+    with SubmitsBetweenReads(tmp_path / "jobs.db") as store:
+        store.submit(Job("first", "n", "t", 0.0, 2 * SLOT_S, 200.0, StepSpec(args=("true",))))
+        runner = SlotRunner(config=config, store=store, cluster=FakeCluster(clock), clock=clock)
+        decision = runner.run_slot()
+    assert set(decision.release) == {"first", "late-comer"}
