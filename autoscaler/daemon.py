@@ -202,12 +202,9 @@ class SlotRunner:
             for job_id, status in steps.items()
             if (job := self._queue.get(job_id)) is not None and job.step_id is None
         }
-        for job_id, state in states.items():
+        for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
-            self._queue.update(job_id, state, released_s=released_s, step_id=step_id)
-        for job_id, (released_s, step_id) in found.items():
-            if job_id not in states:
-                self._queue.update(job_id, "released", released_s=released_s, step_id=step_id)
+            self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id)
         try:
             group = self.cluster.task_group()
         except ActuationError as error:
