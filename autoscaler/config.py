@@ -104,6 +104,40 @@ class ReportSettings(BaseModel):
         return self
 
 
+class CarbonSettings(BaseModel):
+    """``[carbon]``: the cost signal hold+carbon defers work by (carbon intensity or price).
+
+    ``source``: a file path or an http(s) URL (CSV ``time,value``, WattTime v3, Electricity Maps or
+    UK Carbon Intensity JSON; ``energy.signal``). Unset: the daemon is carbon-blind. ``unit``: the
+    signal's unit, required for CSV (a JSON format names its own). ``forecast``: an optional second
+    source with values for future slots; without it, or past its end, persistence (the same slot a
+    day earlier). The signal is read again every ``refresh_s``; a slot whose signal is older than
+    ``max_staleness_s`` (or never read) is decided carbon-blind, logged and counted.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str | None = None
+    unit: Literal["gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour"] | None = None
+    forecast: str | None = None
+    refresh_s: float = Field(default=1800.0, ge=1, le=86_400)
+    max_staleness_s: float = Field(default=7200.0, ge=1, le=7 * 86_400)
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+    @model_validator(mode="after")
+    def _staleness_covers_refresh(self) -> "CarbonSettings":
+        if self.max_staleness_s < self.refresh_s:
+            raise ValueError(
+                f"max_staleness_s ({number_text(self.max_staleness_s)}) must be at least refresh_s "
+                f"({number_text(self.refresh_s)}): a signal read on time would count as stale"
+            )
+        for name in ("source", "forecast"):
+            value = getattr(self, name)
+            if value is not None and (not value.strip() or "\0" in value):
+                raise ValueError(f"{name}: expected a file path or an http(s) URL, got {value!r}")
+        return self
+
+
 class Settings(BaseSettings):
     """Every setting of the daemon; times in seconds, deadlines in slots, costs per server-slot.
 
@@ -136,6 +170,7 @@ class Settings(BaseSettings):
     health_port: int = Field(default=9464, ge=0, le=65535)
     """/healthz and /metrics; 0 picks a free port (logged at start)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
+    carbon: CarbonSettings = Field(default_factory=CarbonSettings)
     retention_days: float = Field(default=30.0, gt=0, le=36_600)
     """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
     startup_wait_s: float | None = Field(default=None, ge=0, le=86_400)
