@@ -170,3 +170,36 @@ def test_replay_report_costs_every_policy_by_the_signal_slot_by_slot(tmp_path, c
         assert entry["co2_g"] == pytest.approx(sum(float(r[f"{name} co2_g"]) for r in rows), rel=1e-5)
         assert entry["co2_saved_g"] == pytest.approx(follow["co2_g"] - entry["co2_g"])
     assert document["signal"]["slots_left_out"] == 0
+
+
+def test_daily_report_counts_co2_by_the_config_signal_and_goes_out_without_it_when_unreadable(tmp_path, moto_endpoint):
+    import boto3
+    from structlog.testing import capture_logs
+
+    from autoscaler.config import load_settings
+    from autoscaler.reporting import daily_report
+    from cloudwatch.reader import cloudwatch_client
+
+    yesterday_s = (int(time.time()) // 86400 - 1) * 86400
+    decide(tmp_path, yesterday_s // SLOT_S + 12)  # from 01:00 UTC yesterday
+    source = write_signal(tmp_path / "flat.csv", yesterday_s, 3600, [300.0] * 25)
+    settings = load_settings(write_config(tmp_path, moto_endpoint, f'publish_metrics = true\n[carbon]\nsource = "{source}"\nunit = "gCO2eq/kWh"\n'))
+    with capture_logs() as events:
+        daily_report(settings, boto3.Session())
+    run = next(e for e in events if e["event"] == "energy" and e["schedule"] == "gcp-u (run)")
+    # A flat 300 g/kWh: every schedule's grams are 0.3 times its Wh.
+    assert run["co2_g"] == pytest.approx(0.3 * run["energy_wh"], abs=2e-3)
+    stats = cloudwatch_client("us-east-1", moto_endpoint, boto3.Session()).get_metric_statistics(
+        Namespace="DeferralAutoscaler", MetricName="Co2Grams", Dimensions=[{"Name": "ClusterId", "Value": CLUSTER_ID}],
+        StartTime=datetime.fromtimestamp(yesterday_s, timezone.utc), EndTime=datetime.fromtimestamp(yesterday_s + 2 * 86400, timezone.utc),
+        Period=86400, Statistics=["Sum"],
+    )  # fmt: skip
+    assert sum(p["Sum"] for p in stats["Datapoints"]) == pytest.approx(run["co2_g"], abs=2e-3)
+
+    missing = str(tmp_path / "gone.csv")
+    settings = load_settings(write_config(tmp_path, moto_endpoint, f'[carbon]\nsource = "{missing}"\nunit = "gCO2eq/kWh"\n'))
+    with capture_logs() as events:
+        daily_report(settings, boto3.Session())
+    failed = [e for e in events if e["event"] == "report_signal_failed"]
+    assert len(failed) == 1 and failed[0]["log_level"] == "warning" and f"{missing}: no such file" in failed[0]["error"]
+    assert all("co2_g" not in e for e in events if e["event"] == "energy")

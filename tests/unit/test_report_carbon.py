@@ -48,7 +48,6 @@ def test_co2_per_slot_and_totals_are_wh_times_grams_per_kwh(tmp_path):
     report = with_signal(three_slot_report(), load_signal(source, "gCO2eq/kWh"))
 
     follow_wh = [BUSY_W, 2 * BUSY_W, BUSY_W]
-    run_wh = [BUSY_W + IDLE_W, 2 * BUSY_W, BUSY_W + IDLE_W]
     grams = [100.0, 400.0, 200.0]
     assert report.get("follow").slot_energy_wh == pytest.approx(follow_wh)
     assert report.slot_cost("follow") == pytest.approx([w * g / 1000 for w, g in zip(follow_wh, grams)])
