@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=None, help="folder for energy.md, energy-slots.csv and energy.png")
     report.add_argument("--format", choices=["markdown", "json"], default="markdown", help="stdout format")
     report.add_argument("--no-measure", action="store_true", help="model the actual schedule from the decision log; do not read CloudWatch")
-    report.add_argument("--publish", action="store_true", help="publish EnergyWh and SavedWh to CloudWatch (with --config, not --replay)")
+    report.add_argument("--publish", action="store_true", help="publish EnergyWh and SavedWh to CloudWatch, with a signal also Co2Grams and Co2SavedGrams (or CostDollars and CostSavedDollars) (with --config, not --replay)")
     report.add_argument("--email", action="store_true", help="send the report with its PNG by the config's [report] email settings")
     report.add_argument("--carbon", default=None, metavar="SOURCE", help="carbon or price signal, a file or http(s) URL: CSV time,value, WattTime, Electricity Maps or UK Carbon Intensity JSON; adds gCO2eq or $ per schedule, slot and tenant (default: the config's [carbon] source, else none)")
     report.add_argument("--carbon-unit", default=None, choices=["gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour"], help="the signal's unit, needed for CSV (default: the config's [carbon] unit)")
@@ -912,7 +912,7 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                 notes=(
                     *report.notes,
                     f"The trace's first slot is placed at {utc_text(start_s)} ({placed}). The policies are "
-                    "replayed as they decide, and their schedules costed by the signal afterwards.",
+                    "replayed without the signal (each decides as it does carbon-blind); their schedules are costed by it afterwards.",
                 ),
             )
     else:
