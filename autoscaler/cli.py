@@ -245,13 +245,16 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=None, help="folder for energy.md, energy-slots.csv and energy.png")
     report.add_argument("--format", choices=["markdown", "json"], default="markdown", help="stdout format")
     report.add_argument("--no-measure", action="store_true", help="model the actual schedule from the decision log; do not read CloudWatch")
-    report.add_argument("--publish", action="store_true", help="publish EnergyWh and SavedWh to CloudWatch (with --config, not --replay)")
+    report.add_argument("--publish", action="store_true", help="publish EnergyWh and SavedWh to CloudWatch, with a signal also Co2Grams and Co2SavedGrams (or CostDollars and CostSavedDollars) (with --config, not --replay)")
     report.add_argument("--email", action="store_true", help="send the report with its PNG by the config's [report] email settings")
+    report.add_argument("--carbon", default=None, metavar="SOURCE", help="carbon or price signal, a file or http(s) URL: CSV time,value, WattTime, Electricity Maps or UK Carbon Intensity JSON; adds gCO2eq or $ per schedule, slot and tenant (default: the config's [carbon] source, else none)")
+    report.add_argument("--carbon-unit", default=None, choices=["gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour"], help="the signal's unit, needed for CSV (default: the config's [carbon] unit)")
     replay_group = report.add_argument_group("with --replay")
     replay_group.add_argument("--policy", default=REPORT_POLICIES, help="policies to compare, a comma list or 'all' (follow is always the baseline)")
     replay_group.add_argument("--deadline", "-D", type=_non_negative_int, default=2, help="uniform deadline D in slots")
     replay_group.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
     replay_group.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
+    replay_group.add_argument("--start", default=None, help="ISO-8601 time with a zone where the trace's first slot is placed in the signal (default with --carbon: the signal's first point)")
     report.set_defaults(handler=_run_report)
 
     drf = commands.add_parser(
@@ -861,9 +864,22 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     settings = _settings_or_none(args.config)
     configure_logging(settings.log_format if settings else "auto")  # warnings to stderr, never into --format json's stdout
+    if args.start is not None and args.replay is None:
+        raise ConfigError("report: --start places a --replay's trace in time; the daemon's slots have their own")
+    signal = reporting.report_signal(args.carbon, args.carbon_unit, settings)
     if args.replay is not None:
         if args.publish:
             raise ConfigError("report: --publish is for the daemon's measured slots, not a --replay")
+        start_s = 0.0
+        if args.start is not None:
+            from energy.signal import parse_time_s
+
+            try:
+                start_s = parse_time_s(args.start)
+            except ValueError as error:
+                raise ConfigError(f"report: --start: {error}") from None
+        elif signal is not None:
+            start_s = float(signal.times_s[0])
         params, length_model = CostParams(), LengthModel()
         names = [n for n in _policy_names(args.policy) if n != "follow"]
         chosen = args.policy.strip() not in ("all", REPORT_POLICIES)
@@ -886,12 +902,28 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             if "gcp" in names and workload.active_by_deadline is None:
                 names.remove("gcp")
                 err.print("note: gcp left out: it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
-            report = reporting.replay_report(workload, names, args.deadline, params, options)
+            report = reporting.replay_report(workload, names, args.deadline, params, options, start_s)
+        if signal is not None:
+            from energy.signal import utc_text
+
+            placed = "--start" if args.start is not None else "the signal's first point; --start places it elsewhere"
+            report = dataclasses.replace(
+                report,
+                notes=(
+                    *report.notes,
+                    f"The trace's first slot is placed at {utc_text(start_s)} ({placed}). The policies are "
+                    "replayed without the signal (each decides as it does carbon-blind); their schedules are costed by it afterwards.",
+                ),
+            )
     else:
         if settings is None:
             raise ConfigError("report: --config FILE is required (or --replay TRACE for a modelled replay)")
         options = reporting.energy_options(args, settings)
         report = reporting.live_report(settings, options, args.since, args.until, measure=not args.no_measure)
+    if signal is not None:
+        from energy.accounting import with_signal
+
+        report = with_signal(report, signal)
     return reporting.deliver(report, args, settings, out, err)
 
 

@@ -5,6 +5,10 @@ The daemon's report: the TASK nodes' energy per slot, measured from their CloudW
 (eq. (13)-(14)) where the metrics exist and modelled from the decision log where they do not, against
 "follow the workload" (the slots' released work L_t) and "no provisioning" (``max_nodes`` always on),
 both modelled. A replay's report: every schedule modelled (paper: dynamic deferral, §VII-B).
+
+With a carbon or price signal (``--carbon``, else the config's [carbon] source), every schedule's
+energy is also counted in gCO2eq or $ per slot (``energy.accounting.with_signal``), and the daemon's
+run is split by tenant by the node-slots each held.
 """
 
 from __future__ import annotations
@@ -61,8 +65,27 @@ def energy_options(args: argparse.Namespace, settings) -> EnergyOptions:
     return options
 
 
-def replay_report(workload: Workload, policies: list[str], deadline_slots: int, params: CostParams, options: EnergyOptions):
-    """The modelled energy of ``policies`` replayed on ``workload`` with deadline D, against follow and no provisioning."""
+def report_signal(source: str | None, unit: str | None, settings):
+    """The signal a report is costed by: ``source`` (a path or URL, ``--carbon``) with ``unit``, else the
+    config's [carbon] source and unit, else None (no CO2 or $). Raises ConfigError for a unit without
+    a source; TraceError and ConfigError from ``load_signal``."""
+    from autoscaler.adapters.signal_source import load_signal
+
+    carbon = settings.carbon if settings is not None else None
+    if source is None and carbon is not None and carbon.source is not None:
+        source, unit = carbon.source, unit or carbon.unit
+    if source is None:
+        if unit is not None:
+            raise ConfigError("report: --carbon-unit needs --carbon SOURCE (or [carbon] source in the config)")
+        return None
+    return load_signal(source, unit, carbon.timeout_s if carbon is not None else 10.0)
+
+
+def replay_report(
+    workload: Workload, policies: list[str], deadline_slots: int, params: CostParams, options: EnergyOptions, start_s: float = 0.0
+):
+    """The modelled energy of ``policies`` replayed on ``workload`` with deadline D, against follow and no
+    provisioning. ``start_s``: where the trace's first slot is placed (Unix seconds; 0: the trace's own clock)."""
     from autoscaler.replay import replay
     from energy.accounting import schedules_report
 
@@ -73,6 +96,7 @@ def replay_report(workload: Workload, policies: list[str], deadline_slots: int, 
         workload.active,
         schedules,
         workload.slot_s,
+        start_s=start_s,
         model=options.model,
         boot_s=options.boot_s,
         on_slots=workload.n_slots + deadline_slots,
@@ -141,9 +165,11 @@ def live_report(
     first = decided[0]
     n_slots = end - first
     nodes, running, load = np.zeros(n_slots), np.zeros(n_slots), np.zeros(n_slots)
+    nodes_by_tenant: list[dict[str, int]] = []
     missing = 0
     for t in range(n_slots):
         decision = decisions.get(first + t)
+        nodes_by_tenant.append(dict(decision.nodes_by_tenant) if decision is not None else {})
         if decision is None:
             missing += 1
             nodes[t] = nodes[t - 1] if t else 0.0
@@ -188,6 +214,7 @@ def live_report(
         options.model,
         options.boot_s,
         notes=tuple(notes),
+        nodes_by_tenant=tuple(nodes_by_tenant),
     )
 
 
@@ -294,7 +321,13 @@ def daily_report(settings, session=None) -> None:
         settings.report.power_model, settings.report.boot_s, settings.report.max_hold_slots, settings.report.node_vcpus
     )
     report = live_report(settings, options, session=session)
+    if settings.carbon.source is not None:
+        report = _daily_signal(report, settings)
     for energy in report.schedules:
+        costs = {}
+        if report.signal is not None:
+            used, saved = report_keys(report.signal)[:2]
+            costs = {used: round(report.cost(energy.schedule), 3), saved: round(report.cost_saved(energy.schedule), 3)}
         log.info(
             "energy",
             schedule=energy.schedule,
@@ -305,6 +338,7 @@ def daily_report(settings, session=None) -> None:
             nodes_started=energy.switch_ons,
             since=_utc(report.start_s),
             slots=report.n_slots,
+            **costs,
         )
     failures = []
     if settings.report.email_to:
@@ -319,6 +353,71 @@ def daily_report(settings, session=None) -> None:
             failures.append(f"publish: {error}")
     if failures:
         raise DeliveryError("; ".join(failures), transport="email" if settings.report.email_to else "cloudwatch")
+
+
+def _daily_signal(report, settings):
+    """The daily report with the config's [carbon] signal, or, when it cannot be read or covers no slot
+    of the day, without it: logged as a warning and said in a note, so the energy report still goes out."""
+    from energy.accounting import with_signal
+
+    try:
+        return with_signal(report, report_signal(None, None, settings))
+    except AutoscalerError as error:
+        log.warning("report_signal_failed", error=str(error))
+        note = f"No CO2 or cost: the [carbon] signal could not be used ({error})."
+        return dataclasses.replace(report, notes=(*report.notes, note))
+
+
+def report_keys(signal) -> tuple[str, str, str, str]:
+    """The JSON keys of a schedule's cost: (used, saved against the baseline, saved against no
+    provisioning, % reduction against the baseline), in grams CO2eq or dollars."""
+    if signal.is_carbon:
+        return "co2_g", "co2_saved_g", "co2_saved_vs_no_provisioning_g", "co2_reduction_percent"
+    return "cost_usd", "cost_saved_usd", "cost_saved_vs_no_provisioning_usd", "cost_reduction_percent"
+
+
+def _json_number(value: float):
+    return None if math.isnan(value) else value
+
+
+def signal_document(report) -> tuple[dict, dict[str, dict], list[dict]]:
+    """The JSON of a report's signal: ({source, unit, converted_from, cost_unit, slots_covered,
+    slots_left_out, first_left_out_s}, {schedule: its cost fields}, [per tenant: tenant, node_slots,
+    co2_g or cost_usd, share_percent] (empty without a tenant breakdown))."""
+    from energy.accounting import NO_PROVISIONING
+
+    signal = report.signal
+    covered = signal.covered
+    left_out = np.flatnonzero(~covered)
+    summary = {
+        "source": signal.source,
+        "unit": signal.unit,
+        "converted_from": signal.converted_from,
+        "cost_unit": signal.cost_unit,
+        "slots_covered": int(covered.sum()),
+        "slots_left_out": int(left_out.size),
+        "first_left_out_s": report.start_s + int(left_out[0]) * report.slot_s if left_out.size else None,
+    }
+    used, saved, saved_np, percent = report_keys(signal)
+    names = [e.schedule for e in report.schedules]
+    per_schedule = {
+        e.schedule: {
+            used: report.cost(e.schedule),
+            saved: report.cost_saved(e.schedule),
+            saved_np: report.cost_saved(e.schedule, NO_PROVISIONING) if NO_PROVISIONING in names else None,
+            percent: _json_number(report.cost_reduction_percent(e.schedule)),
+        }
+        for e in report.schedules
+    }
+    tenants = []
+    if report.nodes_by_tenant is not None:
+        costs = report.tenant_costs()
+        total = sum(cost for _, cost in costs.values())
+        tenants = [
+            {"tenant": tenant, "node_slots": node_slots, used: cost, "share_percent": 100 * cost / total if total > 0 else None}
+            for tenant, (node_slots, cost) in costs.items()
+        ]
+    return summary, per_schedule, tenants
 
 
 def deliver(report, args: argparse.Namespace, settings, out: Console, err: Console) -> int:
@@ -350,6 +449,13 @@ def deliver(report, args: argparse.Namespace, settings, out: Console, err: Conso
             ],
             "notes": list(report.notes),
         }
+        if report.signal is not None:
+            summary, per_schedule, tenants = signal_document(report)
+            document["signal"] = summary
+            for entry in document["schedules"]:
+                entry.update(per_schedule[entry["schedule"]])
+            if report.nodes_by_tenant is not None:
+                document["tenants"] = tenants
         sys.stdout.write(json.dumps(document) + "\n")
     else:
         out.print(text, markup=False, highlight=False)
@@ -363,7 +469,12 @@ def deliver(report, args: argparse.Namespace, settings, out: Console, err: Conso
         if settings is None:
             raise ConfigError("report: --publish needs --config (the CloudWatch region and endpoint)")
         publish(report, settings)
-        err.print("published EnergyWh and SavedWh to CloudWatch", highlight=False)
+        names = "EnergyWh and SavedWh"
+        if report.signal is not None:
+            from cloudwatch.publish import CO2_METRICS, COST_METRICS
+
+            names = "EnergyWh, SavedWh, " + " and ".join(CO2_METRICS if report.signal.is_carbon else COST_METRICS)
+        err.print(f"published {names} to CloudWatch", highlight=False)
     if args.email:
         if settings is None:
             raise ConfigError("report: --email needs --config with [report] email_to and email_from")
@@ -374,14 +485,18 @@ def deliver(report, args: argparse.Namespace, settings, out: Console, err: Conso
 
 def publish(report, settings, session=None) -> None:
     """EnergyWh (the actual schedule's energy) and SavedWh (against follow), one datapoint at the report's
-    end with the dimension ClusterId. CloudWatch adds up datapoints: publish each window once."""
+    end with the dimension ClusterId; with a signal also Co2Grams and Co2SavedGrams (or CostDollars and
+    CostSavedDollars) over the slots it covers. CloudWatch adds up datapoints: publish each window once."""
     from cloudwatch.publish import EnergyPublisher
     from cloudwatch.reader import cloudwatch_client
 
     actual = report.schedules[-1]
     publisher = EnergyPublisher(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
     end_s = report.start_s + report.n_slots * report.slot_s
-    publisher.publish(actual.energy_wh, report.saved_wh(actual.schedule), end_s, cluster_id=settings.cluster.id)
+    cost = None
+    if report.signal is not None:
+        cost = ("co2" if report.signal.is_carbon else "price", report.cost(actual.schedule), report.cost_saved(actual.schedule))
+    publisher.publish(actual.energy_wh, report.saved_wh(actual.schedule), end_s, cluster_id=settings.cluster.id, cost=cost)
 
 
 def email(report, text: str, png: bytes, settings, session=None, ssl_context=None) -> str:

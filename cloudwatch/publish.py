@@ -9,6 +9,10 @@ CloudWatch's Sum over any period is the energy over that period.
 ``SavedWh`` may be negative: a policy can use more energy than the reference (a deferral that keeps
 servers on longer, a switching storm), and hiding that would make the saving look better than it is;
 it is published as is. ``EnergyWh`` must be >= 0. NaN and infinity are refused for both.
+
+With a carbon signal, two more in the same call: ``Co2Grams`` (gCO2eq the cluster's energy emitted)
+and ``Co2SavedGrams`` (against the same reference); with a price signal, ``CostDollars`` and
+``CostSavedDollars``. Their sign rules are EnergyWh's and SavedWh's.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from cloudwatch.reader import calling
 NAMESPACE = "DeferralAutoscaler"
 ENERGY_METRIC = "EnergyWh"
 SAVED_METRIC = "SavedWh"
+CO2_METRICS = ("Co2Grams", "Co2SavedGrams")
+COST_METRICS = ("CostDollars", "CostSavedDollars")
 SCHEDULE_DIMENSION = "Schedule"
 CLUSTER_DIMENSION = "ClusterId"
 """Dimension naming the schedule (policy) the numbers belong to, e.g. 'gcp-u' or 'vfw'."""
@@ -39,19 +45,29 @@ def energy_metric_data(
     timestamp_s: float,
     schedule: str | None = None,
     cluster_id: str | None = None,
+    cost: tuple[str, float, float] | None = None,
 ) -> list[dict]:
     """The PutMetricData MetricData for one datapoint of EnergyWh and SavedWh at ``timestamp_s``.
 
     ``energy_wh``: finite and >= 0. ``saved_wh``: finite, any sign (see the module docstring).
     ``timestamp_s``: unix seconds. ``cluster_id`` and ``schedule``: when given, both metrics carry the
-    dimensions ClusterId=<cluster_id> and Schedule=<schedule>. Raises ConfigError for a NaN, infinite
-    or negative energy, a NaN or infinite saving or timestamp, or an empty or over-long dimension value.
+    dimensions ClusterId=<cluster_id> and Schedule=<schedule>. ``cost``: ("co2", grams, saved grams)
+    adds Co2Grams and Co2SavedGrams, ("price", dollars, saved dollars) CostDollars and CostSavedDollars.
+    Raises ConfigError for a NaN, infinite or negative energy or cost, a NaN or infinite saving or
+    timestamp, an unknown cost kind, or an empty or over-long dimension value.
     """
-    for name, value in (("energy_wh", energy_wh), ("saved_wh", saved_wh), ("timestamp_s", timestamp_s)):
+    checked = [("energy_wh", energy_wh), ("saved_wh", saved_wh), ("timestamp_s", timestamp_s)]
+    if cost is not None:
+        if cost[0] not in ("co2", "price"):
+            raise ConfigError(f"cost kind must be 'co2' or 'price', got {cost[0]!r}")
+        checked += [("cost", cost[1]), ("cost saved", cost[2])]
+    for name, value in checked:
         if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
             raise ConfigError(f"{name} must be a finite number, got {value!r}")
     if energy_wh < 0:
         raise ConfigError(f"energy_wh must be >= 0, got {energy_wh!r}")
+    if cost is not None and cost[1] < 0:
+        raise ConfigError(f"cost must be >= 0, got {cost[1]!r}")
     dimensions = []
     for label, name, value in (("cluster_id", CLUSTER_DIMENSION, cluster_id), ("schedule", SCHEDULE_DIMENSION, schedule)):
         if value is None:
@@ -63,7 +79,11 @@ def energy_metric_data(
         dimensions.append({"Name": name, "Value": value})
     timestamp = datetime.fromtimestamp(timestamp_s, tz=timezone.utc)
     metric_data = []
-    for metric, value in ((ENERGY_METRIC, energy_wh), (SAVED_METRIC, saved_wh)):
+    values = [(ENERGY_METRIC, energy_wh), (SAVED_METRIC, saved_wh)]
+    if cost is not None:
+        names = CO2_METRICS if cost[0] == "co2" else COST_METRICS
+        values += [(names[0], cost[1]), (names[1], cost[2])]
+    for metric, value in values:
         datum = {"MetricName": metric, "Timestamp": timestamp, "Value": float(value), "Unit": "None"}
         if dimensions:
             datum["Dimensions"] = dimensions
@@ -85,12 +105,17 @@ class EnergyPublisher:
         self.namespace = namespace
 
     def publish(
-        self, energy_wh: float, saved_wh: float, timestamp_s: float, schedule: str | None = None, cluster_id: str | None = None
+        self,
+        energy_wh: float,
+        saved_wh: float,
+        timestamp_s: float,
+        schedule: str | None = None,
+        cluster_id: str | None = None,
+        cost: tuple[str, float, float] | None = None,
     ) -> None:
-        """Send one datapoint of each metric (see ``energy_metric_data``) in one PutMetricData call.
-
-        Raises ConfigError for bad values before any call; MetricsError when the call fails.
+        """Send one datapoint of each metric (see ``energy_metric_data``, ``cost`` included) in one
+        PutMetricData call. Raises ConfigError for bad values before any call; MetricsError when the call fails.
         """
-        metric_data = energy_metric_data(energy_wh, saved_wh, timestamp_s, schedule, cluster_id)
+        metric_data = energy_metric_data(energy_wh, saved_wh, timestamp_s, schedule, cluster_id, cost)
         with calling("PutMetricData"):
             self.client.put_metric_data(Namespace=self.namespace, MetricData=metric_data)

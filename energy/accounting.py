@@ -11,6 +11,13 @@ n_t = ceil(m_t) and the work spread over them (u_t = x_t / n_t). Starting a node
 it does any work: ``boot_s`` seconds at idle power per node switched on (EMR takes minutes to bring a
 task node into service). That start-up energy is the part of the paper's switching cost β that a power
 model can see; without it, every schedule that does the same work on busy nodes uses the same energy.
+
+Carbon and price. With a cost signal on the report's slots (``slot_signal``), each schedule's slot
+costs the signal times what it used: grams CO2eq = Wh / 1000 * gCO2eq/kWh (lbs/MWh converted first),
+dollars = Wh / 1000 * $/kWh, or nodes * slot hours * $/node-hour. A slot the signal does not cover has
+an unknown cost (NaN), not zero: totals cover the slots with a signal and the report says how many were
+left out. A tenant's cost is the run's cost of each slot times the tenant's share of the node-slots held
+in it (``EnergyReport.tenant_costs``).
 """
 
 from __future__ import annotations
@@ -22,10 +29,11 @@ from typing import Literal
 
 import numpy as np
 
-from autoscaler.errors import ConfigError, MetricsError
+from autoscaler.errors import ConfigError, MetricsError, TraceError
 from autoscaler.readable import duration_text, number_text
 from cloudwatch.queries import METRIC_NAMES, InstanceMetrics, OutOfBounds, utc_text
 from energy.power import TABLE_III, PowerModel, measured_energy, modelled_energy_wh
+from energy.signal import GAP_FACTOR, Signal, resample, to_grams_per_kwh
 
 DEFAULT_BOOT_S = 300.0
 """Seconds a new task node draws idle power before it runs work: EMR provisions and bootstraps a
@@ -33,6 +41,8 @@ node in a few minutes; one 5-minute slot is assumed. Configurable; the README sh
 
 FOLLOW = "follow"
 NO_PROVISIONING = "no provisioning"
+UNATTRIBUTED = "unattributed"
+"""The tenant a slot's cost goes to when its decision names no tenant holding nodes."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,6 +231,87 @@ def counterfactual_schedules(
 
 
 @dataclass(frozen=True, eq=False)
+class SlotSignal:
+    """A cost signal on a report's slots.
+
+    ``values``: (n_slots,), the signal's time-weighted mean over each slot (``energy.signal.resample``)
+    in ``unit``: gCO2eq/kWh (a lbs/MWh series is converted), $/kWh or $/node-hour; NaN where the
+    signal does not cover the slot (before its first point, after its last step, or across a gap).
+    ``source``: the file or URL; ``converted_from``: the series' own unit when it was converted.
+    """
+
+    values: np.ndarray
+    unit: str
+    source: str
+    converted_from: str | None = None
+
+    @property
+    def is_carbon(self) -> bool:
+        return self.unit == "gCO2eq/kWh"
+
+    @property
+    def cost_unit(self) -> str:
+        """What a slot's cost is counted in: "gCO2eq" or "$"."""
+        return "gCO2eq" if self.is_carbon else "$"
+
+    @property
+    def covered(self) -> np.ndarray:
+        """(n_slots,) bool: the slot has a value."""
+        return ~np.isnan(self.values)
+
+    @property
+    def covered_count(self) -> int:
+        return int(self.covered.sum())
+
+
+def slot_signal(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> SlotSignal:
+    """The signal on ``n_slots`` slots of ``slot_s`` seconds from ``start_s`` (Unix seconds): the mean
+    over each slot the signal covers, NaN over a slot it does not (before its first point, after its
+    last point's step, or overlapping a step longer than ``GAP_FACTOR`` median intervals, the gaps
+    ``resample`` refuses). lbs/MWh is converted to gCO2eq/kWh.
+
+    Raises TraceError naming the source, the report's window and its first slot's UTC time when no
+    slot is covered, and as ``resample`` does for a series of one point.
+    """
+    converted_from = None
+    if signal.unit == "lbs/MWh":
+        signal, converted_from = to_grams_per_kwh(signal), "lbs/MWh"
+    median_s = signal.median_interval_s
+    # The same coordinates as resample's, so a run found covered here is covered there.
+    origin_s = float(signal.times_s[0])
+    edges_s = np.append(signal.times_s - origin_s, signal.times_s[-1] - origin_s + median_s)
+    starts_s = np.array([(start_s + k * slot_s) - origin_s for k in range(n_slots)], dtype=float)
+    ends_s = starts_s + slot_s
+    covered = (starts_s >= edges_s[0]) & (ends_s <= edges_s[-1])
+    steps_s = np.diff(edges_s)
+    for i in np.flatnonzero(steps_s > GAP_FACTOR * median_s):
+        covered &= ~((edges_s[i + 1] > starts_s) & (edges_s[i] < ends_s))
+    if not covered.any():
+        end_s = start_s + n_slots * slot_s
+        raise TraceError(
+            signal.source,
+            None,
+            f"covers none of the report's {n_slots:,} slots from {utc_text(start_s)} to {utc_text(end_s)} "
+            f"(first uncovered slot at {utc_text(start_s)}); the series runs from {utc_text(origin_s)} to "
+            f"{utc_text(origin_s + edges_s[-1])}",
+        )
+    values = np.full(n_slots, np.nan)
+    # Contiguous runs of covered slots, each resampled as one window.
+    change = np.flatnonzero(np.diff(np.concatenate(([0], covered.astype(np.int8), [0]))))
+    for first, end in zip(change[::2], change[1::2]):
+        values[first:end] = resample(signal, start_s + first * slot_s, slot_s, int(end - first))
+    return SlotSignal(values, signal.unit, signal.source, converted_from)
+
+
+def slot_cost(energy: ScheduleEnergy, signal: SlotSignal, slot_s: float) -> np.ndarray:
+    """(n_slots,) cost of a schedule in each slot: gCO2eq = Wh / 1000 * gCO2eq/kWh, $ = Wh / 1000 * $/kWh,
+    or $ = nodes * slot_s / 3600 * $/node-hour; NaN where the signal has no value."""
+    if signal.unit == "$/node-hour":
+        return energy.nodes * (slot_s / 3600.0) * signal.values
+    return energy.slot_energy_wh / 1000.0 * signal.values
+
+
+@dataclass(frozen=True, eq=False)
 class EnergyReport:
     """Schedules over the same slots, compared with ``baseline`` (normally "follow").
 
@@ -228,6 +319,9 @@ class EnergyReport:
     ``notes``: what the reader must know (what was measured or modelled, what was missing).
     ``window_slots``: for a replay, the slots of the trace's window; the report's slots after them
     are where deferred work runs (None: every slot is the window).
+    ``signal``: a carbon or price signal on the slots (``slot_signal``), or None: no cost in CO2 or $.
+    ``nodes_by_tenant``: for the daemon's report, one {tenant: node-slots held} per slot of the last
+    schedule (the run), empty where the decision names no tenant; None when unknown (a replay).
     """
 
     title: str
@@ -239,6 +333,8 @@ class EnergyReport:
     baseline: str = FOLLOW
     notes: tuple[str, ...] = ()
     window_slots: int | None = None
+    signal: SlotSignal | None = None
+    nodes_by_tenant: tuple[dict[str, int], ...] | None = None
 
     def __post_init__(self) -> None:
         names = [s.schedule for s in self.schedules]
@@ -249,6 +345,10 @@ class EnergyReport:
         lengths = {s.slot_energy_wh.shape for s in self.schedules}
         if len(lengths) != 1:
             raise ConfigError(f"schedules must cover the same slots, got shapes {sorted(lengths)}")
+        if self.signal is not None and self.signal.values.shape != (self.n_slots,):
+            raise ConfigError(f"the signal must have one value per slot, ({self.n_slots},), got {self.signal.values.shape}")
+        if self.nodes_by_tenant is not None and len(self.nodes_by_tenant) != self.n_slots:
+            raise ConfigError(f"nodes_by_tenant must have one entry per slot ({self.n_slots}), got {len(self.nodes_by_tenant)}")
 
     @property
     def n_slots(self) -> int:
@@ -268,6 +368,84 @@ class EnergyReport:
         """``saved_wh`` as a percentage of the energy ``against`` used (NaN if it used none)."""
         reference = self.get(against or self.baseline).energy_wh
         return 100.0 * self.saved_wh(schedule, against) / reference if reference > 0 else math.nan
+
+    def _signal(self) -> SlotSignal:
+        if self.signal is None:
+            raise ConfigError("the report has no carbon or price signal")
+        return self.signal
+
+    def slot_cost(self, schedule: str) -> np.ndarray:
+        """(n_slots,) gCO2eq or $ of ``schedule`` per slot, NaN where the signal has no value (``slot_cost``).
+        Raises ConfigError when the report has no signal."""
+        return slot_cost(self.get(schedule), self._signal(), self.slot_s)
+
+    def cost(self, schedule: str) -> float:
+        """gCO2eq or $ of ``schedule`` over the slots the signal covers."""
+        return float(np.nansum(self.slot_cost(schedule)))
+
+    def cost_saved(self, schedule: str, against: str | None = None) -> float:
+        """What ``against`` (default the baseline) cost minus what ``schedule`` cost, over the covered slots."""
+        return self.cost(against or self.baseline) - self.cost(schedule)
+
+    def cost_reduction_percent(self, schedule: str, against: str | None = None) -> float:
+        """``cost_saved`` as a percentage of what ``against`` cost (NaN if it cost nothing)."""
+        reference = self.cost(against or self.baseline)
+        return 100.0 * self.cost_saved(schedule, against) / reference if reference > 0 else math.nan
+
+    def tenant_slot_costs(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """{tenant: ((n_slots,) node-slots held, (n_slots,) gCO2eq or $)} of the run (the last schedule).
+
+        In each slot a tenant holding n of the N node-slots named in ``nodes_by_tenant`` gets n / N of
+        the run's cost in that slot; a slot that names none goes to ``UNATTRIBUTED`` with all its nodes.
+        The costs of a slot add up to the run's; NaN where the signal has no value. Raises ConfigError
+        when the report has no signal or no tenant breakdown.
+        """
+        if self.nodes_by_tenant is None:
+            raise ConfigError("the report has no tenant breakdown (only the daemon's report has one)")
+        run = self.schedules[-1]
+        costs = self.slot_cost(run.schedule)
+        split: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+        def charge(tenant: str, t: int, node_slots: float, cost: float) -> None:
+            if tenant not in split:
+                split[tenant] = (np.zeros(self.n_slots), np.where(np.isnan(costs), np.nan, 0.0))
+            split[tenant][0][t] += node_slots
+            split[tenant][1][t] += cost
+
+        for t, held in enumerate(self.nodes_by_tenant):
+            held = {tenant: n for tenant, n in held.items() if n > 0}
+            named = sum(held.values())
+            if not named:
+                charge(UNATTRIBUTED, t, float(run.nodes[t]), costs[t])
+            for tenant, n in held.items():
+                charge(tenant, t, float(n), costs[t] * n / named)
+        return split
+
+    def tenant_costs(self) -> dict[str, tuple[float, float]]:
+        """{tenant: (node-slots held, gCO2eq or $)} of the run over the slots the signal covers
+        (``tenant_slot_costs``), largest cost first. Raises ConfigError as ``tenant_slot_costs``."""
+        totals = {}
+        for tenant, (node_slots, costs) in self.tenant_slot_costs().items():
+            covered = ~np.isnan(costs)
+            totals[tenant] = (float(node_slots[covered].sum()), float(costs[covered].sum()))
+        return dict(sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0])))
+
+
+def with_signal(report: EnergyReport, signal: Signal) -> EnergyReport:
+    """``report`` with ``signal`` resampled onto its slots (``slot_signal``) and a note on what it covers.
+    Raises TraceError as ``slot_signal`` does."""
+    on_slots = slot_signal(signal, report.start_s, report.slot_s, report.n_slots)
+    unit = on_slots.unit + (f" (converted from {on_slots.converted_from} at 453.59237 g/lb)" if on_slots.converted_from else "")
+    notes = [f"Signal: {on_slots.source}, {unit}, resampled to each slot by its time-weighted mean."]
+    missing = report.n_slots - on_slots.covered_count
+    if missing:
+        first = int(np.flatnonzero(~on_slots.covered)[0])
+        notes.append(
+            f"The signal does not cover {missing:,} of the {report.n_slots:,} slots (the first at "
+            f"{utc_text(report.start_s + first * report.slot_s)}): their {'CO2' if on_slots.is_carbon else 'cost'} is "
+            f"unknown, so every {'CO2' if on_slots.is_carbon else '$'} total covers the other {on_slots.covered_count:,} slots only."
+        )
+    return dataclasses.replace(report, signal=on_slots, notes=(*report.notes, *notes))
 
 
 def schedules_report(

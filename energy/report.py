@@ -1,7 +1,8 @@
 """The energy report as text, CSV and a picture: returns strings and bytes, writes nothing.
 
 Shaped like the deferral paper's Table IV (each schedule's energy and metric totals, and the % reduction
-against "follow the workload") and Fig. 13 (energy per slot by schedule).
+against "follow the workload") and Fig. 13 (energy per slot by schedule). A report with a carbon or
+price signal gains its CO2 (kgCO2eq) or cost ($) beside the energy, per schedule, per slot and per tenant.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import math
 import numpy as np
 
 from autoscaler.readable import duration_text
-from energy.accounting import NO_PROVISIONING, EnergyReport
+from energy.accounting import NO_PROVISIONING, EnergyReport, SlotSignal
 
 METRIC_ROWS = (
     ("CPUUtilization", "CPUUtilization (sum)", 1.0),
@@ -55,6 +56,9 @@ def table_rows(report: EnergyReport) -> tuple[list[str], list[list[str]]]:
         row("Node-slots", lambda e: e.node_slots),
         row("Nodes started", lambda e: e.switch_ons),
     ]
+    if report.signal is not None:
+        label, divisor = cost_label(report.signal)
+        rows.insert(2, row(label, lambda e: report.cost(e.schedule) / divisor))
     if any(e.metric_totals for e in report.schedules):
         for metric, label, divisor in METRIC_ROWS:
             rows.append(row(label, lambda e, m=metric, d=divisor: e.metric_totals[m] / d if m in e.metric_totals else None))
@@ -84,20 +88,81 @@ def markdown(report: EnergyReport) -> str:
         )
         if NO_PROVISIONING in names:
             line += f"; {_percent_text(report.reduction_percent(energy.schedule, NO_PROVISIONING))} than no provisioning"
-        lines.append(line + ").")
+        line += ")"
+        if report.signal is not None:
+            label, divisor = cost_label(report.signal)
+            amount = label.rsplit(" (", 1)[1].rstrip(")")
+            line += (
+                f"; {report.cost_saved(energy.schedule) / divisor:,.{_places(report.signal)}f} {amount} saved "
+                f"({_percent_text(report.cost_reduction_percent(energy.schedule))}"
+            )
+            if NO_PROVISIONING in names:
+                line += f"; {_percent_text(report.cost_reduction_percent(energy.schedule, NO_PROVISIONING))} than no provisioning"
+            line += ")"
+        lines.append(line + ".")
+    if report.signal is not None and report.nodes_by_tenant is not None:
+        lines += ["", *tenant_lines(report)]
     lines += ["", *(f"Note: {note}" for note in report.notes)]
     return "\n".join(lines).rstrip() + "\n"
 
 
+def cost_label(signal: SlotSignal) -> tuple[str, float]:
+    """(row label, divisor from grams or dollars): ("CO2 (kgCO2eq)", 1000) or ("Cost ($)", 1)."""
+    return ("CO2 (kgCO2eq)", 1000.0) if signal.is_carbon else ("Cost ($)", 1.0)
+
+
+def tenant_lines(report: EnergyReport) -> list[str]:
+    """A Markdown table of the run's CO2 or cost by tenant: node-slots held, amount, share."""
+    label, divisor = cost_label(report.signal)
+    costs = report.tenant_costs()
+    total = sum(cost for _, cost in costs.values())
+    run = report.schedules[-1].schedule
+    lines = [
+        f"{label.split(' (')[0]} of {run} by tenant, each slot's share by node-slots held:",
+        "",
+        f"| tenant | node-slots | {label} | share |",
+        "|---|---:|---:|---:|",
+    ]
+    for tenant, (node_slots, cost) in costs.items():
+        share = f"{100 * cost / total:.2f} %" if total > 0 else "-"
+        lines.append(f"| {tenant} | {_number(node_slots)} | {cost / divisor:,.{_places(report.signal)}f} | {share} |")
+    return lines
+
+
+def _places(signal: SlotSignal) -> int:
+    # kgCO2eq to the gram; dollars to the cent would hide a small cluster's cost.
+    return 3 if signal.is_carbon else 4
+
+
 def slots_csv(report: EnergyReport) -> str:
-    """One row per slot: slot, start (UTC ISO-8601 or seconds), then energy_wh and nodes per schedule."""
+    """One row per slot: slot, start (UTC ISO-8601 or seconds), then energy_wh and nodes per schedule.
+
+    With a signal, then: the signal's value (column "signal <unit>"), each schedule's "co2_g" (or
+    "cost_usd") and, for the daemon's report, each tenant's "tenant <name> co2_g"; a cell is empty
+    where the signal has no value."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["slot", "start"] + [f"{s.schedule} {column}" for s in report.schedules for column in ("energy_wh", "nodes")])
+    header = ["slot", "start"] + [f"{s.schedule} {column}" for s in report.schedules for column in ("energy_wh", "nodes")]
+    signal = report.signal
+    columns: list[np.ndarray] = []
+    if signal is not None:
+        amount = "co2_g" if signal.is_carbon else "cost_usd"
+        header.append(f"signal {signal.unit}")
+        columns.append(signal.values)
+        for energy in report.schedules:
+            header.append(f"{energy.schedule} {amount}")
+            columns.append(report.slot_cost(energy.schedule))
+        if report.nodes_by_tenant is not None:
+            split = report.tenant_slot_costs()
+            for tenant in report.tenant_costs():
+                header.append(f"tenant {tenant} {amount}")
+                columns.append(split[tenant][1])
+    writer.writerow(header)
     for t in range(report.n_slots):
         cells: list = [t, _time(report.start_s + t * report.slot_s)]
         for energy in report.schedules:
             cells += [f"{energy.slot_energy_wh[t] + 0.0:.6g}", f"{energy.nodes[t] + 0.0:g}"]
+        cells += ["" if math.isnan(column[t]) else f"{column[t] + 0.0:.6g}" for column in columns]
         writer.writerow(cells)
     return out.getvalue()
 
@@ -109,17 +174,28 @@ def energy_png(report: EnergyReport) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(11, 4.2), dpi=110)
+    signal = report.signal
+    if signal is None:
+        fig, ax = plt.subplots(figsize=(11, 4.2), dpi=110)
+    else:
+        fig, (ax, signal_ax) = plt.subplots(2, 1, figsize=(11, 5.8), dpi=110, sharex=True, gridspec_kw={"height_ratios": [3, 1.2]})
     hours = np.arange(report.n_slots + 1) * report.slot_s / 3600
     for energy in report.schedules:
         values = np.append(energy.slot_energy_wh, energy.slot_energy_wh[-1:])
         label = f"{energy.schedule} ({energy.source}): {energy.energy_wh / 1000:,.2f} kWh"
         ax.step(hours, values, where="post", linewidth=1.0, label=label)
-    ax.set_xlabel("time from the start of the report (h)")
     ax.set_ylabel("energy per slot (Wh)")
     ax.set_title(f"{report.title}: energy per {report.slot_s / 60:g}-minute slot", fontsize=10, loc="left")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
+    if signal is not None:
+        # A slot without a signal is a break in the line (NaN), not a drop to zero.
+        signal_ax.step(hours, np.append(signal.values, signal.values[-1:]), where="post", linewidth=1.0, color="tab:green")
+        signal_ax.set_ylabel(signal.unit)
+        signal_ax.set_title(f"signal: {signal.source}", fontsize=9, loc="left")
+        signal_ax.grid(alpha=0.3)
+        ax = signal_ax
+    ax.set_xlabel("time from the start of the report (h)")
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
