@@ -155,12 +155,11 @@ def daemon_runner(
     ``startup_wait_s``: how long the cluster's start-up check keeps trying through errors that pass
     (default :data:`STARTUP_WAIT_S`); see ``emr_cluster`` for what it raises.
     """
+    from autoscaler.adapters.carbon_feed import carbon_feed
     from autoscaler.adapters.clock import WallClock
     from autoscaler.adapters.lock import StoreLock
     from autoscaler.adapters.shadow import ShadowStore, shadow_cluster
     from autoscaler.adapters.sqlite_store import SqliteJobStore
-
-    from autoscaler.adapters.carbon_feed import carbon_feed
 
     clock = clock or WallClock()
     path = settings.store_path

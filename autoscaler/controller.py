@@ -1022,9 +1022,10 @@ def explain(decision: Decision) -> str:
         else:
             signal = f"{decision.carbon_value:.4g} {decision.carbon_unit} now"
             if decision.carbon_mode == "carbon":
+                ahead = decision.carbon_cheapest_in_slots
                 signal += (
                     f", w_t = {decision.carbon_weight_now:.3g}, the window's lowest w = {decision.carbon_weight_min:.3g} "
-                    f"{count_text(decision.carbon_cheapest_in_slots, 'slot')} ahead"
+                    + ("in this slot" if not ahead else f"{count_text(ahead, 'slot')} ahead")
                 )
             else:
                 signal += ", flat over the window: hold's decision"

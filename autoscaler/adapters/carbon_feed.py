@@ -126,7 +126,7 @@ class CarbonFeed:
         self._refresh()
         self.fallback = None
         if self._signal is None:
-            return self._fail("unreadable", f"{self.settings.source} was never read: {self.last_error or 'not tried yet'}")
+            return self._fail("unreadable", f"never read: {self.last_error or 'not tried yet'}")
         age_s = self.clock.now_s() - self.last_read_s
         if age_s > self.settings.max_staleness_s:
             detail = (
