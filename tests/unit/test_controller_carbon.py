@@ -69,9 +69,9 @@ def random_jobs(seed: int, n: int, slots: int, deadline_slots: int) -> list[Job]
     return jobs
 
 
-def test_a_constant_window_decides_as_hold_does_slot_for_slot():
-    deadline_slots = 3
-    jobs = random_jobs(7, 60, 40, deadline_slots)
+@pytest.mark.parametrize(("seed", "deadline_slots"), [(7, 3), (11, 1), (5, 6)])
+def test_a_constant_window_decides_as_hold_does_slot_for_slot(seed, deadline_slots):
+    jobs = random_jobs(seed, 60, 40, deadline_slots)
     blind = ControllerConfig(policy="hold", deadline_slots=deadline_slots, slot_s=TAU)
     aware = dataclasses.replace(blind, carbon=True)
     flat = window_of([412.0] * (2 * deadline_slots + 1))
