@@ -176,13 +176,14 @@ def build_parser() -> argparse.ArgumentParser:
         "run's own decisions: it logs what the daemon would do, slot after slot, and changes nothing on the "
         "cluster or in the store. --replay TRACE drives the same slot loop from a recorded trace with a "
         "simulated clock against an in-memory cluster, and checks its capacity against `autoscaler replay`. "
-        "Settings come from --config and AUTOSCALER_* variables in every mode.",
+        "Settings come from --config and AUTOSCALER_* variables in every mode. With [carbon] source set and policy "
+        "hold, run and run --dry-run decide as hold+carbon on that signal; run --replay is carbon-blind (it ignores [carbon]).",
         formatter_class=_HelpFormatter,
     )
     run.add_argument("--config", type=Path, default=None, help="TOML config (fields also from AUTOSCALER_* variables)")
     run.add_argument("--dry-run", action="store_true", help="decide every slot as the daemon would, change nothing (with --replay: keep no store at all)")
     run.add_argument("--decisions-out", type=Path, default=None, metavar="FILE", help="append one JSON line per slot: slot, m_t, nodes, released job ids, reason")
-    run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon: {TRACE_NAMES_HELP}")
+    run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon, carbon-blind: {TRACE_NAMES_HELP}")
     run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
     run.add_argument("--policy", choices=["hold", "gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
@@ -196,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         help="why a past slot's capacity and nodes are what they are",
         description="Print one slot's decision from the store's decision log (or a --decisions-out file): m_t, x_t, "
-        "nodes, the jobs released, late and missed, and which rule bound m_t and the nodes, in words.",
+        "nodes, the jobs released, late and missed, and which rule bound m_t and the nodes, in words; under hold+carbon "
+        "also the signal the slot saw (or why it had none).",
         formatter_class=_HelpFormatter,
     )
     _add_store_arguments(explain)

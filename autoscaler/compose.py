@@ -36,12 +36,24 @@ def controller_config(
     max_nodes: int | None = None,
     tenants: int | None = None,
     epoch_s: float = 0.0,
+    carbon: bool = False,
 ) -> ControllerConfig:
     """The controller's configuration: ``settings``, with the command line's overrides where given.
-    ``tenants``: the tenants a replay deals its jobs to (n is at least that many). Raises ConfigError
-    for a combination the controller refuses (e.g. vfw's delta against a new D)."""
+    ``tenants``: the tenants a replay deals its jobs to (n is at least that many). ``carbon``: run
+    hold as hold+carbon when ``[carbon] source`` is set (the daemon and its dry run); False (a
+    replay) decides carbon-blind whatever the config says. Raises ConfigError for a combination the
+    controller refuses (e.g. vfw's delta against a new D), and, with ``carbon``, for a ``[carbon]
+    source`` under a policy other than hold (only hold has a carbon-aware variant)."""
     config = settings.controller_config(epoch_s)
+    if carbon and settings.carbon.source and (policy or config.policy) != "hold":
+        raise ConfigError(
+            f"[carbon] source is set but policy is {(policy or config.policy)!r}: only policy 'hold' has a carbon-aware "
+            "variant (hold+carbon); set policy = \"hold\", or remove [carbon] source to run carbon-blind"
+        )
     changes: dict = {}
+    wanted = bool(carbon and settings.carbon.source)
+    if config.carbon != wanted:
+        changes["carbon"] = wanted
     if policy is not None:
         changes["policy"] = policy
     if deadline_slots is not None:
@@ -60,7 +72,7 @@ def runner(settings: Settings, config: ControllerConfig, store, cluster, clock, 
     from energy.power import power_model
 
     chosen = {
-        "policy_name": config.policy,
+        "policy_name": config.policy_name,
         "power_model": power_model(settings.report.power_model),
         "retention_s": settings.retention_days * 86400.0,
     }
@@ -143,6 +155,7 @@ def daemon_runner(
     ``startup_wait_s``: how long the cluster's start-up check keeps trying through errors that pass
     (default :data:`STARTUP_WAIT_S`); see ``emr_cluster`` for what it raises.
     """
+    from autoscaler.adapters.carbon_feed import carbon_feed
     from autoscaler.adapters.clock import WallClock
     from autoscaler.adapters.lock import StoreLock
     from autoscaler.adapters.shadow import ShadowStore, shadow_cluster
@@ -153,7 +166,8 @@ def daemon_runner(
     if not Path(path).parent.is_dir():
         raise ConfigError(f"store_path: {path}: folder {Path(path).parent} does not exist (create it, or set store_path elsewhere)")
     wait_s = startup_wait_s if startup_wait_s is not None else settings.startup_wait_s
-    config = controller_config(settings)
+    config = controller_config(settings, carbon=True)
+    feed = carbon_feed(settings.carbon, clock) if config.carbon else None
     # The store is opened (and checked) before EMR is asked anything: a damaged store is a fault to
     # fix (exit 2), and must not hide behind an EMR outage that would have systemd retry for ever.
     if dry_run:
@@ -166,7 +180,7 @@ def daemon_runner(
             cluster = cluster or emr_cluster(settings, startup_wait_s=wait_s)
             shadow = ShadowStore(real)
             simulated = shadow_cluster(cluster, shadow, clock)
-            yield runner(settings, config, shadow, simulated, clock, dry_run=True, telemetry=telemetry, on_decision=on_decision)
+            yield runner(settings, config, shadow, simulated, clock, dry_run=True, telemetry=telemetry, on_decision=on_decision, carbon_feed=feed)
         finally:
             if real is not None:
                 real.close()
@@ -179,7 +193,7 @@ def daemon_runner(
     with StoreLock(path), SqliteJobStore(path, full_check_max_bytes=None) as store:
         store.load_state()  # a damaged state row is refused before EMR is asked anything
         cluster = cluster or emr_cluster(settings, startup_wait_s=wait_s)
-        live = runner(settings, config, store, cluster, clock, telemetry=telemetry, on_decision=on_decision)
+        live = runner(settings, config, store, cluster, clock, telemetry=telemetry, on_decision=on_decision, carbon_feed=feed)
         live.start()  # a damaged row is refused now, not at every slot
         yield live
 

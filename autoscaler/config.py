@@ -240,6 +240,7 @@ class Settings(BaseSettings):
             delta=self.delta,
             tenants_n=self.tenants_n or len(self.known_tenants) or 10,
             release_margin_slots=self.release_margin_slots,
+            carbon=bool(self.carbon.source) and self.policy == "hold",
         )
 
 

@@ -58,14 +58,19 @@ from autoscaler.edf import (
 from autoscaler.errors import ConfigError, StoreError
 from autoscaler.fairshare import dynamic_drf_step
 from autoscaler.model import DEFAULT_MAX_NODES, MIB, CostParams, Job, require_positive
+from autoscaler.policies.carbon import NAME as CARBON_NAME
+from autoscaler.policies.carbon import CarbonDecision, CarbonState, carbon_step, window_slots
 from autoscaler.policies.gcp import GcpState, binding_deadline, gcp_step, solve_gcp_opt
 from autoscaler.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
 from autoscaler.policies.vfw import VfwState, default_delta, step_bounds, vfw_step
-from autoscaler.readable import count_text
+from autoscaler.readable import count_text, duration_text
 
 __all__ = [
     "CONTROLLER_POLICIES",
     "REASONS",
+    "SIGNAL_FALLBACKS",
+    "CarbonWindow",
+    "SignalUnavailable",
     "ControllerConfig",
     "Decision",
     "FollowWatch",
@@ -89,7 +94,7 @@ CONTROLLER_POLICIES = ("hold", "gcp-u", "gcp", "vfw", "follow")
 UNIFORM_DEADLINE_POLICIES = ("hold", "gcp-u", "vfw")
 """Policies that give every unit of work the one deadline D (the others: each job's own slack, or none)."""
 
-REASONS = ("idle", "follow", "deadlines", "held", "valley", "due_jobs", "running", "min_nodes", "max_nodes", "overloaded")
+REASONS = ("idle", "follow", "deadlines", "held", "valley", "carbon", "no_signal", "due_jobs", "running", "min_nodes", "max_nodes", "overloaded")
 """What bound a slot's m_t or nodes (``Decision.reason``), the first that applies of, from last to first:
 
 * ``overloaded``: jobs are queued and the nodes wanted (ceil(m_t), or the running jobs plus those due)
@@ -103,7 +108,10 @@ REASONS = ("idle", "follow", "deadlines", "held", "valley", "due_jobs", "running
 * the policy's own rule for m_t: ``follow`` (m_t = L_t); ``deadlines`` (the lowest m_t that meets
   the queued work's deadlines: for gcp, gcp-u and hold r_t = max_j Y_j/(j+1), GCP-OPT (7)'s first
   slope; for vfw outside a valley, LOPT (4)); ``held`` (hold kept servers on above r_t through a
-  valley); ``valley`` (vfw fills a valley, VOPT (5)).
+  valley); ``valley`` (vfw fills a valley, VOPT (5)); ``carbon`` (hold+carbon's window LP placed
+  m_t by the signal: ``ControllerConfig.carbon``); ``no_signal`` (hold+carbon had no usable signal
+  for the slot: hold's carbon-blind decision). hold+carbon under a flat signal is hold and gives
+  hold's own ``deadlines`` or ``held``.
 """
 
 REASON_WORDS = {
@@ -112,6 +120,8 @@ REASON_WORDS = {
     "deadlines": "forced by deadlines",
     "held": "held through a valley",
     "valley": "filling a valley",
+    "carbon": "placed by the carbon signal",
+    "no_signal": "carbon signal unavailable: hold's decision",
     "due_jobs": "raised for due jobs",
     "running": "kept for running jobs",
     "min_nodes": "raised to min_nodes",
@@ -119,6 +129,45 @@ REASON_WORDS = {
     "overloaded": "overloaded: shared by DRF",
 }
 """Each reason code in a few words, for ``explain``."""
+
+SIGNAL_FALLBACKS = ("unreadable", "stale", "not_covering", "not_given")
+"""Why a slot of hold+carbon had no signal (``SignalUnavailable.reason``): the source could not be
+read (and never was); the last good read is older than ``max_staleness_s``; the signal does not
+cover the slot decided; no signal was handed to ``tick`` at all."""
+
+
+@dataclass(frozen=True, eq=False)
+class CarbonWindow:
+    """The cost signal as known in one slot, for hold+carbon (``tick``'s ``carbon_window``).
+
+    ``values``: shape (2D+1,), the signal's mean over slots t..t+2D (the actual value, then the
+    forecast, else persistence), in ``unit``; ``reference``: its mean over the last day, the level
+    of weight 1 (:func:`autoscaler.policies.carbon.carbon_step`). ``value_now``: values[0].
+    ``source``: the file or URL it came from; ``forecast_slots`` and ``persisted_slots``: how many
+    of values[1:] came from the forecast source and from persistence (the rest are actual values).
+    """
+
+    values: np.ndarray
+    reference: float
+    unit: str
+    value_now: float
+    source: str = ""
+    forecast_slots: int = 0
+    persisted_slots: int = 0
+
+
+@dataclass(frozen=True)
+class SignalUnavailable:
+    """Why hold+carbon has no signal for a slot: ``reason`` one of :data:`SIGNAL_FALLBACKS`;
+    ``detail`` in words (the read error, the signal's age, the slot not covered)."""
+
+    reason: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.reason not in SIGNAL_FALLBACKS:
+            raise ConfigError(f"signal fallback reason: expected one of {', '.join(SIGNAL_FALLBACKS)}, got {self.reason!r}")
+
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -141,6 +190,10 @@ class ControllerConfig:
     is judged on the jobs at or past s, so a job released early takes a node only if one is free
     below ``max_nodes`` and never changes the DRF split. The margin moves releases, never m_t.
     g = 0 is the rule without a margin: a job is due in its start-by slot exactly.
+
+    ``carbon``: run ``hold`` as hold+carbon (:mod:`autoscaler.policies.carbon`), deferring work
+    inside its deadline into the slots where a cost signal (``tick``'s ``carbon_window``) is low;
+    only ``hold`` has a carbon-aware variant (ConfigError for another policy).
     """
 
     policy: str = "hold"
@@ -156,6 +209,7 @@ class ControllerConfig:
     node_disk_bytes_s: float = 100.0 * MIB
     node_network_bytes_s: float = 10.0 * MIB
     release_margin_slots: int = 1
+    carbon: bool = False
 
     def __post_init__(self) -> None:
         margin = self.release_margin_slots
@@ -163,6 +217,11 @@ class ControllerConfig:
             raise ConfigError(f"release_margin_slots must be a whole number of slots >= 0, got {margin!r}")
         if self.policy not in CONTROLLER_POLICIES:
             raise ConfigError(f"policy: expected one of {', '.join(CONTROLLER_POLICIES)}, got {self.policy!r}")
+        if self.carbon and self.policy != "hold":
+            raise ConfigError(
+                f"carbon: only policy 'hold' has a carbon-aware variant ({CARBON_NAME}), got policy {self.policy!r}: "
+                "set policy = \"hold\" or remove [carbon] source"
+            )
         if not (0 <= self.min_nodes <= self.max_nodes):
             raise ConfigError(f"nodes: expected 0 <= min_nodes <= max_nodes, got {self.min_nodes} and {self.max_nodes}")
         if self.deadline_slots < 0 or self.max_deadline_slots < 1:
@@ -183,7 +242,14 @@ class ControllerConfig:
         if self.policy == "hold":
             # hold's learned rules (and so its state's shape) follow from beta/e0; its costs from e1 too.
             key += f"/e0={self.cost.e0:g}/e1={self.cost.e1:g}/beta={self.cost.beta:g}"
+            if self.carbon:
+                key += "/carbon"
         return key
+
+    @property
+    def policy_name(self) -> str:
+        """The policy as outputs name it: ``hold+carbon`` for hold with ``carbon``, else ``policy``."""
+        return CARBON_NAME if self.carbon else self.policy
 
     @property
     def vfw_delta(self) -> int:
@@ -243,7 +309,8 @@ class PolicyState:
     come; a job without a seq is counted iff its submit slot is <= ``last_slot``.
     ``UNKNOWN_SEQ`` (a state saved before the watermark): that rule for every job.
     ``released_due``: ids the last decision released in their start-by slot; one still queued now
-    (its release failed) has missed it.
+    (its release failed) has missed it. ``carbon``: hold+carbon's state (its own queue and the hold
+    it runs beside), for hold with ``ControllerConfig.carbon``; then ``hold`` is None.
     """
 
     last_slot: int = -1
@@ -259,6 +326,7 @@ class PolicyState:
     hold: HoldState | None = None
     follow_watch: FollowWatch = field(default_factory=FollowWatch)
     released_due: frozenset[str] = frozenset()
+    carbon: CarbonState | None = None
 
     def to_json(self) -> dict:
         return {
@@ -276,6 +344,7 @@ class PolicyState:
             "dominant_shares": list(self.dominant_shares),
             "hold": self.hold.to_json() if self.hold else None,
             "follow_watch": dataclasses.asdict(self.follow_watch),
+            "carbon": self.carbon.to_json() if self.carbon else None,
         }
 
     @classmethod
@@ -297,6 +366,7 @@ class PolicyState:
             dominant_shares=tuple(float(x) for x in document.get("dominant_shares", ())),
             hold=HoldState.from_json(document["hold"]) if document.get("hold") else None,
             follow_watch=FollowWatch(**document["follow_watch"]) if document.get("follow_watch") else FollowWatch(),
+            carbon=CarbonState.from_json(document["carbon"]) if document.get("carbon") else None,
         )
 
 
@@ -323,6 +393,14 @@ class Decision:
     ``reason``: which rule bound m_t or the nodes, one of ``REASONS`` ("" in logs written before
     decisions explained themselves); ``why``: that, in one sentence with its figures.
     ``solve_ms``: wall time of the decision, filled in by the daemon (``tick`` reads no clock).
+
+    hold+carbon only (``ControllerConfig.carbon``; carbon-blind decisions and older logs keep the
+    defaults): ``carbon_mode``, how the slot was decided (``autoscaler.policies.carbon.MODES``:
+    "carbon", "flat", "no_signal"; "" when carbon-blind); ``carbon_value`` and ``carbon_unit``: the
+    signal now (None when there was none); ``carbon_weight_now`` and ``carbon_weight_min``: the
+    relative cost w of this slot and the window's cheapest (1 = the day's mean);
+    ``carbon_cheapest_in_slots``: slots from now to that cheapest slot; ``carbon_fallback``: why
+    there was no signal (``SIGNAL_FALLBACKS``), "" otherwise.
     """
 
     slot: int
@@ -346,6 +424,13 @@ class Decision:
     reason: str = ""
     why: str = ""
     solve_ms: float = 0.0
+    carbon_mode: str = ""
+    carbon_value: float | None = None
+    carbon_unit: str = ""
+    carbon_weight_now: float | None = None
+    carbon_weight_min: float | None = None
+    carbon_cheapest_in_slots: int | None = None
+    carbon_fallback: str = ""
 
     def __post_init__(self) -> None:
         if self.reason and self.reason not in REASONS:
@@ -375,6 +460,13 @@ class Decision:
             "reason": str(self.reason),
             "why": str(self.why),
             "solve_ms": float(self.solve_ms),
+            "carbon_mode": str(self.carbon_mode),
+            "carbon_value": None if self.carbon_value is None else float(self.carbon_value),
+            "carbon_unit": str(self.carbon_unit),
+            "carbon_weight_now": None if self.carbon_weight_now is None else float(self.carbon_weight_now),
+            "carbon_weight_min": None if self.carbon_weight_min is None else float(self.carbon_weight_min),
+            "carbon_cheapest_in_slots": None if self.carbon_cheapest_in_slots is None else int(self.carbon_cheapest_in_slots),
+            "carbon_fallback": str(self.carbon_fallback),
         }
 
     @classmethod
@@ -393,8 +485,10 @@ class Decision:
                 raise StoreError(f"decision log: a decision has no {name!r} (keys: {', '.join(sorted(map(str, document)))})")
         where = f"decision log, slot {document['slot']!r}"
 
-        def read(name: str, kind, default):
+        def read(name: str, kind, default, optional: bool = False):
             value = document.get(name, default)
+            if optional and value is None:
+                return None
             try:
                 if kind is tuple:
                     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
@@ -443,6 +537,13 @@ class Decision:
             reason=reason,
             why=read("why", str, ""),
             solve_ms=read("solve_ms", float, 0.0),
+            carbon_mode=read("carbon_mode", str, ""),
+            carbon_value=read("carbon_value", float, None, optional=True),
+            carbon_unit=read("carbon_unit", str, ""),
+            carbon_weight_now=read("carbon_weight_now", float, None, optional=True),
+            carbon_weight_min=read("carbon_weight_min", float, None, optional=True),
+            carbon_cheapest_in_slots=read("carbon_cheapest_in_slots", int, None, optional=True),
+            carbon_fallback=read("carbon_fallback", str, ""),
         )
 
 
@@ -475,7 +576,11 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
 
 
 def tick(
-    now_s: float, jobs: JobQueue | Iterable[Job], state: PolicyState, config: ControllerConfig
+    now_s: float,
+    jobs: JobQueue | Iterable[Job],
+    state: PolicyState,
+    config: ControllerConfig,
+    carbon_window: CarbonWindow | SignalUnavailable | None = None,
 ) -> tuple[Decision, PolicyState]:
     """Decide slot floor((now_s - epoch_s)/slot_s): returns (the decision, the state to save).
 
@@ -487,8 +592,15 @@ def tick(
     work is rebuilt from the active jobs instead (``rebuild_future``) and the policy starts from no
     queued work (hold keeping what it learned of the load across undecided slots). On a JobQueue a
     slot costs O(log n + jobs arrived + released + missed), n the queued jobs, and a rebuild the
-    whole queue once. Raises ConfigError if the slot is not after ``state.last_slot`` or the queue
-    is on other slots.
+    whole queue once.
+
+    ``carbon_window``: for hold with ``config.carbon`` (hold+carbon), the signal over slots t..t+2D
+    (:class:`CarbonWindow`), or why there is none (:class:`SignalUnavailable`; None: "not_given"),
+    in which case the slot is hold's carbon-blind decision (``reason`` "no_signal"). Ignored
+    without ``config.carbon``.
+
+    Raises ConfigError if the slot is not after ``state.last_slot``, the queue is on other slots or
+    the window is not (2D+1,) finite values >= 0.
     """
     queue = as_queue(jobs, config)
     slot = config.slot_of(now_s)
@@ -514,6 +626,7 @@ def tick(
             dominant_shares=state.dominant_shares,
             released_due=state.released_due,
             hold=state.hold.restarted() if gap and state.hold is not None else None,
+            carbon=state.carbon.restarted() if gap and state.carbon is not None else None,
             follow_watch=state.follow_watch if gap else FollowWatch(),
         )
         future = rebuild_future(queue.jobs(), slot, config)
@@ -523,11 +636,28 @@ def tick(
     gcp_state = state.gcp or GcpState.empty(nu)
     vfw_state = state.vfw
     hold_state = state.hold
+    carbon_state = state.carbon
+    carbon: CarbonDecision | None = None
     work = None
     load = float(arrivals.sum())
     if config.policy == "follow":
         capacity = load
         policy_reason = _follow_reason(load)
+    elif config.policy == "hold" and config.carbon:
+        before_carbon = carbon_state or CarbonState.empty(config.deadline_slots, config.cost)
+        params = replace(config.cost, max_servers=None)
+        window = carbon_window if isinstance(carbon_window, CarbonWindow) else None
+        carbon, carbon_state = carbon_step(
+            before_carbon,
+            load,
+            config.deadline_slots,
+            params,
+            None if window is None else window.values,
+            None if window is None else window.reference,
+        )
+        capacity, work = carbon.capacity, carbon.assigned
+        missing = None if window is not None else carbon_window or SignalUnavailable("not_given", "no signal was handed to the slot")
+        policy_reason = _carbon_reason(before_carbon, carbon_state, carbon, load, window, missing, params, config)
     elif config.policy == "hold":
         # The daemon clamps nodes to max_nodes itself, as for gcp; hold never asks beyond max(r_t, m_{t-1}).
         before = hold_state or HoldState.empty(config.deadline_slots, config.cost)
@@ -575,13 +705,15 @@ def tick(
         was = f"{count_text(slot - state.last_slot - 1, 'slot')} went undecided" if cause == "gap" else "the policy changed"
         why += f"; {was}, so the policy's work was rebuilt from the {count_text(len(queue), 'active job')}"
     decision = replace(decision, reason=reason, why=why)
+    if carbon is not None:
+        decision = _with_carbon(decision, carbon, carbon_window, reason, policy_reason)
     watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
     if watch.worse:
         decision = replace(decision, worse_than_follow=True)
         if not state.follow_watch.worse:
             decision = replace(
                 decision,
-                warning=f"{config.policy} has cost {watch.policy_cost + config.cost.beta * watch.last_capacity:.6g} "
+                warning=f"{config.policy_name} has cost {watch.policy_cost + config.cost.beta * watch.last_capacity:.6g} "
                 f"over its slots so far (servers switched off after the last), more than follow the workload "
                 f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
             )
@@ -600,6 +732,7 @@ def tick(
         hold=hold_state,
         follow_watch=watch,
         released_due=released_due,
+        carbon=carbon_state,
     )
 
 
@@ -761,6 +894,64 @@ def _hold_reason(
     )
 
 
+def _carbon_reason(
+    before: CarbonState,
+    after: CarbonState,
+    step: CarbonDecision,
+    load: float,
+    window: CarbonWindow | None,
+    missing: SignalUnavailable | None,
+    params: CostParams,
+    config: ControllerConfig,
+) -> tuple[str, str]:
+    """hold+carbon's rule for m_t in words: the signal now against the day's mean and the window's
+    cleanest slot ("carbon"); hold's own reason when the signal is flat; "no_signal" and why not."""
+    _, hold_why = hold_words = _hold_reason(before.hold, after.hold, load, step.capacity, step.assigned, params)
+    span = duration_text(window_slots(config.deadline_slots) * config.slot_s)
+    if window is None:
+        assert missing is not None
+        return "no_signal", f"{CARBON_NAME}: no signal for this slot ({missing.reason}: {missing.detail}), so hold's carbon-blind decision: {hold_why}"
+    now = f"{window.value_now:.4g} {window.unit} now"
+    if step.mode == "flat":
+        return hold_words[0], f"{CARBON_NAME}: the signal is flat over the next {span} ({now}), so hold's decision: {hold_why}"
+    word = "cheapest" if window.unit.startswith("$") else "cleanest"
+    if step.cheapest_in_slots == 0:
+        where = f"this slot is the {word} in the next {span}"
+    else:
+        where = f"the {word} slot in the next {span} is in {duration_text(step.cheapest_in_slots * config.slot_s)} ({step.weight_min:.2f}x)"
+    queued = float(before.queue[1:].sum()) + load
+    ahead = window.values.shape[0] - 1
+    known = ahead - window.forecast_slots - window.persisted_slots
+    return "carbon", (
+        f"{CARBON_NAME}: {now}, {step.weight_now:.2f}x the day's mean; {where}; runs {step.assigned:.4g} of {queued:.4g} queued "
+        f"(m_t = {step.capacity:.4g}); the {count_text(ahead, 'slot')} ahead: {known} known, {window.forecast_slots} forecast, "
+        f"{window.persisted_slots} by persistence"
+    )
+
+
+def _with_carbon(
+    decision: Decision, step: CarbonDecision, carbon_window: CarbonWindow | SignalUnavailable | None, reason: str, policy_reason: tuple[str, str]
+) -> Decision:
+    """``decision`` with hold+carbon's fields; when a node rule bound the slot, its why keeps the carbon words too."""
+    window = carbon_window if isinstance(carbon_window, CarbonWindow) else None
+    fallback = ""
+    if window is None:
+        fallback = carbon_window.reason if isinstance(carbon_window, SignalUnavailable) else "not_given"
+    why = decision.why if reason == policy_reason[0] else f"{decision.why}; {policy_reason[1]}"
+    used = step.mode == "carbon"
+    return replace(
+        decision,
+        why=why,
+        carbon_mode=step.mode,
+        carbon_value=None if window is None else float(window.value_now),
+        carbon_unit="" if window is None else window.unit,
+        carbon_weight_now=step.weight_now if used else None,
+        carbon_weight_min=step.weight_min if used else None,
+        carbon_cheapest_in_slots=step.cheapest_in_slots if used else None,
+        carbon_fallback=fallback,
+    )
+
+
 def _vfw_reason(before: VfwState, after: VfwState, capacity: float, config: ControllerConfig) -> tuple[str, str]:
     need_now, allowed = step_bounds(before, after, config.deadline_slots, config.vfw_delta)
     if after.valley > 0:
@@ -825,6 +1016,20 @@ def explain(decision: Decision) -> str:
         f"after it: {count_text(decision.queue_depth, 'job')} queued ({decision.at_risk} with their start-by slot now or next), {decision.running} running",
     ]
     lines.append(f"why ({REASON_WORDS.get(decision.reason, 'not recorded')}): {decision.why or 'not recorded'}")
+    if decision.carbon_mode:
+        if decision.carbon_value is None:
+            signal = f"none ({decision.carbon_fallback or 'not recorded'}): hold's carbon-blind decision"
+        else:
+            signal = f"{decision.carbon_value:.4g} {decision.carbon_unit} now"
+            if decision.carbon_mode == "carbon":
+                ahead = decision.carbon_cheapest_in_slots
+                signal += (
+                    f", w_t = {decision.carbon_weight_now:.3g}, the window's lowest w = {decision.carbon_weight_min:.3g} "
+                    + ("in this slot" if not ahead else f"{count_text(ahead, 'slot')} ahead")
+                )
+            else:
+                signal += ", flat over the window: hold's decision"
+        lines.append(f"{CARBON_NAME} ({decision.carbon_mode}): signal {signal}")
     if decision.warning:
         lines.append(f"warning: {decision.warning}")
     return "\n".join(lines)

@@ -39,13 +39,14 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from autoscaler.controller import ControllerConfig, Decision, PolicyState, start_by_slot, tick
+from autoscaler.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.edf import JobQueue
 from autoscaler.errors import ActuationError
 from autoscaler.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
 
 if TYPE_CHECKING:
+    from autoscaler.adapters.carbon_feed import CarbonFeed
     from autoscaler.adapters.health import Telemetry
 
 log = structlog.get_logger("autoscaler")
@@ -93,6 +94,9 @@ class SlotRunner:
     decision record (``Decision.to_json`` plus ``nodes_running`` and ``dry_run``), e.g. to
     write ``--decisions-out``. ``retention_s``: finished jobs released (or submitted) longer ago,
     and decisions of slots that long ago, are pruned at each record (None: keep everything).
+    ``carbon_feed``: the ``[carbon]`` signal (:class:`~autoscaler.adapters.carbon_feed.CarbonFeed`)
+    whose window each slot hands to ``tick`` when ``config.carbon`` (hold+carbon); a slot without a
+    usable signal is hold's decision, logged (``carbon_signal_fallback``) and counted.
     """
 
     config: ControllerConfig
@@ -105,6 +109,7 @@ class SlotRunner:
     telemetry: Telemetry | None = None
     on_decision: Callable[[dict], None] | None = None
     retention_s: float | None = DEFAULT_RETENTION_S
+    carbon_feed: CarbonFeed | None = None
     _queue: JobQueue | None = None  # the active jobs, between slots; None: read the store afresh
     _fresh: bool = True  # the next slot lists every step added since the newest recorded one
     _state: PolicyState | None = None
@@ -148,8 +153,9 @@ class SlotRunner:
         if self.config.slot_of(now_s) <= self._state.last_slot:
             return None
         observation = self._observe(now_s, fresh)
+        carbon = self._carbon_window(now_s) if self.config.carbon else None
         decide_started = time.perf_counter()
-        decision, new_state = tick(now_s, self._queue, self._state, self.config)
+        decision, new_state = tick(now_s, self._queue, self._state, self.config, carbon)
         solve_ms = (time.perf_counter() - decide_started) * 1000
         decision = dataclasses.replace(decision, solve_ms=solve_ms)
         if decision.warning:
@@ -171,6 +177,23 @@ class SlotRunner:
         self._load()
 
     # -- 1. observe ---------------------------------------------------------------------------
+
+    def _carbon_window(self, now_s: float) -> CarbonWindow | SignalUnavailable:
+        """The signal for the slot of ``now_s``, or why there is none (logged and counted here)."""
+        slot = self.config.slot_of(now_s)
+        if self.carbon_feed is None:
+            window, missing = None, SignalUnavailable("not_given", "the runner was given no [carbon] feed")
+        else:
+            window = self.carbon_feed.window(now_s, self.config.slot_s, self.config.deadline_slots, self.config.epoch_s)
+            missing = self.carbon_feed.fallback
+        if window is not None:
+            if self.telemetry is not None:
+                self.telemetry.carbon_signal(window.value_now, window.unit)
+            return window
+        log.warning("carbon_signal_fallback", slot=slot, reason=missing.reason, detail=missing.detail, dry_run=self.dry_run)
+        if self.telemetry is not None:
+            self.telemetry.carbon_signal(None, fallback=missing.reason)
+        return missing
 
     def _load(self) -> None:
         """Read the active jobs and the policy state afresh (first slot, or after a failure)."""
@@ -388,6 +411,7 @@ class SlotRunner:
             missed=len(decision.missed),
             reason=decision.reason,
             why=decision.why,
+            **({"carbon_mode": decision.carbon_mode, "carbon_value": decision.carbon_value} if decision.carbon_mode else {}),
             energy_wh_modelled=round(energy_wh, 3),
             solve_ms=round(decision.solve_ms, 3),
             slot_ms=round((time.perf_counter() - started) * 1000, 3),

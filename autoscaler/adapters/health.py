@@ -16,6 +16,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
+from autoscaler.controller import SIGNAL_FALLBACKS
 from autoscaler.errors import ConfigError
 
 HEALTHY_SLOTS = 2
@@ -29,7 +30,9 @@ class Telemetry:
     jobs released and released late (counters), deadlines missed by tenant (counter), solve time
     (histogram, seconds), modelled energy of the task nodes and modelled energy saved against
     follow (Wh, eq. (13)-(14) at u = running jobs / nodes; no start-up energy), failed slots, and the
-    time of the last successful slot (Unix seconds).
+    time of the last successful slot (Unix seconds). For hold+carbon: the signal's value in the slot
+    last decided (labelled by its unit; NaN when the slot had none) and the slots decided without a
+    signal, by reason (``autoscaler.controller.SIGNAL_FALLBACKS``).
     """
 
     def __init__(self, slot_s: float, registry: CollectorRegistry | None = None, clock=time.time) -> None:
@@ -58,6 +61,18 @@ class Telemetry:
         self.saved = Gauge("autoscaler_energy_saved_modelled_wh", "modelled energy saved against follow the workload, Wh", registry=r)
         self.failures = Counter("autoscaler_slot_failures", "slots that failed, or could not read or change EMR", registry=r)
         self.last_success = Gauge("autoscaler_last_success_timestamp_seconds", "when the last slot succeeded", registry=r)
+        self.carbon_fallback = Counter(
+            "autoscaler_carbon_signal_fallback",
+            "slots hold+carbon decided carbon-blind for want of a signal (unreadable, stale, not_covering, not_given)",
+            ["reason"],
+            registry=r,
+        )
+        self.carbon_value = Gauge(
+            "autoscaler_carbon_signal_value", "the carbon or price signal in the slot last decided (NaN: none)", ["unit"], registry=r
+        )
+        for reason in SIGNAL_FALLBACKS:  # each at 0 from the start, so a rate or an alert has a series to read
+            self.carbon_fallback.labels(reason=reason)
+        self._carbon_unit: str | None = None
 
     def slot_done(
         self,
@@ -100,6 +115,19 @@ class Telemetry:
             self.slot_ok()
         else:
             self.slot_failed()
+
+    def carbon_signal(self, value: float | None, unit: str = "", fallback: str = "") -> None:
+        """Record a hold+carbon slot's signal: ``value`` in ``unit``, or None and the ``fallback``
+        reason, which counts one slot in ``autoscaler_carbon_signal_fallback_total``."""
+        if value is None:
+            self.carbon_fallback.labels(reason=fallback or "not_given").inc()
+            if self._carbon_unit is not None:
+                self.carbon_value.labels(unit=self._carbon_unit).set(float("nan"))
+            return
+        if self._carbon_unit is not None and self._carbon_unit != unit:
+            self.carbon_value.remove(self._carbon_unit)
+        self._carbon_unit = unit
+        self.carbon_value.labels(unit=unit).set(value)
 
     def slot_ok(self) -> None:
         """A slot ran to the end (decided, or found already decided)."""

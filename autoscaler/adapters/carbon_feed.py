@@ -1,0 +1,191 @@
+"""The daemon's carbon (or price) feed: the ``[carbon]`` source read now and then, turned into the
+window hold+carbon decides each slot by.
+
+``CarbonFeed.window`` reads the source (and the forecast source, if any) with
+:func:`autoscaler.adapters.signal_source.load_signal` at most every ``refresh_s`` (the first slot
+reads it); a read that fails keeps the last good signal. It returns the slot's
+:class:`~autoscaler.controller.CarbonWindow`, or None when there is no usable signal, with
+``CarbonFeed.fallback`` saying why (:data:`~autoscaler.controller.SIGNAL_FALLBACKS`): the source
+was never read ("unreadable", with the error), the last good read is older than
+``max_staleness_s`` ("stale", with its age), or the signal does not cover the slot ("not_covering").
+The per-slot values come from :func:`slot_window`, pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import structlog
+
+from autoscaler.adapters.signal_source import _shown, load_signal
+from autoscaler.config import CarbonSettings
+from autoscaler.controller import CarbonWindow, SignalUnavailable
+from autoscaler.errors import AutoscalerError, ConfigError, TraceError
+from autoscaler.policies.carbon import window_slots
+from autoscaler.ports import Clock
+from autoscaler.readable import duration_text, number_text
+from energy.signal import Signal, resample, to_grams_per_kwh, utc_text
+
+__all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed", "covered_means", "slot_window"]
+
+DAY_S = 86_400.0
+
+log = structlog.get_logger("autoscaler")
+
+
+def covered_means(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
+    """The signal's mean over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s), shape (n_slots,),
+    NaN for a slot the signal does not cover (before its first point, after its last step, or across
+    a gap: :func:`energy.signal.resample`'s rules). Halves the range where it is not covered, so a
+    series with one hole costs O(log n_slots) resamples."""
+    try:
+        return resample(signal, start_s, slot_s, n_slots)
+    except TraceError:
+        if n_slots == 1:
+            return np.array([math.nan])
+    half = n_slots // 2
+    return np.concatenate([covered_means(signal, start_s, slot_s, half), covered_means(signal, start_s + half * slot_s, slot_s, n_slots - half)])
+
+
+def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
+    """hold+carbon's window for the slot starting at ``slot_start_s`` (Unix s): pure.
+
+    With P = round(86,400 / slot_s) slots a day and k = 0 .. 2D the slots from now: values[0] is
+    the actual signal's mean over this slot; values[k] is the actual mean where ``actual`` covers
+    slot k, else the forecast's where ``forecast`` covers it, else persistence: the actual value of
+    slot k - P*ceil(k/P) (the same slot one day earlier, or a whole number of days for k > P), else
+    (not known either) values[0]. ``reference``: the mean of the actual values known over the last
+    day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
+
+    Returns a CarbonWindow of shape (2D+1,). Raises TraceError naming the source and the slot's UTC
+    times when ``actual`` does not cover the slot itself; ConfigError when the two units differ.
+    """
+    if forecast is not None and forecast.unit != actual.unit:
+        raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal ({actual.source}) in {actual.unit}")
+    per_day = max(1, round(DAY_S / slot_s))
+    n = window_slots(deadline_slots)
+    known = covered_means(actual, slot_start_s - (per_day - 1) * slot_s, slot_s, per_day - 1 + n)
+    past, ahead = known[: per_day - 1], known[per_day - 1 :]
+    now = float(ahead[0])
+    if math.isnan(now):
+        raise TraceError(
+            actual.source,
+            None,
+            f"does not cover the slot decided, {utc_text(slot_start_s)} to {utc_text(slot_start_s + slot_s)} "
+            f"(the series runs from {utc_text(float(actual.times_s[0]))} to {utc_text(float(actual.times_s[-1]))})",
+        )
+    predicted = covered_means(forecast, slot_start_s, slot_s, n) if forecast is not None else np.full(n, math.nan)
+    values = np.empty(n)
+    values[0] = now
+    forecast_slots = persisted_slots = 0
+    for k in range(1, n):
+        if not math.isnan(ahead[k]):
+            values[k] = ahead[k]
+        elif not math.isnan(predicted[k]):
+            values[k] = predicted[k]
+            forecast_slots += 1
+        else:
+            back = k - per_day * math.ceil(k / per_day)  # in (-P, 0]
+            earlier = now if back == 0 else float(past[per_day - 1 + back])
+            values[k] = now if math.isnan(earlier) else earlier
+            persisted_slots += 1
+    day = np.append(past, now)
+    reference = float(np.mean(day[~np.isnan(day)]))
+    return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots)
+
+
+class CarbonFeed:
+    """The ``[carbon]`` source (and forecast) as hold+carbon reads it, slot by slot.
+
+    ``settings``: the ``[carbon]`` section (its ``source`` set); ``clock``: when each read happens
+    (the age of the last good one is measured on it); ``load``: ``load_signal``'s signature (tests
+    may pass another reader). ``fallback``: why the last ``window`` returned None, else None.
+    ``last_read_s``: when the source was last read well (None: never). Raises ConfigError when
+    ``settings.source`` is not set.
+    """
+
+    def __init__(self, settings: CarbonSettings, clock: Clock, load: Callable[..., Signal] = load_signal) -> None:
+        if not settings.source:
+            raise ConfigError("carbon: a feed needs [carbon] source (a file path or an http(s) URL)")
+        self.settings = settings
+        self.clock = clock
+        self._load = load
+        self._signal: Signal | None = None
+        self._forecast: Signal | None = None
+        self._tried_s: float | None = None
+        self.last_read_s: float | None = None
+        self.last_error: str = ""
+        self.fallback: SignalUnavailable | None = None
+
+    def window(self, now_s: float, slot_s: float, deadline_slots: int, epoch_s: float = 0.0) -> CarbonWindow | None:
+        """The window (:func:`slot_window`) of the slot holding ``now_s`` (slots of ``slot_s`` from
+        ``epoch_s``), reading the sources first if ``refresh_s`` has passed since the last try; None
+        (and ``fallback`` says why) without a usable signal. Never raises for the signal's sake."""
+        self._refresh()
+        self.fallback = None
+        if self._signal is None:
+            return self._fail("unreadable", f"never read: {self.last_error or 'not tried yet'}")
+        age_s = self.clock.now_s() - self.last_read_s
+        if age_s > self.settings.max_staleness_s:
+            detail = (
+                f"the last good read of {self._signal.source} is {duration_text(age_s)} old, more than max_staleness_s = "
+                f"{number_text(self.settings.max_staleness_s)} s"
+            )
+            return self._fail("stale", detail + (f"; the last read failed: {self.last_error}" if self.last_error else ""))
+        slot_start_s = epoch_s + math.floor((now_s - epoch_s) / slot_s) * slot_s
+        try:
+            return slot_window(self._signal, self._forecast, slot_start_s, slot_s, deadline_slots)
+        except AutoscalerError as error:
+            return self._fail("not_covering", str(error))
+
+    def _fail(self, reason: str, detail: str) -> None:
+        self.fallback = SignalUnavailable(reason, detail)
+        return None
+
+    def _refresh(self) -> None:
+        now_s = self.clock.now_s()
+        if self._tried_s is not None and now_s - self._tried_s < self.settings.refresh_s:
+            return
+        self._tried_s = now_s
+        settings = self.settings
+        try:
+            signal = _in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s))
+        except Exception as error:  # noqa: BLE001 - a feed that fails keeps its last good signal, whatever failed
+            self.last_error = _error_text(error)
+            log.warning("carbon_signal_read_failed", source=_named(settings.source), error=self.last_error, kept_last_good=self._signal is not None)
+        else:
+            self._signal, self.last_read_s, self.last_error = signal, now_s, ""
+        if settings.forecast:
+            try:
+                forecast = _in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s))
+                if self._signal is not None and forecast.unit != self._signal.unit:
+                    raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal in {self._signal.unit}")
+            except Exception as error:  # noqa: BLE001 - as for the source
+                # Without a forecast the window takes persistence: worth a line, not a fallback.
+                log.warning(
+                    "carbon_forecast_read_failed", source=_named(settings.forecast), error=_error_text(error), kept_last_good=self._forecast is not None
+                )
+            else:
+                self._forecast = forecast
+
+
+def _error_text(error: Exception) -> str:
+    """The project's errors say what failed; anything else (a connection cut mid-read) is named by its type too."""
+    return str(error) if isinstance(error, AutoscalerError) else f"{type(error).__name__}: {error}"
+
+
+def _in_grams(signal: Signal) -> Signal:
+    """lbs/MWh as gCO2eq/kWh (prices and grams as they are)."""
+    return to_grams_per_kwh(signal) if signal.unit == "lbs/MWh" else signal
+
+
+def _named(source: str) -> str:
+    """A source for a log line: a URL without its query string or user (they may carry a token)."""
+    return _shown(source) if source.lower().startswith(("http://", "https://")) else source
+
+
+def carbon_feed(settings: CarbonSettings, clock: Clock) -> CarbonFeed | None:
+    """The feed of ``settings`` (``[carbon]``), or None when no source is set (carbon-blind)."""
+    return CarbonFeed(settings, clock) if settings.source else None

@@ -1,0 +1,186 @@
+"""The carbon feed: per-slot windows worked by hand, and the feed against a real HTTP server and real files."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed, covered_means, slot_window
+from autoscaler.adapters.fakes import SimulatedClock
+from autoscaler.config import CarbonSettings
+from autoscaler.errors import ConfigError, TraceError
+from energy.signal import Signal
+
+HOUR_S = 3600.0
+T0 = datetime(2026, 6, 1, 12, tzinfo=timezone.utc).timestamp()  # a slot boundary on every grid used here
+
+
+def iso(time_s: float) -> str:
+    return datetime.fromtimestamp(time_s, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def csv_text(start_s: float, step_s: float, values) -> str:
+    return "time,value\n" + "".join(f"{iso(start_s + i * step_s)},{v:g}\n" for i, v in enumerate(values))
+
+
+def hourly(start_s: float, values, unit: str = "gCO2eq/kWh", source: str = "s.csv") -> Signal:
+    return Signal(start_s + HOUR_S * np.arange(len(values)), np.array(values, dtype=float), unit, source)
+
+
+# -- the pure window -------------------------------------------------------------------------------
+
+
+def test_persistence_takes_the_same_hour_yesterday():
+    # Hourly slots (P = 24), D = 2: slots 0..4. The series has one point an hour from 23 h ago to
+    # now, 100 + i, so slot 0 (now) is 123 and slot -23 is 100. Slot k = 1..4 is not covered and
+    # there is no forecast: the same hour a day earlier, slot k - 24, i.e. 100 + (k - 24 + 23).
+    actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)])
+    window = slot_window(actual, None, T0, HOUR_S, 2)
+    assert window.values.tolist() == [123.0, 100.0, 101.0, 102.0, 103.0]
+    assert window.value_now == 123.0 and window.unit == "gCO2eq/kWh"
+    assert window.reference == pytest.approx(111.5)  # mean of 100 .. 123
+    assert (window.forecast_slots, window.persisted_slots) == (0, 4)
+
+
+def test_actual_values_then_the_forecast_then_persistence():
+    # The series also covers slot 1 (77, then its one-hour step); the forecast covers slots 1-2.
+    actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)] + [77.0])
+    forecast = hourly(T0 + HOUR_S, [50.0, 60.0], source="f.csv")
+    window = slot_window(actual, forecast, T0, HOUR_S, 2)
+    assert window.values.tolist() == [123.0, 77.0, 60.0, 102.0, 103.0]
+    assert (window.forecast_slots, window.persisted_slots) == (1, 2)
+
+
+def test_persistence_not_known_takes_the_value_now_and_the_mean_is_of_what_is_known():
+    actual = hourly(T0 - HOUR_S, [300.0, 200.0])  # slots -1 and 0 only
+    window = slot_window(actual, None, T0, HOUR_S, 2)
+    assert window.values.tolist() == [200.0] * 5
+    assert window.reference == pytest.approx(250.0)
+
+
+def test_half_hour_values_average_into_hourly_slots_and_a_hole_is_nan():
+    signal = Signal(T0 + 1800.0 * np.array([0, 1, 2, 3, 6, 7]), np.array([100.0, 200.0, 300.0, 500.0, 50.0, 70.0]), "gCO2eq/kWh", "s.csv")
+    means = covered_means(signal, T0, HOUR_S, 4)
+    assert means[0] == 150.0
+    # 1.5 h from the point at 01:30 to the next (3 x the median 30 min): a gap, in both slots it touches.
+    assert np.isnan(means[1]) and np.isnan(means[2])
+    assert means[3] == 60.0
+
+
+def test_a_signal_that_does_not_cover_now_is_refused_naming_the_slot():
+    actual = hourly(T0 - 30 * HOUR_S, [100.0] * 5)
+    with pytest.raises(TraceError, match=r"does not cover the slot decided, 2026-06-01T12:00:00Z to 2026-06-01T13:00:00Z"):
+        slot_window(actual, None, T0, HOUR_S, 1)
+    with pytest.raises(ConfigError, match=r"the forecast is in \$/kWh"):
+        slot_window(hourly(T0, [1.0, 2.0]), hourly(T0, [1.0, 2.0], unit="$/kWh"), T0, HOUR_S, 1)
+
+
+# -- the feed against a server and files ----------------------------------------------------------------
+
+
+class _Served:
+    """What the test server answers: a status and a body the test changes, and the GETs it saw."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.body = ""
+        self.hits = 0
+
+
+@pytest.fixture()
+def server():
+    served = _Served()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            served.hits += 1
+            body = served.body.encode() if served.status == 200 else b"server error"
+            self.send_response(served.status)
+            self.send_header("Content-Type", "text/csv")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served, f"http://127.0.0.1:{httpd.server_port}/carbon.csv?token=secret"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_the_feed_reads_at_most_every_refresh_and_keeps_the_last_good_read_until_stale(server):
+    served, url = server
+    slot_s = 300.0
+    # Two days of 5-minute points: 400 g all yesterday, 200 g from now on, so any window is covered.
+    served.body = csv_text(T0 - 86_400.0, slot_s, [400.0] * 288 + [200.0] * 288)
+    clock = SimulatedClock(T0)
+    settings = CarbonSettings(source=url, unit="gCO2eq/kWh", refresh_s=600, max_staleness_s=1800, timeout_s=5)
+    feed = CarbonFeed(settings, clock)
+    window = feed.window(clock.now_s(), slot_s, 1)
+    assert window.values.tolist() == [200.0, 200.0, 200.0] and served.hits == 1
+    assert window.reference == pytest.approx((287 * 400.0 + 200.0) / 288)  # the last day: 287 slots at 400, now at 200
+    assert "token" not in window.source
+    served.body = csv_text(T0 - 86_400.0, slot_s, [400.0] * 288 + [100.0] * 288)
+    clock.advance(slot_s)
+    assert feed.window(clock.now_s(), slot_s, 1).value_now == 200.0 and served.hits == 1  # within refresh_s: not read again
+    clock.advance(slot_s)
+    assert feed.window(clock.now_s(), slot_s, 1).value_now == 100.0 and served.hits == 2  # T0 + 600: read again
+    served.status = 500
+    seen = []
+    for _ in range(6):  # T0 + 900 .. T0 + 2400: the last good read (T0 + 600) is at most 1800 s old
+        clock.advance(slot_s)
+        window = feed.window(clock.now_s(), slot_s, 1)
+        seen.append(None if window is None else window.value_now)
+    assert seen == [100.0] * 6
+    assert "HTTP 500" in feed.last_error and "secret" not in feed.last_error
+    clock.advance(slot_s)  # T0 + 2700: 2100 s old
+    assert feed.window(clock.now_s(), slot_s, 1) is None
+    assert feed.fallback.reason == "stale"
+    assert "35 min old, more than max_staleness_s = 1,800 s" in feed.fallback.detail
+    assert "HTTP 500" in feed.fallback.detail
+    assert served.hits == 2 + 3  # tried at T0 + 1200, 1800 and 2400: refresh_s after each try, failed or not
+    served.status = 200
+    clock.advance(slot_s)  # T0 + 3000: 600 s after the last try
+    assert feed.window(clock.now_s(), slot_s, 1).value_now == 100.0 and feed.fallback is None
+
+
+def test_a_file_that_never_existed_is_unreadable_from_the_first_slot(tmp_path):
+    clock = SimulatedClock(T0)
+    feed = carbon_feed(CarbonSettings(source=str(tmp_path / "none.csv"), unit="gCO2eq/kWh"), clock)
+    assert feed.window(T0, 300.0, 2) is None
+    assert feed.fallback.reason == "unreadable"
+    assert "none.csv" in feed.fallback.detail and "no such file" in feed.fallback.detail
+    assert carbon_feed(CarbonSettings(), clock) is None
+
+
+def test_a_file_in_lbs_per_mwh_is_read_in_grams_and_one_that_ends_before_now_does_not_cover(tmp_path):
+    path = tmp_path / "watt.csv"
+    path.write_text(csv_text(T0 - HOUR_S, 300.0, [1000.0] * 24))
+    clock = SimulatedClock(T0)
+    feed = CarbonFeed(CarbonSettings(source=str(path), unit="lbs/MWh"), clock)
+    window = feed.window(T0 + 10.0, 300.0, 1)
+    assert window.unit == "gCO2eq/kWh" and window.value_now == pytest.approx(453.59237)
+    clock.advance(86_400.0)  # read again; the file ends 23 h before the slot
+    assert feed.window(clock.now_s(), 300.0, 1) is None
+    assert feed.fallback.reason == "not_covering" and "does not cover the slot decided" in feed.fallback.detail
+
+
+def test_a_forecast_source_fills_the_slots_ahead(tmp_path):
+    actual, forecast = tmp_path / "actual.csv", tmp_path / "forecast.csv"
+    actual.write_text(csv_text(T0 - 2 * HOUR_S, HOUR_S, [300.0, 300.0, 250.0]))
+    forecast.write_text(csv_text(T0 + HOUR_S, HOUR_S, [90.0, 80.0]))
+    feed = CarbonFeed(CarbonSettings(source=str(actual), forecast=str(forecast), unit="gCO2eq/kWh"), SimulatedClock(T0))
+    window = feed.window(T0, HOUR_S, 2)
+    # Slots 1-2 forecast; 3-4 persistence from slots -21 and -20, not known: the value now.
+    assert window.values.tolist() == [250.0, 90.0, 80.0, 250.0, 250.0]
+    assert (window.forecast_slots, window.persisted_slots) == (2, 2)
