@@ -664,7 +664,8 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.policies import UNIFORM
     from autoscaler.sweep import solves_needed, sweep
 
-    deadlines = parse_deadlines(args.deadlines)
+    deadlines = parse_deadlines(args.deadlines, args.slot_s)
+    carbon_signal, forecast, start_s = _signal_inputs(args)
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     unknown = [p for p in policies if p not in UNIFORM or p == "follow"]
     if unknown or not policies:
@@ -702,11 +703,32 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     shortest = min(w.n_slots for w in workloads.values())
     if max(deadlines) > shortest:
         raise ConfigError(f"--deadlines: D = {max(deadlines)} is longer than the window ({shortest} slots)")
+    signals = None
+    if carbon_signal is not None:
+        from autoscaler.replay import place_signal
+
+        longest = max(deadlines)
+        signals = {}
+        for name, workload in workloads.items():
+            signals[name] = place_signal(
+                carbon_signal, args.slot_s, workload.n_slots + longest, workload.n_slots + 3 * longest, start_s=start_s, forecast=forecast
+            )
+            for note in signals[name].notes:
+                err.print(f"note: {name}: {note}", markup=False, highlight=False, soft_wrap=True)
+    from energy.power import power_model
+
     total = solves_needed(len(workloads), deadlines, policies, args.delta_deadline)
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task("sweeping", total=total)
-        result = sweep(workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task))
+        result = sweep(
+            workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task),
+            signals=signals, power=power_model(args.power_model), boot_s=args.boot_s,
+        )  # fmt: skip
     document = asdict(result)
+    if signals is None:
+        # Without a signal the document is what it always was.
+        for key in ("signal_unit", "signal_cut_by_deadline", "blind_cut_by_deadline", "signals"):
+            document.pop(key)
     for trace, by_policy in result.by_deadline.items():
         for name, by_d in by_policy.items():
             worse = [d for d, saving in by_d.items() if saving < -100 * 1e-9]
@@ -721,6 +743,8 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(render.json_text(document) + "\n")
     else:
         out.print(render.sweep_table(result))
+        if signals is not None:
+            out.print(render.sweep_signal_table(result))
     if args.out is not None:
         fig9, fig11 = render.sweep_pngs(result)
         written = write_all_atomic(

@@ -261,6 +261,36 @@ def sweep_table(result) -> Table:
     return table
 
 
+def sweep_signal_table(result) -> Table:
+    """The cut in follow's emissions (or dollars) by trace and D, one column per policy; the
+    carbon-aware policies (offline, hold) also with their carbon-blind schedule's cut, to show what
+    awareness bought. Only for a sweep with a signal."""
+    carbon = result.signal_unit == "gCO2eq/kWh"
+    what = "CO2" if carbon else "cost"
+    table = Table(
+        title=f"{what} cut against follow the workload (%), under the signal",
+        caption="offline and hold: carbon-aware (offline LP with the slot cost, hold+carbon); blind: their carbon-blind schedules; "
+        "gcp-u and vfw have no carbon-aware variant",
+    )
+    table.add_column("trace", no_wrap=True)
+    table.add_column("D", justify="right")
+    columns = []
+    for name in result.policies:
+        columns.append((name, result.signal_cut_by_deadline))
+        if any(name in by_policy for by_policy in result.blind_cut_by_deadline.values()):
+            columns.append((f"{name} blind", result.blind_cut_by_deadline))
+    for label, _ in columns:
+        table.add_column(label, justify="right")
+    for trace in result.by_deadline:
+        for deadline in result.deadlines:
+            cells = []
+            for label, source in columns:
+                by_d = source.get(trace, {}).get(label.removesuffix(" blind"), {})
+                cells.append(f"{by_d[deadline]:.2f}" if deadline in by_d else "-")
+            table.add_row(trace, str(deadline), *cells)
+    return table
+
+
 def sweep_pngs(result) -> tuple[bytes, bytes]:
     """(Fig. 9 analogue: saving against D, a line per policy, a panel per trace;
     Fig. 11 analogue: VFW saving against delta at D = result.delta_deadline)."""
