@@ -331,11 +331,11 @@ def replay(
                 f"a load of {float(workload.active.sum()):.4g} server-slots with e0 = {params.e0:g}, e1 = {params.e1:g}, "
                 f"beta = {params.beta:g}; give the load in servers and the costs per server-slot"
             )
-        energy = modelled_schedule(name, schedule.capacity, schedule.assigned, workload.slot_s, power, boot_s)
+        energy = schedule_energy(schedule, workload.slot_s, power, boot_s)
         signal_total = signal.priced(energy) if signal is not None else None
         blind_energy = blind_total = None
         if blind is not None:
-            blind_energy = modelled_schedule(name, blind.capacity, blind.assigned, workload.slot_s, power, boot_s)
+            blind_energy = schedule_energy(blind, workload.slot_s, power, boot_s)
             blind_total = signal.priced(blind_energy)
         if baseline_total is None:
             baseline_total, baseline_energy, baseline_signal = cost.total, energy.energy_wh, signal_total
@@ -361,6 +361,24 @@ def replay(
     return ReplayResult(
         workload=workload, deadline_slots=deadline_slots, params=params, policies=results, signal=signal, power_model=power.name, boot_s=boot_s
     )
+
+
+NODE_NOISE_RTOL = 1e-6
+"""Capacity within this share of the schedule's peak (at least 1 server) of a whole number is that
+number when rounded up to nodes: an interior-point LP leaves 1e-8 servers in slots it empties, which
+ceil() would count as a node switched on."""
+
+
+def schedule_energy(schedule: Schedule, slot_s: float, power: PowerModel = TABLE_III, boot_s: float = DEFAULT_BOOT_S) -> ScheduleEnergy:
+    """The modelled energy of ``schedule`` on whole nodes (:func:`energy.accounting.modelled_schedule`),
+    its m_t first snapped to the nearest whole number where within :data:`NODE_NOISE_RTOL` of it (and
+    x_t kept <= m_t). Raises ConfigError as modelled_schedule does."""
+    capacity = np.asarray(schedule.capacity, dtype=float)
+    tolerance = NODE_NOISE_RTOL * max(1.0, float(capacity.max(initial=0.0)))
+    nearest = np.round(capacity)
+    capacity = np.where(np.abs(capacity - nearest) <= tolerance, nearest, capacity)
+    assigned = np.minimum(np.asarray(schedule.assigned, dtype=float), capacity)
+    return modelled_schedule(schedule.policy, capacity, assigned, slot_s, power, boot_s)
 
 
 def carbon_aware_plan(name: str, load: np.ndarray, deadline_slots: int, params: CostParams, signal: ReplaySignal) -> Schedule:

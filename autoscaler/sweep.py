@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from autoscaler.cost import schedule_cost
 from autoscaler.model import CostParams, Workload
 from autoscaler.policies import plan
-from autoscaler.replay import CARBON_AWARE, ReplaySignal, carbon_aware_plan
-from energy.accounting import DEFAULT_BOOT_S, modelled_schedule
+from autoscaler.replay import CARBON_AWARE, ReplaySignal, carbon_aware_plan, schedule_energy
+from energy.accounting import DEFAULT_BOOT_S
 from energy.power import TABLE_III, PowerModel
 from energy.signal import utc_text
 
@@ -67,7 +67,7 @@ def sweep(
         result.signal_cut_by_deadline, result.blind_cut_by_deadline, result.signals = {}, {}, {}
 
     def priced(signal: ReplaySignal, schedule, slot_s: float) -> float:
-        return signal.priced(modelled_schedule(schedule.policy, schedule.capacity, schedule.assigned, slot_s, power, boot_s))
+        return signal.priced(schedule_energy(schedule, slot_s, power, boot_s))
 
     def saving(name: str, workload: Workload, deadline: int, trace: str | None = None, **options) -> float:
         schedule = plan(name, workload.active, deadline, params, **options)
