@@ -288,3 +288,32 @@ def test_six_hours_on_workload_a_under_a_daily_cycle(tmp_path, capsys):
         # Awareness moves work into the clean hours: fewer grams than the same policy blind, and than follow.
         assert policies[name]["co2_g"] < policies[name]["carbon_blind"]["co2_g"] < policies["follow"]["co2_g"], name
     print({name: (round(p["energy_wh"] / 1000, 2), round(p["co2_g"] / 1000, 3), round(p["co2_saving_pct"], 2)) for name, p in policies.items()})
+
+
+def test_a_forecast_file_of_the_actual_values_is_the_perfect_forecast(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    forecast = write_signal(tmp_path / "forecast.csv")
+    argv = ["--policy", "hold", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh"]
+    from_file = run_json([*argv, "--forecast", str(forecast)], capsys)
+    perfect = run_json([*argv, "--forecast", "perfect"], capsys)
+    persistence = run_json(argv, capsys)
+    assert from_file["signal"]["forecast"] == str(forecast) and perfect["signal"]["forecast"] == "perfect"
+    assert from_file["policies"]["hold"]["m"] == perfect["policies"]["hold"]["m"]
+    assert from_file["policies"]["hold"]["co2_g"] == perfect["policies"]["hold"]["co2_g"]
+    # Under a daily cycle persistence is yesterday's value, which here is today's: the same again.
+    assert persistence["policies"]["hold"]["co2_g"] == pytest.approx(perfect["policies"]["hold"]["co2_g"], rel=1e-6)
+
+
+def test_the_png_gains_a_panel_for_the_signal(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    argv = ["replay", "--policy", "offline", "--window", "48", "--out"]
+    assert main([*argv, str(tmp_path / "blind")]) == 0
+    assert main([*argv, str(tmp_path / "aware"), "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh"]) == 0
+    capsys.readouterr()
+
+    def height_px(folder: str) -> int:
+        return int.from_bytes((tmp_path / folder / "replay.png").read_bytes()[20:24], "big")  # IHDR height
+
+    # Each panel is 1.9 in at 110 dpi, plus 0.8 in of titles: two panels, then three.
+    assert height_px("blind") == round((1.9 * 2 + 0.8) * 110)
+    assert height_px("aware") == round((1.9 * 3 + 0.8) * 110)

@@ -191,3 +191,18 @@ def test_without_a_signal_the_schedules_and_costs_are_the_policies_own():
         assert r.signal_total is None and r.signal_saving_pct is None and not r.carbon_aware
         assert r.energy is not None
     assert result.policies["follow"].energy_saving_pct == 0.0
+
+
+def test_a_price_per_kwh_is_the_slot_energy_times_the_price():
+    workload = workload_from_curve(np.array([3.0, 1.0, 0.0, 2.0]), slot_s=HOUR_S)
+    price = [0.30, 0.10, 0.20, 0.25, 0.40, 0.15]
+    signal = place_signal(hourly(price, unit="$/kWh"), HOUR_S, 5, 7, start_s=T0)
+    result = replay(workload, ["gcp-u"], 1, CostParams(), signal=signal)
+    for r in result.policies.values():
+        wh = r.energy.slot_energy_wh
+        assert r.signal_total == pytest.approx(float(np.dot(wh / 1000.0, price[: wh.shape[0]])))
+    follow = result.policies["follow"]
+    # follow: 3, 1, 0, 2 whole nodes, busy; Table III: 60.30 W idle + 33.57 W busy per node; 300 s of idle power per node started.
+    by_hand = np.array([3, 1, 0, 2, 0]) * (60.30 + 33.57) + np.array([3, 0, 0, 2, 0]) * 60.30 * 300 / 3600
+    np.testing.assert_allclose(follow.energy.slot_energy_wh, by_hand, rtol=1e-12)
+    assert follow.signal_total == pytest.approx(float(np.dot(by_hand / 1000, price[:5])))
