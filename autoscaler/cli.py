@@ -21,7 +21,7 @@ from rich.console import Console
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.budget import DEFAULT_MEMORY_BUDGET_MB
 from autoscaler.errors import AutoscalerError, ConfigError
-from autoscaler.intake import SAME_DEADLINE_RULE
+from autoscaler.intake import SAME_DEADLINE_RULE, parse_duration_s
 from autoscaler.lateness import LATE_HELP
 from autoscaler.model import DEFAULT_MAX_NODES, JOB_STATES, MAX_SLOTS, MIB, CostParams, LengthModel, Workload
 from autoscaler.policies import POLICIES
@@ -53,6 +53,50 @@ _non_negative_int = _number(int, "a whole number", 0, strict=False)
 _positive_int = _number(int, "a whole number", 1, strict=False)
 _boot_s = _number(float, "a number of seconds", 0.0, strict=False, maximum=3600.0)
 _agent_count = _number(int, "a whole number", 1, strict=False, maximum=10_000_000)
+
+_DEADLINE_FORMS = "a whole number of slots >= 0 like 12, or a duration like 6h, 90m, 1h30m, 1d"
+
+
+def _deadline_text(text: str) -> str:
+    """An argparse type for --deadline: a whole number of slots or a duration, kept as text until
+    --slot-s is known (:func:`deadline_slots` turns it into slots)."""
+    stripped = text.strip()
+    if re.fullmatch(r"\d+", stripped) or (re.search(r"[dhms]\Z", stripped) and parse_duration_s(stripped) is not None):
+        return stripped
+    raise argparse.ArgumentTypeError(f"expected {_DEADLINE_FORMS}, got {text!r}")
+
+
+def _compact_duration(seconds: float) -> str:
+    """Seconds in the duration grammar --deadline reads: 300 -> '5m', 5400 -> '1h30m', 90 -> '1m30s'."""
+    parts = []
+    rest = float(seconds)
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
+        whole = math.floor(rest / size + 1e-9)
+        if whole:
+            parts.append(f"{whole}{unit}")
+            rest -= whole * size
+    if rest > 1e-9 or not parts:
+        parts.append(f"{rest:g}s")
+    return "".join(parts)
+
+
+def deadline_slots(text: str, slot_s: float, flag: str = "--deadline") -> int:
+    """D in slots: a bare whole number is slots; a duration (6h, 90m, 1h30m, 1d, 600s) is divided by
+    ``slot_s`` and must come out a whole number of slots. Raises ConfigError naming ``flag``, the
+    duration, the slots it makes and the slot length otherwise."""
+    stripped = str(text).strip()
+    if re.fullmatch(r"\d+", stripped):
+        return int(stripped)
+    seconds = parse_duration_s(stripped) if re.search(r"[dhms]\Z", stripped) else None
+    if seconds is None:
+        raise ConfigError(f"{flag}: expected {_DEADLINE_FORMS}, got {text!r}")
+    slots = seconds / slot_s
+    whole = round(slots)
+    if abs(slots - whole) > 1e-9 * max(1.0, slots):
+        raise ConfigError(
+            f"{flag} {stripped} is {slots:.4g} slots of {slot_s:g} s; give a multiple of {_compact_duration(slot_s)} or a number of slots"
+        )
+    return int(whole)
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -90,8 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="all",
         help=f"policy, comma list or 'all'; one of: {', '.join(POLICIES)} (follow is always run as the baseline)",
     )
-    replay.add_argument("--deadline", "-D", type=_non_negative_int, default=2, help="uniform deadline D in slots")
+    replay.add_argument(
+        "--deadline", "-D", type=_deadline_text, default="2",
+        help="uniform deadline D: slots (12), or a duration (6h, 90m, 1h30m, 1d) that is a whole number of slots of --slot-s",
+    )  # fmt: skip
     _add_model_arguments(replay)
+    _add_signal_arguments(replay)
     replay.add_argument("--delta", type=_positive_int, default=None, help="VFW look-ahead delta in slots, 0 < delta < D (default: floor(D/2))")
     replay.add_argument("--format", choices=["table", "json", "csv"], default="table", help="stdout format")
     replay.add_argument("--out", type=Path, default=None, help="folder for replay.png, replay.json, slots.csv, summary.csv")
@@ -108,10 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--trace", action="append", default=None, help=f"trace or load curve, repeatable: {TRACE_NAMES_HELP} (default: A)"
     )
-    sweep.add_argument("--deadlines", default="1-12", help="deadlines D in slots: a range 'A-B' or a comma list")
+    sweep.add_argument(
+        "--deadlines", default="1-12",
+        help="deadlines D: a range of slots 'A-B', or a comma list of slots and durations (1h,2h,6h,12h: whole numbers of slots of --slot-s)",
+    )  # fmt: skip
     sweep.add_argument("--policy", default="hold,offline,gcp-u,vfw", help="comma list of uniform-deadline policies")
     sweep.add_argument("--delta-deadline", type=_positive_int, default=12, help="the D at which VFW's delta is swept")
     _add_model_arguments(sweep)
+    _add_signal_arguments(sweep)
     sweep.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
     sweep.add_argument("--out", type=Path, default=None, help="folder for fig9.png, fig11.png and sweep.json")
     sweep.set_defaults(handler=_run_sweep)
@@ -326,6 +378,58 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     length.add_argument("--network-mb-s", type=_positive_float, default=10.0, help="V_n, network transfer rate")
 
 
+def _add_signal_arguments(parser: argparse.ArgumentParser) -> None:
+    """Energy model and carbon/price signal options shared by replay and sweep."""
+    from energy.power import MODELS
+    from energy.signal import UNITS
+
+    energy = parser.add_argument_group("energy and a carbon or price signal")
+    energy.add_argument("--power-model", choices=list(MODELS), default="table-iii", help="power model for kWh: the paper's Table III, or Cloud Carbon Footprint's AWS averages for 1 vCPU")
+    energy.add_argument("--boot-s", type=_boot_s, default=300.0, help="seconds a started node draws idle power before it works, 0 to 3600")
+    energy.add_argument(
+        "--carbon", default=None, metavar="SOURCE",
+        help="per-slot carbon intensity or price: a file or http(s) URL (CSV time,value; WattTime v3, Electricity Maps or "
+        "UK Carbon Intensity JSON); offline and hold become carbon-aware, every policy is costed under it",
+    )  # fmt: skip
+    energy.add_argument("--carbon-unit", choices=list(UNITS), default=None, help="unit of a CSV --carbon (JSON names its own); lbs/MWh is converted to gCO2eq/kWh")
+    energy.add_argument(
+        "--forecast", default="persistence", metavar="persistence|perfect|SOURCE",
+        help="what the online policy knows of later slots: persistence (the same slot a day before), perfect (the actual "
+        "values), or a forecast file or URL (in the slots it covers; persistence elsewhere)",
+    )  # fmt: skip
+    energy.add_argument(
+        "--start", default=None, metavar="TIME",
+        help="ISO-8601 time with a zone of the trace's first slot in the signal (default: a day after the signal's first "
+        "time when it covers that day and the replay, else its first time)",
+    )  # fmt: skip
+
+
+def _signal_inputs(args: argparse.Namespace):
+    """(the --carbon Signal or None, the forecast: 'persistence', 'perfect' or a Signal, start Unix seconds or None)."""
+    from autoscaler.adapters.signal_source import load_signal
+    from energy.signal import parse_time_s
+
+    if args.carbon is None:
+        given = [flag for flag, value in (("--carbon-unit", args.carbon_unit), ("--start", args.start)) if value is not None]
+        if args.forecast != "persistence":
+            given.append("--forecast")
+        if given:
+            raise ConfigError(f"{', '.join(given)} without --carbon: give the signal with --carbon SOURCE")
+        return None, "persistence", None
+    start_s = None
+    if args.start is not None:
+        try:
+            start_s = parse_time_s(args.start)
+        except ValueError as exc:
+            raise ConfigError(f"--start: {exc}") from None
+    signal = load_signal(args.carbon, args.carbon_unit)
+    forecast = args.forecast
+    if forecast not in ("persistence", "perfect"):
+        # A CSV forecast is in the signal's own unit; a JSON one names its unit, which must agree.
+        forecast = load_signal(forecast, args.carbon_unit or signal.unit)
+    return signal, forecast, start_s
+
+
 def _model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
     params = CostParams(e0=args.e0, e1=args.e1, beta=args.beta, max_servers=args.max_servers)
     length_model = LengthModel(
@@ -339,9 +443,10 @@ def _model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
     return params, length_model
 
 
-def parse_deadlines(text: str) -> list[int]:
-    """'1-12' or '2,4,8' -> whole numbers >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
-    forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0"
+def parse_deadlines(text: str, slot_s: float = 300.0) -> list[int]:
+    """'1-12' (slots), or '2,4,8' or '1h,2h,6h' (each slots or a duration, :func:`deadline_slots` at
+    ``slot_s``) -> whole numbers of slots >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
+    forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0 (slots), or of durations like 1h,2h,6h"
     span = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", text)
     if span:
         low, high = int(span.group(1)), int(span.group(2))
@@ -355,11 +460,15 @@ def parse_deadlines(text: str) -> list[int]:
     parts = text.split(",")
     if len(parts) > 1 and not all(part.strip() for part in parts):
         raise ConfigError(f"--deadlines: {text!r} has an empty item; expected {forms}")
-    try:
-        values = [int(part) for part in parts if part.strip()]
-    except ValueError:
-        both = " (a range or a list, not both)" if "-" in text and "," in text else ""
-        raise ConfigError(f"--deadlines: expected {forms}{both}, got {text!r}") from None
+    both = " (a range or a list, not both)" if "-" in text and "," in text else ""
+    values = []
+    for part in (p.strip() for p in parts if p.strip()):
+        if re.fullmatch(r"-?\d+", part):
+            values.append(int(part))
+        elif not both and re.search(r"[dhms]\Z", part) and parse_duration_s(part) is not None:
+            values.append(deadline_slots(part, slot_s, "--deadlines"))
+        else:
+            raise ConfigError(f"--deadlines: expected {forms}{both}, got {text!r}")
     if not values:
         raise ConfigError(f"--deadlines: expected {forms}, got {text!r}")
     if min(values) < 0:
@@ -449,9 +558,12 @@ def _with_source(w: Workload, source: str) -> Workload:
 
 def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler import budget, render
-    from autoscaler.replay import parse_policy_list, replay, to_dict
+    from autoscaler.replay import parse_policy_list, place_signal, replay, to_dict
+    from energy.power import power_model
 
     names = parse_policy_list(args.policy)
+    args.deadline = deadline_slots(args.deadline, args.slot_s)
+    carbon_signal, forecast, start_s = _signal_inputs(args)
     slow: list[str] = []
 
     def check_size(size) -> None:
@@ -484,18 +596,28 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     if every and workload.active_by_deadline is None:
         names.remove("gcp")
         err.print("note: gcp left out of 'all': it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
+    placed = None
+    if carbon_signal is not None:
+        placed = place_signal(
+            carbon_signal, args.slot_s, workload.n_slots + args.deadline, _wanted_slots(workload, args.deadline, "gcp" in names),
+            start_s=start_s, forecast=forecast,
+        )  # fmt: skip
+        for note in placed.notes:
+            err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     with err.status("running policies") as status:
         result = replay(
-            workload, names, args.deadline, params, progress=lambda n: status.update(f"running {n}"), delta=args.delta
-        )
+            workload, names, args.deadline, params, progress=lambda n: status.update(f"running {n}"), delta=args.delta,
+            signal=placed, power=power_model(args.power_model), boot_s=args.boot_s,
+        )  # fmt: skip
     err.print(f"[dim]{render.workload_summary(result)}[/dim]", highlight=False)
     for name, policy in result.policies.items():
         if policy.note:
             err.print(f"note: {policy.note}", markup=False, highlight=False)
         if policy.worse_than_follow:
+            aware = f" (the abstract cost of eq. 2: {policy.schedule.policy} minimises the signal's)" if policy.carbon_aware else ""
             err.print(
                 f"warning: {name} costs more than follow on this replay ({policy.cost.total:,.1f} against "
-                f"{result.policies['follow'].cost.total:,.1f}, saving {policy.saving_pct:.2f} %, D = {args.deadline})",
+                f"{result.policies['follow'].cost.total:,.1f}, saving {policy.saving_pct:.2f} %, D = {args.deadline}){aware}",
                 markup=False,
                 highlight=False,
             )
@@ -525,6 +647,19 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
+def _wanted_slots(workload: Workload, deadline: int, with_gcp: bool) -> int:
+    """The slots a replay's policies may read of a signal: every slot scheduled (gcp: the window plus
+    its largest class deadline) and the look-ahead of the last one (hold+carbon reads t..t+2D)."""
+    wanted = workload.n_slots + 3 * deadline
+    if with_gcp and workload.active_by_deadline is not None:
+        from autoscaler.model import LoadByDeadline
+
+        by_deadline = workload.active_by_deadline
+        nu = by_deadline.max_deadline if isinstance(by_deadline, LoadByDeadline) else np.shape(by_deadline)[0] - 1
+        wanted = max(wanted, workload.n_slots + int(nu))
+    return wanted
+
+
 def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     from dataclasses import asdict
 
@@ -534,7 +669,8 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.policies import UNIFORM
     from autoscaler.sweep import solves_needed, sweep
 
-    deadlines = parse_deadlines(args.deadlines)
+    deadlines = parse_deadlines(args.deadlines, args.slot_s)
+    carbon_signal, forecast, start_s = _signal_inputs(args)
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     unknown = [p for p in policies if p not in UNIFORM or p == "follow"]
     if unknown or not policies:
@@ -572,11 +708,32 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     shortest = min(w.n_slots for w in workloads.values())
     if max(deadlines) > shortest:
         raise ConfigError(f"--deadlines: D = {max(deadlines)} is longer than the window ({shortest} slots)")
+    signals = None
+    if carbon_signal is not None:
+        from autoscaler.replay import place_signal
+
+        longest = max(deadlines)
+        signals = {}
+        for name, workload in workloads.items():
+            signals[name] = place_signal(
+                carbon_signal, args.slot_s, workload.n_slots + longest, workload.n_slots + 3 * longest, start_s=start_s, forecast=forecast
+            )
+            for note in signals[name].notes:
+                err.print(f"note: {name}: {note}", markup=False, highlight=False, soft_wrap=True)
+    from energy.power import power_model
+
     total = solves_needed(len(workloads), deadlines, policies, args.delta_deadline)
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task("sweeping", total=total)
-        result = sweep(workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task))
+        result = sweep(
+            workloads, deadlines, policies, params, args.delta_deadline, advance=lambda: progress.advance(task),
+            signals=signals, power=power_model(args.power_model), boot_s=args.boot_s,
+        )  # fmt: skip
     document = asdict(result)
+    if signals is None:
+        # Without a signal the document is what it always was.
+        for key in ("signal_unit", "signal_cut_by_deadline", "blind_cut_by_deadline", "signals"):
+            document.pop(key)
     for trace, by_policy in result.by_deadline.items():
         for name, by_d in by_policy.items():
             worse = [d for d, saving in by_d.items() if saving < -100 * 1e-9]
@@ -591,6 +748,8 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(render.json_text(document) + "\n")
     else:
         out.print(render.sweep_table(result))
+        if signals is not None:
+            out.print(render.sweep_signal_table(result))
     if args.out is not None:
         fig9, fig11 = render.sweep_pngs(result)
         written = write_all_atomic(

@@ -129,8 +129,8 @@ def deadline_difference(first: Job, again: Job) -> str | None:
     otherwise the absolute times must be equal. A job stored before deadline texts were kept
     (``deadline_text`` None) matches any duration, as such a retry always did.
     """
-    first_duration = _duration_s(first.deadline_text) if first.deadline_text is not None else None
-    again_duration = _duration_s(again.deadline_text) if again.deadline_text is not None else None
+    first_duration = parse_duration_s(first.deadline_text) if first.deadline_text is not None else None
+    again_duration = parse_duration_s(again.deadline_text) if again.deadline_text is not None else None
     if first_duration is not None and again_duration is not None:
         same = first_duration == again_duration
     elif first.deadline_text is None and again_duration is not None:
@@ -148,7 +148,7 @@ def _deadline_words(job: Job) -> str:
     when = utc_text(job.deadline_s)
     if job.deadline_text is None:
         return when
-    return f"{job.deadline_text} ({when})" if _duration_s(job.deadline_text) is not None else job.deadline_text
+    return f"{job.deadline_text} ({when})" if parse_duration_s(job.deadline_text) is not None else job.deadline_text
 
 
 
@@ -158,8 +158,8 @@ def parse_deadline(deadline: str, now_s: float) -> float:
     if not isinstance(deadline, str):
         raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}")
     text = deadline.strip()
-    seconds = _duration_s(text)
-    if seconds is None and text.startswith("-") and _duration_s(text[1:].strip()) is not None:
+    seconds = parse_duration_s(text)
+    if seconds is None and text.startswith("-") and parse_duration_s(text[1:].strip()) is not None:
         raise SubmitError(
             f"deadline: {deadline!r} is a duration into the past; expected a duration from now such as "
             f"{text[1:].strip()!r}, or a time with a timezone"
@@ -188,8 +188,10 @@ def parse_deadline(deadline: str, now_s: float) -> float:
     return deadline_s
 
 
-def _duration_s(text: str) -> float | None:
-    """Seconds of "600", "90m", "1h30m", "1d2h"; None if ``text`` is not a duration."""
+def parse_duration_s(text: str) -> float | None:
+    """Seconds of "600", "90m", "1h30m", "1d2h", "45s" (units d, h, m, s, in that order, each at most
+    once, decimals allowed; a bare number is seconds); None if ``text`` is not a duration. The grammar
+    ``submit --deadline`` and ``replay --deadline`` share."""
     if _SECONDS.fullmatch(text):
         return float(text)
     match = _DURATION.fullmatch(text)
@@ -296,10 +298,10 @@ def parse_past_time(text: str, now_s: float, what: str) -> float:
     forms = "an ISO-8601 time with a timezone like '2026-11-28T00:00:00Z', or a duration ago like '24h' or '1d'"
     if not isinstance(text, str):
         raise ConfigError(f"{what}: expected {forms}, got {text!r}")
-    seconds = _duration_s(text.strip())
+    seconds = parse_duration_s(text.strip())
     if seconds is not None:
         return now_s - seconds
-    if text.strip().startswith("-") and _duration_s(text.strip()[1:].strip()) is not None:
+    if text.strip().startswith("-") and parse_duration_s(text.strip()[1:].strip()) is not None:
         raise ConfigError(f"{what}: {text!r} is negative; a duration here counts back from now: write {text.strip()[1:].strip()!r}")
     try:
         moment = datetime.fromisoformat(text.strip())

@@ -13,6 +13,7 @@ from rich.table import Table
 from autoscaler.errors import ReportError
 from autoscaler.readable import count_text, duration_text, number_text
 from autoscaler.replay import ReplayResult, to_dict
+from energy.signal import utc_text
 
 SUMMARY_COLUMNS = [
     "policy",
@@ -52,10 +53,19 @@ def _non_finite_path(value, path: str) -> str:
     return ""
 
 
+def summary_columns(result: ReplayResult) -> list[str]:
+    """:data:`SUMMARY_COLUMNS`, then energy_wh, and with a signal co2_g (or cost_usd) and co2_saving_pct (or cost_saving_pct)."""
+    columns = [*SUMMARY_COLUMNS, "energy_wh"]
+    if result.signal is not None:
+        columns += [result.signal.total_key, result.signal.saving_key]
+    return columns
+
+
 def summary_rows(result: ReplayResult) -> list[dict]:
-    """One dict per policy with the columns of :data:`SUMMARY_COLUMNS`, taken from the JSON document."""
+    """One dict per policy with the columns of :func:`summary_columns`, taken from the JSON document."""
     policies = to_dict(result)["policies"]
-    return [{"policy": name, **{k: p[k] for k in SUMMARY_COLUMNS[1:]}} for name, p in policies.items()]
+    columns = summary_columns(result)
+    return [{"policy": name, **{k: p[k] for k in columns[1:]}} for name, p in policies.items()]
 
 
 def summary_table(result: ReplayResult) -> Table:
@@ -68,12 +78,19 @@ def summary_table(result: ReplayResult) -> Table:
         + (f", M = {number_text(p.max_servers)}" if p.max_servers is not None else "")
     )
     span = next(iter(result.policies.values())).span_slots if result.policies else w.n_slots
-    table = Table(
-        title=title,
-        caption=f"saving: against follow the workload; m: servers on; peak and mean m over the {span:,} slots of the "
-        f"window and after it, where deferred work runs",
+    sig = result.signal
+    caption = (
+        f"saving: against follow the workload; m: servers on; peak and mean m over the {span:,} slots of the "
+        f"window and after it, where deferred work runs; kWh: modelled ({result.power_model}, {result.boot_s:g} s boot)"
     )
-    for column, justify in [
+    if sig is not None:
+        caption += (
+            f"; signal {sig.source} ({sig.unit}) from {utc_text(sig.start_s)}, forecast: {sig.forecast_kind}; "
+            f"{'CO2' if sig.is_carbon else 'cost'} cut: against follow; carbon-aware: "
+            + (", ".join(f"{n} ({r.schedule.policy})" for n, r in result.policies.items() if r.carbon_aware) or "none")
+        )
+    table = Table(title=title, caption=caption)
+    columns = [
         ("policy", "left"),
         ("cost", "right"),
         ("operating", "right"),
@@ -82,10 +99,14 @@ def summary_table(result: ReplayResult) -> Table:
         ("peak m", "right"),
         ("mean m", "right"),
         ("ms/slot", "right"),
-    ]:
+        ("kWh", "right"),
+    ]
+    if sig is not None:
+        columns += [("kgCO2eq", "right"), ("CO2 cut", "right")] if sig.is_carbon else [("$", "right"), ("cost cut", "right")]
+    for column, justify in columns:
         table.add_column(column, justify=justify, no_wrap=True)
     for row in summary_rows(result):
-        table.add_row(
+        cells = [
             row["policy"],
             f"{row['cost']:,.1f}",
             f"{row['operating_cost']:,.1f}",
@@ -94,7 +115,12 @@ def summary_table(result: ReplayResult) -> Table:
             f"{row['peak_servers']:.2f}",
             f"{row['mean_servers']:.2f}",
             f"{row['solve_ms_per_slot']:.4f}",
-        )
+            f"{row['energy_wh'] / 1000:,.2f}",
+        ]
+        if sig is not None:
+            total = row[sig.total_key]
+            cells += [f"{total / 1000:,.3f}" if sig.is_carbon else f"{total:,.2f}", f"{row[sig.saving_key]:.2f} %"]
+        table.add_row(*cells)
     return table
 
 
@@ -136,14 +162,15 @@ def workload_summary(result: ReplayResult) -> str:
 def summary_csv(result: ReplayResult) -> str:
     """The summary table as CSV text with a header row."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=summary_columns(result), lineterminator="\n")
     writer.writeheader()
     writer.writerows(summary_rows(result))
     return out.getvalue()
 
 
 def slots_csv(result: ReplayResult) -> str:
-    """Per-slot CSV: slot, released jobs, L_t, then m_t and x_t of each policy."""
+    """Per-slot CSV: slot, released jobs, L_t, then m_t and x_t of each policy; with a signal, a last
+    column ``signal`` (its value in the slot, in the JSON's signal.unit)."""
     horizon = max(r.schedule.capacity.shape[0] for r in result.policies.values())
     w = result.workload
     out = io.StringIO()
@@ -151,11 +178,16 @@ def slots_csv(result: ReplayResult) -> str:
     header = ["slot", "released_jobs", "load"]
     for name in result.policies:
         header += [f"m_{name}", f"x_{name}"]
+    signal = result.signal.actual(horizon) if result.signal is not None else None
+    if signal is not None:
+        header.append("signal")
     writer.writerow(header)
     for t in range(horizon):
         row = [t, _at(w.released, t), _at(w.active, t)]
         for r in result.policies.values():
             row += [_at(r.schedule.capacity, t), _at(r.schedule.assigned, t)]
+        if signal is not None:
+            row.append(_at(signal, t))
         writer.writerow(row)
     return out.getvalue()
 
@@ -169,17 +201,35 @@ def schedule_png(result: ReplayResult) -> bytes:
 
     w = result.workload
     n = len(result.policies)
-    fig, axes = plt.subplots(n, 1, figsize=(12, 1.9 * n + 0.8), dpi=110, sharex=True, sharey=True, squeeze=False)
+    sig = result.signal
+    panels = n + (sig is not None)
+    fig, axes = plt.subplots(panels, 1, figsize=(12, 1.9 * panels + 0.8), dpi=110, sharex=True, squeeze=False)
     # Each slot is drawn from its start to its end: n values need n + 1 edges.
     hours = np.arange(w.n_slots + 1) * w.slot_s / 3600
     load = np.append(w.active, w.active[-1:])
-    for ax, (name, r), colour in zip(axes[:, 0], result.policies.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
+    for ax, (name, r), colour in zip(axes[:n, 0], result.policies.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
         m = r.schedule.capacity
         t = np.arange(m.shape[0] + 1) * w.slot_s / 3600
         ax.fill_between(hours, load, step="post", color="0.85", label="L_t (active jobs)")
-        ax.step(t, np.append(m, m[-1:]), where="post", linewidth=1.0, color=colour, label=f"m_t {name}")
-        ax.set_title(f"{name}: cost {r.cost.total:,.0f}, {r.saving_pct:.1f} % saved", fontsize=9, loc="left")
+        label = name if r.schedule.policy == name else f"{name} ({r.schedule.policy})"
+        ax.step(t, np.append(m, m[-1:]), where="post", linewidth=1.0, color=colour, label=f"m_t {label}")
+        title = f"{label}: cost {r.cost.total:,.0f}, {r.saving_pct:.1f} % saved"
+        if sig is not None:
+            total = f"{r.signal_total / 1000:,.1f} kgCO2eq" if sig.is_carbon else f"${r.signal_total:,.2f}"
+            title += f"; {r.energy.energy_wh / 1000:,.1f} kWh, {total}, {r.signal_saving_pct:.1f} % {'CO2' if sig.is_carbon else 'cost'} cut"
+        ax.set_title(title, fontsize=9, loc="left")
         ax.set_ylabel("servers")
+        ax.grid(alpha=0.3)
+        ax.axvline(w.n_slots * w.slot_s / 3600, color="0.5", linewidth=0.6, linestyle=":")
+    for ax in axes[1:n, 0]:
+        ax.sharey(axes[0, 0])  # the policies' panels on one scale; the signal's panel on its own
+    if sig is not None:
+        span = max(r.schedule.capacity.shape[0] for r in result.policies.values())
+        values = sig.actual(span)
+        ax = axes[n, 0]
+        ax.step(np.arange(span + 1) * w.slot_s / 3600, np.append(values, values[-1:]), where="post", linewidth=1.0, color="0.2")
+        ax.set_ylabel(sig.unit)
+        ax.set_title(f"signal: {sig.source} from {utc_text(sig.start_s)} (forecast: {sig.forecast_kind})", fontsize=9, loc="left")
         ax.grid(alpha=0.3)
         ax.axvline(w.n_slots * w.slot_s / 3600, color="0.5", linewidth=0.6, linestyle=":")
     axes[0, 0].legend(loc="upper right", fontsize=8, frameon=False)
@@ -208,6 +258,36 @@ def sweep_table(result) -> Table:
             table.add_row(trace, str(deadline), *cells)
         if trace in result.gcp_classes:
             table.add_row(trace, "classes", *(["-"] * (len(result.policies) - 1)), f"gcp {result.gcp_classes[trace]:.2f}")
+    return table
+
+
+def sweep_signal_table(result) -> Table:
+    """The cut in follow's emissions (or dollars) by trace and D, one column per policy; the
+    carbon-aware policies (offline, hold) also with their carbon-blind schedule's cut, to show what
+    awareness bought. Only for a sweep with a signal."""
+    carbon = result.signal_unit == "gCO2eq/kWh"
+    what = "CO2" if carbon else "cost"
+    table = Table(
+        title=f"{what} cut against follow the workload (%), under the signal",
+        caption="offline and hold: carbon-aware (offline LP with the slot cost, hold+carbon); blind: their carbon-blind schedules; "
+        "gcp-u and vfw have no carbon-aware variant",
+    )
+    table.add_column("trace", no_wrap=True)
+    table.add_column("D", justify="right")
+    columns = []
+    for name in result.policies:
+        columns.append((name, result.signal_cut_by_deadline))
+        if any(name in by_policy for by_policy in result.blind_cut_by_deadline.values()):
+            columns.append((f"{name} blind", result.blind_cut_by_deadline))
+    for label, _ in columns:
+        table.add_column(label, justify="right")
+    for trace in result.by_deadline:
+        for deadline in result.deadlines:
+            cells = []
+            for label, source in columns:
+                by_d = source.get(trace, {}).get(label.removesuffix(" blind"), {})
+                cells.append(f"{by_d[deadline]:.2f}" if deadline in by_d else "-")
+            table.add_row(trace, str(deadline), *cells)
     return table
 
 

@@ -1,5 +1,13 @@
 """Replay a workload through provisioning policies and compare their costs (pure).
 
+Every policy is costed twice: by the deferral paper's abstract cost (eq. 2, ``cost`` and
+``saving_pct``) and in real units, the modelled energy of its schedule on whole nodes
+(:func:`energy.accounting.modelled_schedule`: the power model, plus ``boot_s`` of idle power per node
+started). With a per-slot signal (:class:`ReplaySignal`: a carbon intensity or a price) each
+schedule's energy is also priced slot by slot (grams of CO2eq or dollars), and the policies that have
+a carbon-aware variant run it: ``offline`` as LP (3) with the slot cost s_t / mean(s), ``hold`` as
+``hold+carbon`` (:mod:`autoscaler.policies.carbon`); their carbon-blind schedules are costed beside.
+
 The result feeds every renderer (table, CSV, JSON, PNG); nothing here does I/O.
 """
 
@@ -10,16 +18,169 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from autoscaler.cost import schedule_cost
+from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
 from autoscaler.errors import ConfigError, InfeasibleError
 from autoscaler.model import CostBreakdown, CostParams, Schedule, Workload
-from autoscaler.policies import POLICIES, plan, smallest_max_servers
+from autoscaler.policies import POLICIES, carbon, offline, plan, smallest_max_servers
 from autoscaler.readable import number_text
+from energy.accounting import DEFAULT_BOOT_S, ScheduleEnergy, modelled_schedule
+from energy.power import TABLE_III, PowerModel
+from energy.signal import Signal, resample, to_grams_per_kwh, utc_text
 
 BASELINE = "follow"
 
 WORSE_THAN_FOLLOW_RTOL = 1e-9
 """A schedule is worse than follow when it costs more by over this share of follow's cost (solver noise is not)."""
+
+CARBON_AWARE = ("offline", "hold")
+"""The policies with a carbon-aware variant; the others run carbon-blind under a signal."""
+
+DAY_S = 86400.0
+
+CARBON_UNIT = "gCO2eq/kWh"
+"""The unit every carbon intensity is converted to (lbs/MWh with :func:`energy.signal.to_grams_per_kwh`)."""
+
+PRICE_UNITS = ("$/kWh", "$/node-hour")
+
+
+@dataclass(frozen=True, eq=False)
+class ReplaySignal:
+    """A cost signal placed on a replay's slots (:func:`place_signal` builds one).
+
+    ``slots``: the per-slot values the policies read (slot 0 is the trace's first slot; history
+    before it, a forecast if any). ``unit``: of those values, gCO2eq/kWh (a carbon intensity, also
+    when the source was in lbs/MWh), $/kWh or $/node-hour. ``source_unit``: the source's own unit.
+    ``start_s``: Unix seconds of slot 0. ``forecast_kind``: "persistence", "perfect" or the forecast's
+    source. ``notes``: what a reader of the result should know about how it was placed.
+    """
+
+    slots: carbon.SlotSignal
+    unit: str
+    source: str
+    source_unit: str
+    start_s: float
+    slot_s: float
+    forecast_kind: str = "persistence"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_carbon(self) -> bool:
+        """True for a carbon intensity (grams of CO2eq), False for a price (dollars)."""
+        return self.unit == CARBON_UNIT
+
+    @property
+    def total_key(self) -> str:
+        """The JSON key of a schedule's total under this signal: ``co2_g`` or ``cost_usd``."""
+        return "co2_g" if self.is_carbon else "cost_usd"
+
+    @property
+    def saving_key(self) -> str:
+        """``co2_saving_pct`` or ``cost_saving_pct``."""
+        return "co2_saving_pct" if self.is_carbon else "cost_saving_pct"
+
+    def actual(self, n_slots: int) -> np.ndarray:
+        """The signal over slots 0..n_slots-1, shape (n_slots,), in ``unit`` (past the covered end: the last day repeated)."""
+        return self.slots.actual(n_slots)
+
+    def priced(self, energy: ScheduleEnergy) -> float:
+        """What ``energy``'s schedule costs under the signal: grams of CO2eq (sum of slot_energy_wh/1000 *
+        s_t g/kWh), dollars for $/kWh (kWh * price) or for $/node-hour (whole nodes * slot hours * price)."""
+        s = self.actual(energy.slot_energy_wh.shape[0])
+        if self.unit == "$/node-hour":
+            return float(np.sum(energy.nodes * (self.slot_s / 3600.0) * s))
+        return float(np.sum(energy.slot_energy_wh / 1000.0 * s))
+
+
+def place_signal(
+    signal: Signal,
+    slot_s: float,
+    required_slots: int,
+    wanted_slots: int,
+    start_s: float | None = None,
+    forecast: str | Signal = "persistence",
+) -> ReplaySignal:
+    """Place ``signal`` on a replay's slots: slot k is [start_s + k*slot_s, start_s + (k+1)*slot_s).
+
+    ``required_slots``: the slots the signal must cover (the window plus D: every slot a uniform-deadline
+    policy schedules); TraceError from :func:`energy.signal.resample` names the source and the first UTC
+    time missing otherwise, or a gap. ``wanted_slots`` (>= required): the slots read if covered (a
+    longer horizon, the look-ahead of the last slot); past what is covered the policies and the costing
+    use persistence, the last day repeated. History: the whole slots covered before ``start_s``, at most
+    one day (persistence looks back a day at most). ``start_s`` None: one day after the signal's first
+    time when the signal covers that day plus ``wanted_slots``, else its first time (a note says that
+    persistence has no yesterday for the first day). ``forecast``: "persistence" (none), "perfect" (the
+    actual values) or a second Signal, used in the slots it covers (NaN, persistence, elsewhere), of the
+    same kind (carbon or the same price unit). A day is round(86400 / slot_s) slots.
+    Raises ConfigError for a forecast of another kind, TraceError as above.
+    """
+    source_unit = signal.unit
+    values_signal = to_grams_per_kwh(signal) if signal.unit in (CARBON_UNIT, "lbs/MWh") else signal
+    slots_per_day = max(1, round(DAY_S / slot_s))
+    first_s = float(signal.times_s[0])
+    end_s = float(signal.times_s[-1]) + signal.median_interval_s
+    notes: list[str] = []
+    if start_s is None:
+        if end_s >= first_s + DAY_S + wanted_slots * slot_s:
+            start_s = first_s + DAY_S
+        else:
+            start_s = first_s
+            notes.append(
+                f"{signal.source}: the trace starts at the signal's first time {utc_text(start_s)}: the signal does not cover a day "
+                f"before it plus the replay's {wanted_slots:,} slots, so persistence has no yesterday for the first day "
+                "(give --start to place the trace elsewhere)"
+            )
+    start_s = float(start_s)
+    covered = math.floor((end_s - start_s) / slot_s + 1e-9)
+    n_values = max(required_slots, min(wanted_slots, covered))
+    values = resample(values_signal, start_s, slot_s, n_values)
+    before = math.floor((start_s - first_s) / slot_s + 1e-9)
+    history_slots = min(slots_per_day, max(0, before))
+    history = resample(values_signal, start_s - history_slots * slot_s, slot_s, history_slots) if history_slots else np.zeros(0)
+    if 0 < history_slots < slots_per_day and notes == []:
+        notes.append(
+            f"{signal.source}: only {history_slots:,} of a day's {slots_per_day:,} slots are covered before the start "
+            f"{utc_text(start_s)}: persistence falls back to the current value where it has no yesterday"
+        )
+    elif history_slots == 0 and notes == []:
+        notes.append(f"{signal.source}: nothing is covered before the start {utc_text(start_s)}: persistence has no yesterday for the first day")
+    if n_values < wanted_slots:
+        notes.append(
+            f"{signal.source}: covers {n_values:,} of the {wanted_slots:,} slots the policies may read (to {utc_text(start_s + n_values * slot_s)}); "
+            "after that the last day is repeated"
+        )
+    all_values = np.concatenate([history, values])
+    forecast_values = None
+    if isinstance(forecast, Signal):
+        forecast_kind = forecast.source
+        forecast_values = _placed_forecast(forecast, values_signal.unit, start_s - history_slots * slot_s, slot_s, all_values.size)
+        if np.isnan(forecast_values).all():
+            notes.append(f"{forecast.source}: the forecast covers none of the replay's slots: persistence everywhere")
+    elif forecast == "perfect":
+        forecast_kind = "perfect"
+        forecast_values = np.concatenate([np.full(history_slots, np.nan), values])
+    elif forecast == "persistence":
+        forecast_kind = "persistence"
+    else:
+        raise ConfigError(f"forecast: expected 'persistence', 'perfect' or a signal, got {forecast!r}")
+    slots = carbon.SlotSignal(all_values, history_slots, slots_per_day, forecast_values)
+    return ReplaySignal(slots, values_signal.unit, signal.source, source_unit, start_s, float(slot_s), forecast_kind, tuple(notes))
+
+
+def _placed_forecast(forecast: Signal, unit: str, first_slot_s: float, slot_s: float, n_slots: int) -> np.ndarray:
+    """The forecast's mean per slot over the slots it covers whole, NaN elsewhere; shape (n_slots,)."""
+    if unit == CARBON_UNIT:
+        if forecast.unit not in (CARBON_UNIT, "lbs/MWh"):
+            raise ConfigError(f"--forecast {forecast.source}: {forecast.unit} is a price; the signal is a carbon intensity")
+        forecast = to_grams_per_kwh(forecast)
+    elif forecast.unit != unit:
+        raise ConfigError(f"--forecast {forecast.source}: its unit is {forecast.unit}, the signal's is {unit}")
+    first = max(0, math.ceil((float(forecast.times_s[0]) - first_slot_s) / slot_s - 1e-9))
+    end_s = float(forecast.times_s[-1]) + forecast.median_interval_s
+    last = min(n_slots, math.floor((end_s - first_slot_s) / slot_s + 1e-9))
+    out = np.full(n_slots, np.nan)
+    if last > first:
+        out[first:last] = resample(forecast, first_slot_s + first * slot_s, slot_s, last - first)
+    return out
 
 
 @dataclass(frozen=True)
@@ -30,6 +191,10 @@ class PolicyResult:
     policy's: the window plus D, or plus gcp's largest class deadline nu), the same for every policy.
     ``worse_than_follow``: the schedule costs more than follow the workload (a negative saving
     beyond rounding); a deferral policy that does is no better than not deferring.
+    ``energy``: the schedule's modelled energy (Wh per slot, whole nodes); ``energy_saving_pct``
+    against follow's. With a signal: ``signal_total``, grams of CO2eq or dollars, and
+    ``signal_saving_pct`` against follow's; ``carbon_aware``: the schedule is the policy's carbon-aware
+    variant, and then ``blind_energy`` and ``blind_signal_total`` are those of its carbon-blind schedule.
     """
 
     schedule: Schedule
@@ -38,6 +203,13 @@ class PolicyResult:
     span_slots: int
     note: str = ""
     worse_than_follow: bool = False
+    energy: ScheduleEnergy | None = None
+    energy_saving_pct: float = 0.0
+    signal_total: float | None = None
+    signal_saving_pct: float | None = None
+    carbon_aware: bool = False
+    blind_energy: ScheduleEnergy | None = None
+    blind_signal_total: float | None = None
 
     @property
     def peak_servers(self) -> float:
@@ -59,6 +231,9 @@ class ReplayResult:
     deadline_slots: int
     params: CostParams
     policies: dict[str, PolicyResult]
+    signal: ReplaySignal | None = None
+    power_model: str = TABLE_III.name
+    boot_s: float = DEFAULT_BOOT_S
 
 
 def parse_policy_list(text: str) -> list[str]:
@@ -84,10 +259,18 @@ def replay(
     params: CostParams,
     progress=None,
     delta: int | None = None,
+    signal: ReplaySignal | None = None,
+    power: PowerModel = TABLE_III,
+    boot_s: float = DEFAULT_BOOT_S,
 ) -> ReplayResult:
-    """Run each policy on the workload's L_t (``workload.active``) and cost it (eq. 2).
+    """Run each policy on the workload's L_t (``workload.active``) and cost it (eq. 2), and model its
+    energy with ``power`` and ``boot_s`` (seconds of idle power per node started).
 
     ``gcp`` uses ``workload.active_by_deadline``; ``delta`` is VFW's look-ahead.
+    ``signal``: None (every schedule is the one it always was), or the signal the schedules are priced
+    under; offline then solves LP (3) with slot_cost s_t / mean(s) over its n_slots + D slots, and hold
+    runs as hold+carbon; both are checked (C1/C2) like every schedule, and their carbon-blind schedules
+    are costed too. The other policies have no carbon-aware variant and run carbon-blind.
     ``progress``: optional callable(name) told before each policy runs.
     Raises what :func:`autoscaler.policies.plan` raises (an InfeasibleError under the cap M
     also says the smallest M that works for every policy asked for), and ConfigError when a cost is not a
@@ -102,6 +285,8 @@ def replay(
         )
     results: dict[str, PolicyResult] = {}
     baseline_total: float | None = None
+    baseline_energy: float | None = None
+    baseline_signal: float | None = None
     for name in parse_policy_list(",".join(policy_names)):
         if progress is not None:
             progress(name)
@@ -115,10 +300,14 @@ def replay(
                 f"follow exceeds M = {number_text(params.max_servers)} (peak L_t = {number_text(workload.active.max())}); "
                 "the baseline is follow without the cap"
             )
+        blind = None
         try:
             schedule = plan(
                 name, workload.active, deadline_slots, run_params, delta=delta, load_by_deadline=workload.active_by_deadline
             )
+            if signal is not None and name in CARBON_AWARE:
+                blind = schedule
+                schedule = carbon_aware_plan(name, workload.active, deadline_slots, run_params, signal)
         except InfeasibleError as exc:
             if run_params.max_servers is None:
                 raise
@@ -128,6 +317,13 @@ def replay(
                 + _smallest_caps(workload, policy_names, deadline_slots, params, delta),
                 exc.status,
             ) from None
+        if signal is not None and name != BASELINE:
+            extra = (
+                (f"carbon-aware: {schedule.policy}" if name != "offline" else "carbon-aware: LP (3) with the slot cost s_t / mean(s)")
+                if blind is not None
+                else f"{name} has no carbon-aware variant: run carbon-blind, costed under the signal"
+            )
+            note = f"{note}; {extra}" if note else extra
         cost = schedule_cost(schedule.capacity, schedule.assigned, params)
         if not (math.isfinite(cost.operating) and math.isfinite(cost.switching)):
             raise ConfigError(
@@ -135,14 +331,83 @@ def replay(
                 f"a load of {float(workload.active.sum()):.4g} server-slots with e0 = {params.e0:g}, e1 = {params.e1:g}, "
                 f"beta = {params.beta:g}; give the load in servers and the costs per server-slot"
             )
+        energy = schedule_energy(schedule, workload.slot_s, power, boot_s)
+        signal_total = signal.priced(energy) if signal is not None else None
+        blind_energy = blind_total = None
+        if blind is not None:
+            blind_energy = schedule_energy(blind, workload.slot_s, power, boot_s)
+            blind_total = signal.priced(blind_energy)
         if baseline_total is None:
-            baseline_total = cost.total
+            baseline_total, baseline_energy, baseline_signal = cost.total, energy.energy_wh, signal_total
         saving = 100.0 * (1.0 - cost.total / baseline_total) + 0.0 if baseline_total > 0 else 0.0
         worse = name != BASELINE and cost.total > baseline_total * (1 + WORSE_THAN_FOLLOW_RTOL) + 1e-12
-        results[name] = PolicyResult(schedule, cost, round(saving, 9) + 0.0, workload.n_slots, note, worse)
+        results[name] = PolicyResult(
+            schedule,
+            cost,
+            round(saving, 9) + 0.0,
+            workload.n_slots,
+            note,
+            worse,
+            energy=energy,
+            energy_saving_pct=_saving_pct(energy.energy_wh, baseline_energy),
+            signal_total=signal_total,
+            signal_saving_pct=None if signal is None else _saving_pct(signal_total, baseline_signal),
+            carbon_aware=blind is not None,
+            blind_energy=blind_energy,
+            blind_signal_total=blind_total,
+        )
     span = max(r.schedule.capacity.shape[0] for r in results.values())
     results = {name: replace(r, span_slots=span) for name, r in results.items()}
-    return ReplayResult(workload=workload, deadline_slots=deadline_slots, params=params, policies=results)
+    return ReplayResult(
+        workload=workload, deadline_slots=deadline_slots, params=params, policies=results, signal=signal, power_model=power.name, boot_s=boot_s
+    )
+
+
+NODE_NOISE_RTOL = 1e-6
+"""Capacity within this share of the schedule's peak (at least 1 server) of a whole number is that
+number when rounded up to nodes: an interior-point LP leaves 1e-8 servers in slots it empties, which
+ceil() would count as a node switched on."""
+
+
+def schedule_energy(schedule: Schedule, slot_s: float, power: PowerModel = TABLE_III, boot_s: float = DEFAULT_BOOT_S) -> ScheduleEnergy:
+    """The modelled energy of ``schedule`` on whole nodes (:func:`energy.accounting.modelled_schedule`),
+    its m_t first snapped to the nearest whole number where within :data:`NODE_NOISE_RTOL` of it (and
+    x_t kept <= m_t). Raises ConfigError as modelled_schedule does."""
+    capacity = np.asarray(schedule.capacity, dtype=float)
+    tolerance = NODE_NOISE_RTOL * max(1.0, float(capacity.max(initial=0.0)))
+    nearest = np.round(capacity)
+    capacity = np.where(np.abs(capacity - nearest) <= tolerance, nearest, capacity)
+    assigned = np.minimum(np.asarray(schedule.assigned, dtype=float), capacity)
+    return modelled_schedule(schedule.policy, capacity, assigned, slot_s, power, boot_s)
+
+
+def carbon_aware_plan(name: str, load: np.ndarray, deadline_slots: int, params: CostParams, signal: ReplaySignal) -> Schedule:
+    """The carbon-aware schedule of ``name`` (one of :data:`CARBON_AWARE`) under ``signal``, checked (C1/C2, M).
+
+    offline: LP (3) with slot_cost s_t / mean(s) over its n_slots + D slots (beta keeps its meaning; a
+    signal that is 0 in every slot is flat); hold: :func:`autoscaler.policies.carbon.plan`, named
+    hold+carbon. ``load``: L_t, shape (n_slots,). Raises ConfigError for another name, and what the
+    policies raise (InfeasibleError, SolverError, ScheduleError).
+    """
+    load = np.asarray(load, dtype=float)
+    released = pad_to_horizon(load, deadline_slots)
+    if name == "offline":
+        s = signal.actual(released.shape[0])
+        mean = float(s.mean())
+        schedule = offline.plan(load, deadline_slots, params, slot_cost=s / mean if mean > 0 else np.ones_like(s))
+    elif name == "hold":
+        schedule = carbon.plan(load, deadline_slots, params, signal.slots)
+    else:
+        raise ConfigError(f"{name} has no carbon-aware variant; these have: {', '.join(CARBON_AWARE)}")
+    check_schedule(schedule, released, deadline_curve(released, deadline_slots), params.max_servers)
+    return schedule
+
+
+def _saving_pct(value: float | None, baseline: float | None) -> float:
+    """100 * (1 - value / baseline), 0 when the baseline is 0 (nothing to save)."""
+    if value is None or baseline is None or not baseline > 0:
+        return 0.0
+    return round(100.0 * (1.0 - value / baseline), 9) + 0.0
 
 
 def _smallest_caps(workload: Workload, names: list[str], deadline_slots: int, params: CostParams, delta: int | None) -> str:
@@ -172,7 +437,7 @@ def _rounded_up(value: float) -> str:
 def to_dict(result: ReplayResult) -> dict:
     """The JSON document of ``autoscaler replay --format json``."""
     w = result.workload
-    return {
+    document = {
         "trace": w.source,
         "slot_s": w.slot_s,
         "params": {
@@ -211,6 +476,37 @@ def to_dict(result: ReplayResult) -> dict:
             for name, r in result.policies.items()
         },
     }
+    # Real units, beside the paper's abstract cost; with a signal, what each schedule emits or costs.
+    document["energy"] = {"power_model": result.power_model, "boot_s": result.boot_s}
+    for name, r in result.policies.items():
+        row = document["policies"][name]
+        if r.energy is not None:
+            row["energy_wh"] = r.energy.energy_wh
+            row["energy_saving_pct"] = r.energy_saving_pct
+        if result.signal is not None:
+            sig = result.signal
+            row["schedule"] = r.schedule.policy
+            row["carbon_aware"] = r.carbon_aware
+            row[sig.total_key] = r.signal_total
+            row[sig.saving_key] = r.signal_saving_pct
+            if r.carbon_aware:
+                row["carbon_blind"] = {"energy_wh": r.blind_energy.energy_wh, sig.total_key: r.blind_signal_total}
+    if result.signal is not None:
+        sig = result.signal
+        span = max(r.schedule.capacity.shape[0] for r in result.policies.values())
+        document["signal"] = {
+            "source": sig.source,
+            "unit": sig.unit,
+            "source_unit": sig.source_unit,
+            "start": utc_text(sig.start_s),
+            "slot_s": sig.slot_s,
+            "forecast": sig.forecast_kind,
+            "history_slots": sig.slots.history_slots,
+            "slots_per_day": sig.slots.slots_per_day,
+            "values": _numbers(sig.actual(span)),
+            "notes": list(sig.notes),
+        }
+    return document
 
 
 def _numbers(values: np.ndarray) -> list[float]:
