@@ -140,7 +140,7 @@ cover the slot decided; no signal was handed to ``tick`` at all."""
 class CarbonWindow:
     """The cost signal as known in one slot, for hold+carbon (``tick``'s ``carbon_window``).
 
-    ``values``: shape (2D+1,), the signal's mean over slots t..t+2D (the actual value, then the
+    ``values``: shape (3D+1,), the signal's mean over slots t..t+3D (the actual value, then the
     forecast, else persistence), in ``unit``; ``reference``: its mean over the last day, the level
     of weight 1 (:func:`autoscaler.policies.carbon.carbon_step`). ``value_now``: values[0].
     ``source``: the file or URL it came from; ``forecast_slots`` and ``persisted_slots``: how many
@@ -594,13 +594,13 @@ def tick(
     slot costs O(log n + jobs arrived + released + missed), n the queued jobs, and a rebuild the
     whole queue once.
 
-    ``carbon_window``: for hold with ``config.carbon`` (hold+carbon), the signal over slots t..t+2D
+    ``carbon_window``: for hold with ``config.carbon`` (hold+carbon), the signal over slots t..t+3D
     (:class:`CarbonWindow`), or why there is none (:class:`SignalUnavailable`; None: "not_given"),
     in which case the slot is hold's carbon-blind decision (``reason`` "no_signal"). Ignored
     without ``config.carbon``.
 
     Raises ConfigError if the slot is not after ``state.last_slot``, the queue is on other slots or
-    the window is not (2D+1,) finite values >= 0.
+    the window is not (3D+1,) finite values >= 0.
     """
     queue = as_queue(jobs, config)
     slot = config.slot_of(now_s)

@@ -52,14 +52,14 @@ def covered_means(signal: Signal, start_s: float, slot_s: float, n_slots: int) -
 def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
     """hold+carbon's window for the slot starting at ``slot_start_s`` (Unix s): pure.
 
-    With P = round(86,400 / slot_s) slots a day and k = 0 .. 2D the slots from now: values[0] is
+    With P = round(86,400 / slot_s) slots a day and k = 0 .. 3D the slots from now: values[0] is
     the actual signal's mean over this slot; values[k] is the actual mean where ``actual`` covers
     slot k, else the forecast's where ``forecast`` covers it, else persistence: the actual value of
     slot k - P*ceil(k/P) (the same slot one day earlier, or a whole number of days for k > P), else
     (not known either) values[0]. ``reference``: the mean of the actual values known over the last
     day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
 
-    Returns a CarbonWindow of shape (2D+1,). Raises TraceError naming the source and the slot's UTC
+    Returns a CarbonWindow of shape (3D+1,). Raises TraceError naming the source and the slot's UTC
     times when ``actual`` does not cover the slot itself; ConfigError when the two units differ.
     """
     if forecast is not None and forecast.unit != actual.unit:

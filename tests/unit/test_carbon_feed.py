@@ -35,15 +35,15 @@ def hourly(start_s: float, values, unit: str = "gCO2eq/kWh", source: str = "s.cs
 
 
 def test_persistence_takes_the_same_hour_yesterday():
-    # Hourly slots (P = 24), D = 2: slots 0..4. The series has one point an hour from 23 h ago to
-    # now, 100 + i, so slot 0 (now) is 123 and slot -23 is 100. Slot k = 1..4 is not covered and
+    # Hourly slots (P = 24), D = 2: slots 0..6. The series has one point an hour from 23 h ago to
+    # now, 100 + i, so slot 0 (now) is 123 and slot -23 is 100. Slot k = 1..6 is not covered and
     # there is no forecast: the same hour a day earlier, slot k - 24, i.e. 100 + (k - 24 + 23).
     actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)])
     window = slot_window(actual, None, T0, HOUR_S, 2)
-    assert window.values.tolist() == [123.0, 100.0, 101.0, 102.0, 103.0]
+    assert window.values.tolist() == [123.0, 100.0, 101.0, 102.0, 103.0, 104.0, 105.0]
     assert window.value_now == 123.0 and window.unit == "gCO2eq/kWh"
     assert window.reference == pytest.approx(111.5)  # mean of 100 .. 123
-    assert (window.forecast_slots, window.persisted_slots) == (0, 4)
+    assert (window.forecast_slots, window.persisted_slots) == (0, 6)
 
 
 def test_actual_values_then_the_forecast_then_persistence():
@@ -51,14 +51,14 @@ def test_actual_values_then_the_forecast_then_persistence():
     actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)] + [77.0])
     forecast = hourly(T0 + HOUR_S, [50.0, 60.0], source="f.csv")
     window = slot_window(actual, forecast, T0, HOUR_S, 2)
-    assert window.values.tolist() == [123.0, 77.0, 60.0, 102.0, 103.0]
-    assert (window.forecast_slots, window.persisted_slots) == (1, 2)
+    assert window.values.tolist() == [123.0, 77.0, 60.0, 102.0, 103.0, 104.0, 105.0]
+    assert (window.forecast_slots, window.persisted_slots) == (1, 4)
 
 
 def test_persistence_not_known_takes_the_value_now_and_the_mean_is_of_what_is_known():
     actual = hourly(T0 - HOUR_S, [300.0, 200.0])  # slots -1 and 0 only
     window = slot_window(actual, None, T0, HOUR_S, 2)
-    assert window.values.tolist() == [200.0] * 5
+    assert window.values.tolist() == [200.0] * 7
     assert window.reference == pytest.approx(250.0)
 
 

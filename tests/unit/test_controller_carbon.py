@@ -22,7 +22,7 @@ from autoscaler.controller import (
 )
 from autoscaler.errors import ConfigError
 from autoscaler.model import CostParams, Job, StepSpec
-from autoscaler.policies.carbon import CarbonState
+from autoscaler.policies.carbon import CarbonState, window_slots
 
 TAU = 300.0
 
@@ -74,7 +74,7 @@ def test_a_constant_window_decides_as_hold_does_slot_for_slot(seed, deadline_slo
     jobs = random_jobs(seed, 60, 40, deadline_slots)
     blind = ControllerConfig(policy="hold", deadline_slots=deadline_slots, slot_s=TAU)
     aware = dataclasses.replace(blind, carbon=True)
-    flat = window_of([412.0] * (2 * deadline_slots + 1))
+    flat = window_of([412.0] * window_slots(deadline_slots))
     hold, hold_released, _ = simulate(jobs, blind, 40)
     carbon, carbon_released, state = simulate(jobs, aware, 40, lambda t: flat)
     assert [(d.capacity, d.assigned, d.nodes, d.release) for d in carbon] == [(d.capacity, d.assigned, d.nodes, d.release) for d in hold]
@@ -112,10 +112,10 @@ def test_a_dirty_slot_with_a_clean_one_ahead_defers_and_no_job_is_late():
     # (the flat rate over the 5 slots); hold+carbon sees 500 g now and 100 g in slot 3 and waits.
     deadline_slots = 4
     jobs = [job(f"j{i}", 10.0 * i, 300.0, 10.0 * i + 300.0 + deadline_slots * TAU) for i in range(4)]
-    signal = [500.0, 500.0, 500.0, 100.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0, 500.0]
+    signal = [500.0, 500.0, 500.0, 100.0] + [500.0] * 20
 
     def windows(t):
-        return window_of(signal[t : t + 2 * deadline_slots + 1], reference=float(np.mean(signal)))
+        return window_of(signal[t : t + window_slots(deadline_slots)], reference=float(np.mean(signal)))
 
     # beta = 0.1 server-slots: a restart is cheap next to a slot at 5x the clean one's cost.
     blind = ControllerConfig(policy="hold", deadline_slots=deadline_slots, slot_s=TAU, release_margin_slots=0, cost=CostParams(e0=1.0, beta=0.1))
@@ -130,7 +130,7 @@ def test_a_dirty_slot_with_a_clean_one_ahead_defers_and_no_job_is_late():
     assert carbon[0].carbon_weight_min == pytest.approx(100.0 / np.mean(signal))
     assert carbon[0].carbon_value == 500.0 and carbon[0].carbon_unit == "gCO2eq/kWh"
     assert "500 gCO2eq/kWh now" in carbon[0].why
-    assert "the cleanest slot in the next 45 min is in 15 min" in carbon[0].why
+    assert "the cleanest slot in the next 1 h 5 min is in 15 min" in carbon[0].why
     # The clean slot runs the work; every job goes out by its start-by slot (C1), none late.
     assert carbon[3].capacity >= 3.9
     assert sorted(released_in) == [j.job_id for j in jobs]
@@ -142,18 +142,18 @@ def test_a_dirty_slot_with_a_clean_one_ahead_defers_and_no_job_is_late():
 
 def test_the_cleanest_slot_being_now_is_said_so():
     config = ControllerConfig(policy="hold", deadline_slots=1, slot_s=TAU, carbon=True)
-    decision, _ = tick(0.0, [job("a", 0.0, 300.0, 900.0)], PolicyState(), config, window_of([100.0, 300.0, 300.0]))
+    decision, _ = tick(0.0, [job("a", 0.0, 300.0, 900.0)], PolicyState(), config, window_of([100.0, 300.0, 300.0, 300.0]))
     assert decision.reason in ("carbon", "due_jobs")
     assert decision.carbon_cheapest_in_slots == 0
-    assert "this slot is the cleanest in the next 15 min" in decision.why
-    price, _ = tick(0.0, [job("a", 0.0, 300.0, 900.0)], PolicyState(), config, window_of([0.1, 0.3, 0.3], unit="$/kWh"))
+    assert "this slot is the cleanest in the next 20 min" in decision.why
+    price, _ = tick(0.0, [job("a", 0.0, 300.0, 900.0)], PolicyState(), config, window_of([0.1, 0.3, 0.3, 0.3], unit="$/kWh"))
     assert "this slot is the cheapest" in price.why
 
 
 def test_state_and_decision_read_back_and_old_ones_still_load():
     config = ControllerConfig(policy="hold", deadline_slots=2, slot_s=TAU, carbon=True)
     jobs = [job("a", 0.0, 600.0, 1800.0), job("b", 5.0, 300.0, 1500.0)]
-    decision, state = tick(0.0, jobs, PolicyState(), config, window_of([400.0, 300.0, 200.0, 300.0, 400.0]))
+    decision, state = tick(0.0, jobs, PolicyState(), config, window_of([400.0, 300.0, 200.0, 300.0, 400.0, 400.0, 400.0]))
     document = json.loads(json.dumps(state.to_json()))
     assert PolicyState.from_json(document) == state
     assert isinstance(PolicyState.from_json(document).carbon, CarbonState)
@@ -175,10 +175,10 @@ def test_toggling_carbon_rebuilds_and_a_gap_restarts_the_carbon_state():
     jobs = [job("a", 0.0, 3000.0, 4000.0)]
     _, state = tick(0.0, jobs, PolicyState(), blind)
     assert rebuild_cause(state, 1, aware) == "policy"
-    decision, state = tick(TAU, jobs, state, aware, window_of([300.0] * 5))
+    decision, state = tick(TAU, jobs, state, aware, window_of([300.0] * 7))
     assert "the policy changed" in decision.why and state.carbon is not None
     before = state.carbon
-    decision, after = tick(5 * TAU, jobs, state, aware, window_of([300.0] * 5))
+    decision, after = tick(5 * TAU, jobs, state, aware, window_of([300.0] * 7))
     assert "3 slots went undecided" in decision.why
     # Restarted, as hold is across a gap: the queue rebuilt from the active job, what hold learned kept.
     restarted = before.restarted()
@@ -190,5 +190,5 @@ def test_toggling_carbon_rebuilds_and_a_gap_restarts_the_carbon_state():
 def test_only_hold_has_a_carbon_aware_variant():
     with pytest.raises(ConfigError, match="only policy 'hold' has a carbon-aware variant"):
         ControllerConfig(policy="gcp", carbon=True)
-    with pytest.raises(ConfigError, match="must be 5 finite values"):
+    with pytest.raises(ConfigError, match="must be 7 finite values"):
         tick(0.0, [], PolicyState(), ControllerConfig(policy="hold", deadline_slots=2, carbon=True), window_of([1.0, 2.0, 3.0]))
