@@ -127,7 +127,7 @@ def test_the_feed_reads_at_most_every_refresh_and_keeps_the_last_good_read_until
     settings = CarbonSettings(source=url, unit="gCO2eq/kWh", refresh_s=600, max_staleness_s=1800, timeout_s=5)
     feed = CarbonFeed(settings, clock)
     window = feed.window(clock.now_s(), slot_s, 1)
-    assert window.values.tolist() == [200.0, 200.0, 200.0] and served.hits == 1
+    assert window.values.tolist() == [200.0] * 4 and served.hits == 1
     assert window.reference == pytest.approx((287 * 400.0 + 200.0) / 288)  # the last day: 287 slots at 400, now at 200
     assert "token" not in window.source
     served.body = csv_text(T0 - 86_400.0, slot_s, [400.0] * 288 + [100.0] * 288)
@@ -181,6 +181,6 @@ def test_a_forecast_source_fills_the_slots_ahead(tmp_path):
     forecast.write_text(csv_text(T0 + HOUR_S, HOUR_S, [90.0, 80.0]))
     feed = CarbonFeed(CarbonSettings(source=str(actual), forecast=str(forecast), unit="gCO2eq/kWh"), SimulatedClock(T0))
     window = feed.window(T0, HOUR_S, 2)
-    # Slots 1-2 forecast; 3-4 persistence from slots -21 and -20, not known: the value now.
-    assert window.values.tolist() == [250.0, 90.0, 80.0, 250.0, 250.0]
-    assert (window.forecast_slots, window.persisted_slots) == (2, 2)
+    # Slots 1-2 forecast; 3-6 persistence from slots -21 .. -18, not known: the value now.
+    assert window.values.tolist() == [250.0, 90.0, 80.0, 250.0, 250.0, 250.0, 250.0]
+    assert (window.forecast_slots, window.persisted_slots) == (2, 4)
