@@ -15,26 +15,27 @@ newest released L_t at D slots), hold+carbon solves, over the window t..t+3D:
          0 <= x_k <= m_k <= M,
 
 where the work released in each of t+1..t+2D is taken as an exponentially weighted mean of L with
-a time constant of D+1 slots (:func:`arrival_rate`; its deadlines fall inside the window, so the
-window ends with nothing queued), and w_k comes from the signal as known at t: s_t itself, then the
+a time constant of a quarter of hold's break-even W = 2*beta/e0, within [1, D+1]
+(:func:`arrival_time_constant`; the deadlines of that work fall inside the window, so the window
+ends with nothing queued), and w_k comes from the signal as known at t: s_t itself, then the
 forecast where one is given, else persistence, the value of the same slot one day earlier
 (:meth:`SlotSignal.window`), divided by the mean of the last day's signal (:meth:`SlotSignal.reference`),
 so that a restart costs beta server-slots at the day's mean. Only m_t and x_t are played (receding
 horizon). The LP takes the forecast arrivals as certain; so that it does not keep servers on for
 work that may not come, m_t keeps idle servers only as far as hold would (m_t <= max(x_t, hold's m_t)).
 
-Why the forecast arrivals: without them the LP sees only the queue, and a server switched on for a
-clean slot pays 2*beta for one short batch, so it hardly defers (on Workload A at a 6-hour deadline
-it cut follow's emissions by 0.7 %, against the carbon-aware offline LP's 22 %). With arrivals over
-the next D slots it kept 0.56-0.67 of the offline cut, over the next 2D slots 0.68-0.95, and with
-the true future arrivals over 2D slots 1.03 (the offline LP also pays for switching). What is left
-is the forecast of the load: on one day the policy cannot know that the trace ends, and the last D
-slots, which the offline LP knows are empty, are a quarter of a 6-hour replay; on the same day three
-times over it keeps 0.89-0.91 (benchmarks/bench_carbon.py). Tried and not kept: persistence of the
-load (yesterday's L around the same slot, once a day has been seen) in place of the weighted mean: on
-the three-day diurnal load with its clean hours at midnight it raised the share kept from 0.47 to 0.77,
-but it lowered it on Workload A, once and three times over (mean 0.84 -> 0.77 and 0.93 -> 0.89 over
-the four phases of the daily cycle), where yesterday's bursts do not come again.
+Why the forecast arrivals, and why a short memory: without them the LP sees only the queue, and a
+server switched on for a clean slot pays 2*beta for one short batch, so it hardly defers (on Workload
+A at a 6-hour deadline it cut follow's emissions by 0.7 %, against the carbon-aware offline LP's 22 %).
+With arrivals over the next D slots at the mean L of the last D+1 it kept 0.56-0.67 of the offline
+cut, over the next 2D slots 0.68-0.95, and with the true future arrivals 1.03 (the offline LP also
+pays for switching). A mean over D+1 slots lags a rising load: the LP under-forecasts it, defers, and
+the deferred work then has to run in dirty slots before its deadline. With the time constant at a
+quarter of the break-even (6 slots at beta = 12) it keeps 0.93-1.01 on Workload A at a 6-hour
+deadline over four phases of a daily cycle, and 0.80-1.08 on three-day loads
+(benchmarks/bench_carbon.py). Tried and not kept: persistence of the load (yesterday's L around the
+same slot, once a day has been seen): it helped the three-day diurnal load and hurt Workload A, whose
+bursts do not come again the next day.
 
 **When the signal does not vary, this is hold.** hold+carbon runs hold (:mod:`autoscaler.policies.hold`)
 beside it on the same L_t, always. When the window's signal is flat (max - min <= 1e-9 of the max),
@@ -65,7 +66,7 @@ from autoscaler.cost import pad_to_horizon
 from autoscaler.errors import ConfigError, InfeasibleError, SolverError
 from autoscaler.model import CostParams, Schedule
 from autoscaler.policies.gcp import flat_capacity
-from autoscaler.policies.hold import HoldState, hold_step
+from autoscaler.policies.hold import HoldState, break_even_slots, hold_step
 
 NAME = "hold+carbon"
 """What the carbon-aware hold is called in every output."""
@@ -87,10 +88,24 @@ def window_slots(deadline_slots: int) -> int:
     return (FORECAST_ARRIVAL_SLOTS + 1) * int(deadline_slots) + 1
 
 
-def arrival_rate(recent_load: np.ndarray, deadline_slots: int) -> float:
+def arrival_time_constant(deadline_slots: int, params: CostParams) -> float:
+    """tau, slots: a quarter of hold's break-even W = ceil(2*beta/e0), within [1, D+1].
+
+    A switch pays for itself over W slots, so the load that justifies one is the load of the next
+    fraction of W; a longer memory lags a rising load, under-forecasts it, and the window LP then
+    defers work that later has to run in dirty slots (on Workload A at a 6-hour deadline, tau = D+1
+    kept 0.73-0.79 of the offline cut where tau = 6 keeps 0.94-1.01). e0 = 0 (W unbounded): D+1;
+    beta = 0: 1 (the last slot's L).
+    """
+    window = break_even_slots(params)
+    quarter = float(deadline_slots + 1) if window is None else window / 4.0
+    return min(max(quarter, 1.0), float(deadline_slots + 1))
+
+
+def arrival_rate(recent_load: np.ndarray, time_constant_slots: float) -> float:
     """The work taken to arrive in each later slot: an exponentially weighted mean of L, newest
-    first (``recent_load``, shape (k,)), with a time constant of D+1 slots."""
-    decay = 1.0 - 1.0 / (deadline_slots + 1)
+    first (``recent_load``, shape (k,), k >= 1), with a time constant of ``time_constant_slots`` (>= 1)."""
+    decay = 1.0 - 1.0 / time_constant_slots
     weights = decay ** np.arange(recent_load.shape[0], dtype=float)
     return float(weights @ recent_load) / float(weights.sum())
 
@@ -276,7 +291,7 @@ def carbon_step(
     else:
         level = float(window.mean()) if reference is None or not reference > 0 else float(reference)
         weights = window / level
-        arrivals = arrival_rate(hold_state.recent_load[: hold_state.slots], deadline_slots)
+        arrivals = arrival_rate(hold_state.recent_load[: hold_state.slots], arrival_time_constant(deadline_slots, params))
         capacity, assigned = _window_decision(queue, arrivals, state.previous, weights, params)
         # Idle servers only as far as hold keeps them (its ski-rental rule): the window LP takes the
         # forecast arrivals as certain, and would keep servers on for work that does not come.
