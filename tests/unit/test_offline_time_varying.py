@@ -113,3 +113,33 @@ def test_bad_slot_cost_is_refused_by_name(slot_cost, expected):
     with pytest.raises(ConfigError, match="slot_cost") as raised:
         plan(np.array([1.0]), 1, CostParams(), slot_cost=slot_cost)
     assert raised.match(expected)
+
+
+@pytest.fixture(scope="module")
+def workload_a_and_cycle():
+    """Workload A's L_t and deploy/carbon-daily.csv resampled onto its slots from 2026-06-01T00:00Z."""
+    from pathlib import Path
+
+    from autoscaler.cli import load_workload
+    from autoscaler.model import LengthModel
+    from energy.signal import parse_time_s, read_signal, resample
+
+    workload, _ = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())
+    path = Path(__file__).resolve().parents[2] / "deploy" / "carbon-daily.csv"
+    signal = read_signal(path.read_text(), str(path), "gCO2eq/kWh")
+    return workload.active, resample(signal, parse_time_s("2026-06-01T00:00:00Z"), 300.0, workload.active.shape[0] + 144)
+
+
+@pytest.mark.parametrize("deadline_slots", [12, 24, 72, 144])
+def test_on_workload_a_the_aware_optimum_is_never_dearer_under_the_cycle_at_1_2_6_and_12_hours(workload_a_and_cycle, deadline_slots):
+    load, intensity = workload_a_and_cycle
+    intensity = intensity[: load.shape[0] + deadline_slots]
+    weights = intensity / intensity.mean()
+    for params in (CostParams(beta=12.0), CostParams(beta=0.0)):
+        aware = plan(load, deadline_slots, params, slot_cost=weights)
+        blind = plan(load, deadline_slots, params)
+        aware_total, blind_total = weighted_total(aware, params, weights), weighted_total(blind, params, weights)
+        assert aware_total <= blind_total + tolerance(blind_total)
+    # With beta = 0 the objective is the emissions themselves (e0 in server-slots at s_t): aware <= blind.
+    emissions = {name: weighted_operating_cost(s.capacity, s.assigned, params, intensity) for name, s in (("aware", aware), ("blind", blind))}
+    assert emissions["aware"] <= emissions["blind"] * (1 + 1e-6)
