@@ -1039,8 +1039,6 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                 start_s = parse_time_s(args.start)
             except ValueError as error:
                 raise ConfigError(f"report: --start: {error}") from None
-        elif signal is not None:
-            start_s = float(signal.times_s[0])
         params, length_model = CostParams(), LengthModel()
         names = [n for n in _policy_names(args.policy) if n != "follow"]
         chosen = args.policy.strip() not in ("all", REPORT_POLICIES)
@@ -1063,17 +1061,28 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             if "gcp" in names and workload.active_by_deadline is None:
                 names.remove("gcp")
                 err.print("note: gcp left out: it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
-            report = reporting.replay_report(workload, names, args.deadline, params, options, start_s)
+            placed = None
+            if signal is not None:
+                from autoscaler.replay import place_signal
+
+                placed = place_signal(
+                    signal, args.slot_s, workload.n_slots + args.deadline, _wanted_slots(workload, args.deadline, "gcp" in names),
+                    start_s=start_s if args.start is not None else None,
+                )  # fmt: skip
+                start_s = placed.start_s
+                for note in placed.notes:
+                    err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+            report = reporting.replay_report(workload, names, args.deadline, params, options, start_s, signal=placed)
         if signal is not None:
             from energy.signal import utc_text
 
-            placed = "--start" if args.start is not None else "the signal's first point; --start places it elsewhere"
+            where = "--start" if args.start is not None else "one day after the signal's first point when it covers that day, as replay places it"
             report = dataclasses.replace(
                 report,
                 notes=(
                     *report.notes,
-                    f"The trace's first slot is placed at {utc_text(start_s)} ({placed}). The policies are "
-                    "replayed without the signal (each decides as it does carbon-blind); their schedules are costed by it afterwards.",
+                    f"The trace's first slot is placed at {utc_text(start_s)} ({where}). The policies decide by the "
+                    "signal as replay --carbon does: offline with the slot cost, hold as hold+carbon; the others carbon-blind.",
                 ),
             )
     else:

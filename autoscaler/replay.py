@@ -363,22 +363,11 @@ def replay(
     )
 
 
-NODE_NOISE_RTOL = 1e-6
-"""Capacity within this share of the schedule's peak (at least 1 server) of a whole number is that
-number when rounded up to nodes: an interior-point LP leaves 1e-8 servers in slots it empties, which
-ceil() would count as a node switched on."""
-
-
 def schedule_energy(schedule: Schedule, slot_s: float, power: PowerModel = TABLE_III, boot_s: float = DEFAULT_BOOT_S) -> ScheduleEnergy:
-    """The modelled energy of ``schedule`` on whole nodes (:func:`energy.accounting.modelled_schedule`),
-    its m_t first snapped to the nearest whole number where within :data:`NODE_NOISE_RTOL` of it (and
-    x_t kept <= m_t). Raises ConfigError as modelled_schedule does."""
-    capacity = np.asarray(schedule.capacity, dtype=float)
-    tolerance = NODE_NOISE_RTOL * max(1.0, float(capacity.max(initial=0.0)))
-    nearest = np.round(capacity)
-    capacity = np.where(np.abs(capacity - nearest) <= tolerance, nearest, capacity)
-    assigned = np.minimum(np.asarray(schedule.assigned, dtype=float), capacity)
-    return modelled_schedule(schedule.policy, capacity, assigned, slot_s, power, boot_s)
+    """The modelled energy of ``schedule`` on whole nodes (:func:`energy.accounting.modelled_schedule`;
+    solver noise above a whole number is not a node, :func:`energy.accounting.whole_nodes`).
+    Raises ConfigError as modelled_schedule does."""
+    return modelled_schedule(schedule.policy, schedule.capacity, schedule.assigned, slot_s, power, boot_s)
 
 
 def carbon_aware_plan(name: str, load: np.ndarray, deadline_slots: int, params: CostParams, signal: ReplaySignal) -> Schedule:

@@ -82,14 +82,22 @@ def report_signal(source: str | None, unit: str | None, settings):
 
 
 def replay_report(
-    workload: Workload, policies: list[str], deadline_slots: int, params: CostParams, options: EnergyOptions, start_s: float = 0.0
+    workload: Workload,
+    policies: list[str],
+    deadline_slots: int,
+    params: CostParams,
+    options: EnergyOptions,
+    start_s: float = 0.0,
+    signal=None,
 ):
     """The modelled energy of ``policies`` replayed on ``workload`` with deadline D, against follow and no
-    provisioning. ``start_s``: where the trace's first slot is placed (Unix seconds; 0: the trace's own clock)."""
+    provisioning. ``start_s``: where the trace's first slot is placed (Unix seconds; 0: the trace's own clock).
+    ``signal``: a :class:`autoscaler.replay.ReplaySignal` the policies decide by, as ``replay --carbon``
+    does (offline with the slot cost, hold as hold+carbon); None: carbon-blind."""
     from autoscaler.replay import replay
     from energy.accounting import schedules_report
 
-    result = replay(workload, ["follow", *policies], deadline_slots, params)
+    result = replay(workload, ["follow", *policies], deadline_slots, params, signal=signal, power=options.model, boot_s=options.boot_s)
     schedules = {name: (r.schedule.capacity, r.schedule.assigned) for name, r in result.policies.items()}
     return schedules_report(
         f"{workload.source}, D = {deadline_slots}",

@@ -77,10 +77,17 @@ class ScheduleEnergy:
         return float(np.maximum(np.diff(self.nodes, prepend=0.0), 0.0).sum())
 
 
+NODE_NOISE_RTOL = 1e-6
+"""A capacity within this share of the schedule's peak above a whole number is solver noise, not a node more."""
+
+
 def whole_nodes(capacity: np.ndarray) -> np.ndarray:
-    """n_t = ceil(m_t) for capacities ``(n_slots,)``; a hair above a whole number (solver rounding) is not a node more."""
-    m = np.asarray(capacity, dtype=float)
-    return np.ceil(np.maximum(m, 0.0) - 1e-9)
+    """n_t = ceil(m_t) for capacities ``(n_slots,)``; a hair above a whole number, up to
+    NODE_NOISE_RTOL times max(1, the peak m_t), is not a node more: the offline LP leaves about 1e-8
+    servers in slots it empties, which would otherwise each count as a node started."""
+    m = np.maximum(np.asarray(capacity, dtype=float), 0.0)
+    tolerance = NODE_NOISE_RTOL * max(1.0, float(m.max(initial=0.0)))
+    return np.maximum(np.ceil(m - tolerance), 0.0)
 
 
 def modelled_schedule(
