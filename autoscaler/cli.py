@@ -424,6 +424,10 @@ def _signal_inputs(args: argparse.Namespace):
             raise ConfigError(f"--start: {exc}") from None
     signal = load_signal(args.carbon, args.carbon_unit)
     forecast = args.forecast
+    if forecast.strip().lower() in ("persistence", "perfect") and forecast not in ("persistence", "perfect"):
+        raise ConfigError(f"--forecast {forecast!r}: the forms are persistence, perfect (lower case) or a file or URL")
+    if not forecast.strip():
+        raise ConfigError("--forecast: expected persistence, perfect or a file or URL, got an empty value")
     if forecast not in ("persistence", "perfect"):
         # A CSV forecast is in the signal's own unit; a JSON one names its unit, which must agree.
         forecast = load_signal(forecast, args.carbon_unit or signal.unit)

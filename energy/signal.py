@@ -305,9 +305,15 @@ def read_signal(text: str, source: str, unit: str | None = None) -> Signal:
     if text.lstrip().startswith(("{", "[")):
         document = _load_json(text, source)
         fmt, fmt_unit = _json_format(document, source)
+        reader = {"WattTime": read_watttime, "Electricity Maps": read_electricity_maps, "UK Carbon Intensity": read_uk_carbon}[fmt]
         if unit is not None and unit != fmt_unit:
-            raise ConfigError(f"{source}: {fmt} gives {fmt_unit}, not the unit {unit!r} asked for (convert with to_grams_per_kwh)")
-        return {"WattTime": read_watttime, "Electricity Maps": read_electricity_maps, "UK Carbon Intensity": read_uk_carbon}[fmt](text, source)
+            if unit == "gCO2eq/kWh" and fmt_unit == "lbs/MWh":
+                return to_grams_per_kwh(reader(text, source))
+            raise ConfigError(
+                f"{source}: {fmt} JSON is in {fmt_unit}, not {unit}: leave the unit out (the file names its own)"
+                + (", or give gCO2eq/kWh to have it converted" if fmt_unit == "lbs/MWh" else "")
+            )
+        return reader(text, source)
     if unit is None:
         raise ConfigError(f"{source}: a CSV signal needs its unit: one of {', '.join(UNITS)}")
     return read_csv(text, source, unit)

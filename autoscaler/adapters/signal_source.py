@@ -49,7 +49,12 @@ def load_signal(path_or_url: str, unit: str | None = None, timeout_s: float = 10
     """
     if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
         raise ConfigError(f"signal timeout_s must be a number > 0, got {timeout_s!r}")
-    scheme = urllib.parse.urlsplit(path_or_url).scheme.lower()
+    if not isinstance(path_or_url, str) or not path_or_url.strip():
+        raise ConfigError(f"signal source: expected a file path or an http(s) URL, got {path_or_url!r}")
+    try:
+        scheme = urllib.parse.urlsplit(path_or_url).scheme.lower()
+    except ValueError as exc:
+        raise ConfigError(f"signal source {path_or_url!r}: not a valid URL ({exc}); expected a file path or an http(s) URL") from None
     if scheme in ("http", "https"):
         name = _shown(path_or_url)
         raw = _fetch(path_or_url, name, timeout_s)

@@ -394,13 +394,22 @@ def carbon_step(
 
 
 def _window_decision(queue: np.ndarray, arrivals: float, previous: float, weights: np.ndarray, params: CostParams) -> tuple[float, float]:
-    """(m_t, x_t) of the window LP; tried again without the forecast arrivals if they make it infeasible under M."""
+    """(m_t, x_t) of the window LP. Under a cap M the forecast arrivals are not allowed to push m_t to M:
+    if they make the window infeasible, or the plan with them runs at M now, the LP is solved again for
+    the queue alone, and its decision is played when it runs fewer servers. (The forecast is an
+    estimate: a plan that must fill M for a long stretch to fit work not yet released would otherwise
+    run at the cap now, in a dirty slot, for work that may never come.)"""
     try:
         m, x = solve_window(queue, arrivals, previous, weights, params)
     except InfeasibleError:
         if arrivals == 0.0:
             raise
         m, x = solve_window(queue, 0.0, previous, weights, params)
+    else:
+        if params.max_servers is not None and arrivals != 0.0 and m >= params.max_servers * (1 - 1e-9):
+            alone = solve_window(queue, 0.0, previous, weights, params)
+            if alone[0] < m:
+                m, x = alone
     total = float(queue.sum())
     # Interior noise aside, the due work runs now (C1) and no more than is queued (C2).
     x = min(max(x, float(queue[0])), total)

@@ -171,3 +171,20 @@ def test_the_guard_plays_holds_decision_while_the_window_lps_shadow_is_behind():
     ahead = dataclasses.replace(after, cost=(after.cost[0] - 2e6, after.cost[1], after.cost[2]))
     _, again = carbon.carbon_step(ahead, 0.0, 3, params, window)
     assert again.engaged
+
+
+def test_a_cap_above_what_the_queue_needs_is_not_filled_for_forecast_work():
+    # Workload A, D = 6 h, a daily cycle: near the trace's end the forecast arrivals (which never come)
+    # once made the capped plan run at M in dirty slots. Uncapped, the peak is about 73 servers.
+    from autoscaler.cli import load_workload
+    from autoscaler.model import LengthModel
+
+    load = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())[0].active
+    deadline_slots, day = 72, 288
+    slots = np.arange(-day, load.shape[0] + 4 * deadline_slots)
+    signal = signal_of(350.0 + 150.0 * np.sin(2.0 * np.pi * (slots - 144) / day), history_slots=day, slots_per_day=day)
+    uncapped = carbon.plan(load, deadline_slots, CostParams(), signal)
+    capped = carbon.plan(load, deadline_slots, CostParams(max_servers=90.0), signal)
+    check(capped, load, deadline_slots, CostParams(max_servers=90.0))
+    assert uncapped.capacity.max() < 90.0
+    assert capped.capacity.max() < 90.0 * (1 - 1e-6)

@@ -286,9 +286,13 @@ def test_read_signal_detects_each_format():
 def test_read_signal_unit_rules():
     with pytest.raises(ConfigError, match="a CSV signal needs its unit"):
         read_signal(QUARTER_HOURLY, "q.csv")
-    with pytest.raises(ConfigError, match="WattTime gives lbs/MWh, not the unit 'gCO2eq/kWh'"):
-        read_signal(json.dumps(WATTTIME), "wt.json", "gCO2eq/kWh")
-    assert read_signal(json.dumps(WATTTIME), "wt.json", "lbs/MWh").unit == "lbs/MWh"
+    # Asked for in gCO2eq/kWh, WattTime's lbs/MWh is converted; any other mismatch is refused.
+    pounds = read_signal(json.dumps(WATTTIME), "wt.json", "lbs/MWh")
+    grams = read_signal(json.dumps(WATTTIME), "wt.json", "gCO2eq/kWh")
+    assert pounds.unit == "lbs/MWh" and grams.unit == "gCO2eq/kWh"
+    assert grams.values.tolist() == pytest.approx((pounds.values * 453.59237 / 1000).tolist())
+    with pytest.raises(ConfigError, match=r"WattTime JSON is in lbs/MWh, not \$/kWh: leave the unit out"):
+        read_signal(json.dumps(WATTTIME), "wt.json", "$/kWh")
 
 
 def test_read_signal_unknown_json_and_empty_data():
