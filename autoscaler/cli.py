@@ -305,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--carbon-unit", default=None, choices=["gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour"], help="the signal's unit, needed for CSV (default: the config's [carbon] unit)")
     replay_group = report.add_argument_group("with --replay")
     replay_group.add_argument("--policy", default=REPORT_POLICIES, help="policies to compare, a comma list or 'all' (follow is always the baseline)")
-    replay_group.add_argument("--deadline", "-D", type=_non_negative_int, default=2, help="uniform deadline D in slots")
+    replay_group.add_argument("--deadline", "-D", type=_deadline_text, default="2", help="uniform deadline D: slots (12), or a duration (6h, 90m) that is a whole number of slots of --slot-s")
     replay_group.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
     replay_group.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     replay_group.add_argument("--start", default=None, help="ISO-8601 time with a zone where the trace's first slot is placed in the signal (default with --carbon: the signal's first point)")
@@ -1044,6 +1044,7 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             except ValueError as error:
                 raise ConfigError(f"report: --start: {error}") from None
         params, length_model = CostParams(), LengthModel()
+        args.deadline = deadline_slots(args.deadline, args.slot_s)
         names = [n for n in _policy_names(args.policy) if n != "follow"]
         chosen = args.policy.strip() not in ("all", REPORT_POLICIES)
         if not chosen and args.deadline < 2 and "vfw" in names:

@@ -155,7 +155,7 @@ def daemon_runner(
     ``startup_wait_s``: how long the cluster's start-up check keeps trying through errors that pass
     (default :data:`STARTUP_WAIT_S`); see ``emr_cluster`` for what it raises.
     """
-    from autoscaler.adapters.carbon_feed import carbon_feed
+    from autoscaler.adapters.carbon_feed import carbon_feed, check_sources
     from autoscaler.adapters.clock import WallClock
     from autoscaler.adapters.lock import StoreLock
     from autoscaler.adapters.shadow import ShadowStore, shadow_cluster
@@ -168,6 +168,8 @@ def daemon_runner(
     wait_s = startup_wait_s if startup_wait_s is not None else settings.startup_wait_s
     config = controller_config(settings, carbon=True)
     feed = carbon_feed(settings.carbon, clock) if config.carbon else None
+    if feed is not None:
+        check_sources(settings.carbon)
     # The store is opened (and checked) before EMR is asked anything: a damaged store is a fault to
     # fix (exit 2), and must not hide behind an EMR outage that would have systemd retry for ever.
     if dry_run:

@@ -189,3 +189,26 @@ def _named(source: str) -> str:
 def carbon_feed(settings: CarbonSettings, clock: Clock) -> CarbonFeed | None:
     """The feed of ``settings`` (``[carbon]``), or None when no source is set (carbon-blind)."""
     return CarbonFeed(settings, clock) if settings.source else None
+
+
+def check_sources(settings: CarbonSettings, load: Callable[..., Signal] = load_signal) -> None:
+    """Read the ``[carbon]`` source and forecast once, at start-up, so that a mistake in the config is
+    a refusal (exit 2), not a daemon that runs carbon-blind for good with a warning every refresh.
+
+    A local file that is missing or not a signal, and a unit that does not fit the signal (a CSV
+    without one, a JSON in another unit), raise ConfigError naming the key. A URL that cannot be
+    fetched now (no connection, an HTTP error, no answer, a body that is not a signal) only logs
+    ``carbon_signal_read_failed``: the source may be down for a while, and the feed falls back slot by
+    slot until it answers.
+    """
+    for key, source in (("source", settings.source), ("forecast", settings.forecast)):
+        if not source:
+            continue
+        try:
+            load(source, unit=settings.unit, timeout_s=settings.timeout_s)
+        except ConfigError as error:
+            raise ConfigError(f"[carbon] {key}: {error}") from None
+        except TraceError as error:
+            if "://" not in source:
+                raise ConfigError(f"[carbon] {key}: {error}") from None
+            log.warning("carbon_signal_read_failed", source=_named(source), error=_error_text(error), kept_last_good=False, at="start")

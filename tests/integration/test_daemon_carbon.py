@@ -128,8 +128,23 @@ def test_a_csv_signal_decides_hold_carbon_then_falls_back_when_it_goes_stale(tmp
     assert not any(d.late for d in decisions)
 
 
-def test_a_source_that_never_existed_decides_every_slot_as_carbon_blind_hold(tmp_path):
-    aware = settings_for(tmp_path, tmp_path / "missing.csv")
+def test_a_local_source_that_does_not_exist_or_lacks_its_unit_is_refused_at_start(tmp_path):
+    with pytest.raises(ConfigError, match=r"\[carbon\] source: .*missing\.csv: no such file"):
+        run_slots(settings_for(tmp_path, tmp_path / "missing.csv"), 1)
+    source = tmp_path / "carbon.csv"
+    write_daily_cycle(source)
+    with pytest.raises(ConfigError, match=r"\[carbon\] source: .*a CSV signal needs its unit"):
+        run_slots(settings_for(tmp_path, source, unit=None), 1)
+
+
+def test_a_url_that_does_not_answer_at_start_decides_every_slot_as_carbon_blind_hold(tmp_path):
+    # A closed port: the source may come back, so the daemon starts and falls back slot by slot.
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    aware = settings_for(tmp_path, f"http://127.0.0.1:{port}/carbon.csv", timeout_s=2)
     decisions, _, fallbacks, metrics, _ = run_slots(aware, 8)
     blind = settings_for(tmp_path, None, store="blind.db")
     hold, _, none, blind_metrics, _ = run_slots(blind, 8)
@@ -137,7 +152,7 @@ def test_a_source_that_never_existed_decides_every_slot_as_carbon_blind_hold(tmp
     assert any(d.nodes for d in hold)
     assert {(d.carbon_mode, d.carbon_fallback) for d in decisions} == {("no_signal", "unreadable")}
     assert {d.carbon_mode for d in hold} == {""}
-    assert len(fallbacks) == 8 and "no such file" in fallbacks[0]["detail"] and none == []
+    assert len(fallbacks) == 8 and "cannot fetch" in fallbacks[0]["detail"] and none == []
     assert samples(metrics, "autoscaler_carbon_signal_fallback_total")[(("reason", "unreadable"),)] == 8
     assert samples(blind_metrics, "autoscaler_carbon_signal_fallback_total")[(("reason", "unreadable"),)] == 0
 

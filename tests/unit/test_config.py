@@ -249,3 +249,21 @@ def test_a_bad_value_set_by_a_variable_names_the_variable(tmp_path: Path, monkey
     monkeypatch.setenv("AUTOSCALER_CLUSTER__MAX_NODES", "-1")
     message = config_error(write(tmp_path, '[cluster]\nid = "j-ABC"\n'))
     assert "cluster.max_nodes: must be >= 0, got '-1' (from AUTOSCALER_CLUSTER__MAX_NODES)" in message
+
+
+@pytest.mark.parametrize(
+    "carbon, words",
+    [
+        ({"source": "ftp://grid.example/carbon.csv"}, r"source: expected a file path or an http\(s\) URL"),
+        ({"source": "c.csv", "forecast": "perfect"}, "forecast: 'perfect' is not a file or URL; leave forecast unset for persistence"),
+        ({"forecast": "f.csv"}, "forecast is set without source"),
+        ({"source": "c.csv", "refresh_s": 600, "max_staleness_s": 300}, "max_staleness_s \\(300\\) must be at least refresh_s \\(600\\)"),
+        ({"source": "c.csv", "unit": "g/kWh"}, "carbon.unit"),
+    ],
+)
+def test_carbon_settings_that_cannot_work_are_refused_by_name(tmp_path, carbon, words):
+    path = tmp_path / "c.toml"
+    lines = [f"{key} = {value!r}" if isinstance(value, str) else f"{key} = {value}" for key, value in carbon.items()]
+    path.write_text('[cluster]\nid = "j-ABC"\n\n[carbon]\n' + "\n".join(lines).replace("'", '"') + "\n")
+    with pytest.raises(ConfigError, match=words):
+        load_settings(path)
