@@ -396,7 +396,7 @@ class Decision:
 
     hold+carbon only (``ControllerConfig.carbon``; carbon-blind decisions and older logs keep the
     defaults): ``carbon_mode``, how the slot was decided (``autoscaler.policies.carbon.MODES``:
-    "carbon", "flat", "no_signal", "guard"; "" when carbon-blind); ``carbon_value`` and ``carbon_unit``: the
+    "carbon", "flat", "no_signal"; "" when carbon-blind); ``carbon_value`` and ``carbon_unit``: the
     signal now (None when there was none); ``carbon_weight_now`` and ``carbon_weight_min``: the
     relative cost w of this slot and the window's cheapest (1 = the day's mean);
     ``carbon_cheapest_in_slots``: slots from now to that cheapest slot; ``carbon_fallback``: why
@@ -914,11 +914,6 @@ def _carbon_reason(
     now = f"{window.value_now:.4g} {window.unit} now"
     if step.mode == "flat":
         return hold_words[0], f"{CARBON_NAME}: the signal is flat over the next {span} ({now}), so hold's decision: {hold_why}"
-    if step.mode == "guard":
-        return hold_words[0], (
-            f"{CARBON_NAME}: {now}; deferring by the signal has cost {-step.lead:.4g} more than hold so far, over the "
-            f"guard's margin of {step.margin:.4g} (4 restarts of the mean load), so hold's decision: {hold_why}"
-        )
     word = "cheapest" if window.unit.startswith("$") else "cleanest"
     if step.cheapest_in_slots == 0:
         where = f"this slot is the {word} in the next {span}"
@@ -1032,8 +1027,6 @@ def explain(decision: Decision) -> str:
                     f", w_t = {decision.carbon_weight_now:.3g}, the window's lowest w = {decision.carbon_weight_min:.3g} "
                     + ("in this slot" if not ahead else f"{count_text(ahead, 'slot')} ahead")
                 )
-            elif decision.carbon_mode == "guard":
-                signal += ", deferral has cost more than hold so far (the guard): hold's decision"
             else:
                 signal += ", flat over the window: hold's decision"
         lines.append(f"{CARBON_NAME} ({decision.carbon_mode}): signal {signal}")

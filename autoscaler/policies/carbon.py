@@ -37,17 +37,6 @@ deadline over four phases of a daily cycle, and 0.80-1.08 on three-day loads
 same slot, once a day has been seen): it helped the three-day diurnal load and hurt Workload A, whose
 bursts do not come again the next day.
 
-**The guard.** The window LP re-plans every slot from a forecast, and where deferral has little to
-win it moves m_t by a server or two each slot where hold keeps it flat: on Workload A at a 1-hour
-deadline its own rule paid 5,300 in switching against hold's 2,000 for no less CO2. So hold+carbon
-runs the LP's rule as a shadow (its own queue and m) beside hold, costs both under the signal (eq. 2
-with w_t on the operating cost, 2*beta a switch-on, queued work at w = 1), and plays hold's
-decision (made feasible for its own queue, as below) while the shadow has cost more than hold by
-over GUARD_RESTARTS = 4 restarts of the mean load (beta times the mean L); the shadow must lead hold
-by as much to decide again. At a 1-hour deadline that kept the excess over hold's cost to about two
-thousand (eq. 2 under the signal, 13 % above hold's); at 2 hours and more the guard did not act on
-any load measured (benchmarks/bench_carbon.py).
-
 **When the signal does not vary, this is hold.** hold+carbon runs hold (:mod:`autoscaler.policies.hold`)
 beside it on the same L_t, always. When the window's signal is flat (max - min <= 1e-9 of the max),
 or there is no signal for the slot (a daemon whose feed failed or went stale), it plays hold's
@@ -67,7 +56,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -85,14 +74,9 @@ NAME = "hold+carbon"
 FLAT_RTOL = 1e-9
 """A window whose signal varies by no more than this share of its largest value is flat."""
 
-MODES = ("carbon", "flat", "no_signal", "guard")
+MODES = ("carbon", "flat", "no_signal")
 """How a slot was decided: the window LP on the signal; hold's decision because the signal was flat;
-hold's decision because there was no signal for the slot; hold's decision because the window LP's
-own shadow has cost more than hold so far (the guard, module docstring)."""
-
-GUARD_RESTARTS = 4.0
-"""The guard's margin in restarts of the mean load (beta times the mean L): the window LP's shadow may
-fall this far behind hold, under the signal, before hold's decisions are played instead."""
+hold's decision because there was no signal for the slot."""
 
 
 FORECAST_ARRIVAL_SLOTS = 2
@@ -207,23 +191,15 @@ class SlotSignal:
 class CarbonState:
     """What hold+carbon carries between slots.
 
-    ``hold``: the carbon-blind hold run beside it on the same L_t. ``queue``: the policy's unassigned
-    work by slots to its deadline, shape (D+1,), servers' worth. ``previous``: its m_{t-1}. ``modes``:
-    slots decided in each of :data:`MODES`, in that order. ``shadow_queue`` and ``shadow_previous``: the
-    same for the window LP's rule alone (its shadow, run in every slot). ``cost``: what the shadow,
-    hold and the policy have cost so far under the signal, shape (3,): eq. (2) with the operating cost
-    of slot t weighted by w_t and every switch-on charged 2*beta. ``engaged``: the guard lets the
-    window LP decide.
+    ``hold``: the carbon-blind hold run beside it on the same L_t. ``queue``: its own unassigned work by
+    slots to its deadline, shape (D+1,), servers' worth. ``previous``: its m_{t-1}. ``modes``: slots
+    decided in each of :data:`MODES`, in that order.
     """
 
     hold: HoldState
     queue: np.ndarray
     previous: float = 0.0
-    modes: tuple[int, ...] = (0, 0, 0, 0)
-    shadow_queue: np.ndarray | None = None
-    shadow_previous: float = 0.0
-    cost: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    engaged: bool = True
+    modes: tuple[int, int, int] = (0, 0, 0)
 
     @classmethod
     def empty(cls, deadline_slots: int, params: CostParams) -> "CarbonState":
@@ -234,31 +210,16 @@ class CarbonState:
         return CarbonState(hold=self.hold.restarted(), queue=np.zeros_like(self.queue), modes=self.modes)
 
     def to_json(self) -> dict:
-        return {
-            "hold": self.hold.to_json(),
-            "queue": self.queue.tolist(),
-            "previous": self.previous,
-            "modes": list(self.modes),
-            "shadow_queue": None if self.shadow_queue is None else self.shadow_queue.tolist(),
-            "shadow_previous": self.shadow_previous,
-            "cost": list(self.cost),
-            "engaged": self.engaged,
-        }
+        return {"hold": self.hold.to_json(), "queue": self.queue.tolist(), "previous": self.previous, "modes": list(self.modes)}
 
     @classmethod
     def from_json(cls, document: dict) -> "CarbonState":
-        modes = tuple(int(v) for v in document.get("modes", ()))
-        shadow = document.get("shadow_queue")
-        cost = tuple(float(v) for v in document.get("cost", (0.0, 0.0, 0.0)))
+        modes = tuple(int(v) for v in document.get("modes", (0, 0, 0)))
         return cls(
             hold=HoldState.from_json(document["hold"]),
             queue=np.array(document["queue"], dtype=float).reshape(-1),
             previous=float(document["previous"]),
-            modes=(modes + (0,) * len(MODES))[: len(MODES)],
-            shadow_queue=None if shadow is None else np.array(shadow, dtype=float).reshape(-1),
-            shadow_previous=float(document.get("shadow_previous", 0.0)),
-            cost=cost if len(cost) == 3 else (0.0, 0.0, 0.0),
-            engaged=bool(document.get("engaged", True)),
+            modes=modes if len(modes) == 3 else (0, 0, 0),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -273,9 +234,7 @@ class CarbonState:
 class CarbonDecision:
     """One slot of hold+carbon: m_t and x_t (servers), how it was decided (one of :data:`MODES`),
     and what the window looked like: the relative cost w_t of this slot and the window's cheapest
-    w and its offset in slots (1.0, 1.0, 0 when no signal was used). ``lead``: what hold has cost so
-    far minus what the window LP's shadow has, queued work at w = 1, after this slot; ``margin``: the
-    guard's margin (:data:`GUARD_RESTARTS` restarts of the mean load)."""
+    w and its offset in slots (1.0, 1.0, 0 when no signal was used)."""
 
     capacity: float
     assigned: float
@@ -283,8 +242,6 @@ class CarbonDecision:
     weight_now: float = 1.0
     weight_min: float = 1.0
     cheapest_in_slots: int = 0
-    lead: float = 0.0
-    margin: float = 0.0
 
 
 def is_flat(window: np.ndarray) -> bool:
@@ -314,7 +271,7 @@ def carbon_step(
     if not (math.isfinite(load) and load >= 0):
         raise ConfigError(f"{NAME}: L_t must be a finite number >= 0, got {load!r}")
     n = window_slots(deadline_slots)
-    hold_m, hold_x, hold_state = hold_step(state.hold, load, deadline_slots, params)
+    hold_m, _, hold_state = hold_step(state.hold, load, deadline_slots, params)
     queue = np.concatenate([state.queue[1:], [load]])
     prefix = np.cumsum(queue)
     forced = float(flat_capacity(prefix))
@@ -326,71 +283,24 @@ def carbon_step(
         window = np.asarray(window, dtype=float)
         if window.shape != (n,) or not (np.isfinite(window).all() and (window >= 0).all()):
             raise ConfigError(f"{NAME}: the signal window must be {n} finite values >= 0 (slots t..t+3D), got shape {window.shape}")
-    shadow_queue = queue if state.shadow_queue is None else np.concatenate([state.shadow_queue[1:], [load]])
-    shadow_prefix = np.cumsum(shadow_queue)
-
-    def fallback(prefix_work: np.ndarray) -> tuple[float, float]:
-        """hold's m_t made feasible for a queue: max(hold's m_t, r_t), and x_t = min(m_t, queued)."""
-        m_t = max(hold_m, float(flat_capacity(prefix_work)))
-        return m_t, min(m_t, float(prefix_work[-1]))
-
     if window is None or is_flat(window):
-        weight = 1.0
-        capacity, assigned = fallback(prefix)
-        shadow_m, shadow_x = fallback(shadow_prefix)
-        decision = CarbonDecision(capacity, assigned, "no_signal" if window is None else "flat")
+        mode = "no_signal" if window is None else "flat"
+        capacity = max(hold_m, forced)
+        assigned = min(capacity, float(prefix[-1]))
+        decision = CarbonDecision(capacity, assigned, mode)
     else:
         level = float(window.mean()) if reference is None or not reference > 0 else float(reference)
         weights = window / level
-        weight = float(weights[0])
         arrivals = arrival_rate(hold_state.recent_load[: hold_state.slots], arrival_time_constant(deadline_slots, params))
-
-        def aware(work: np.ndarray, previous: float) -> tuple[float, float]:
-            m_t, x_t = _window_decision(work, arrivals, previous, weights, params)
-            # Idle servers only as far as hold keeps them (its ski-rental rule): the window LP takes the
-            # forecast arrivals as certain, and would keep servers on for work that does not come.
-            return max(x_t, min(m_t, max(hold_m, x_t))), x_t
-
-        shadow_m, shadow_x = aware(shadow_queue, state.shadow_previous)
+        capacity, assigned = _window_decision(queue, arrivals, state.previous, weights, params)
+        # Idle servers only as far as hold keeps them (its ski-rental rule): the window LP takes the
+        # forecast arrivals as certain, and would keep servers on for work that does not come.
+        capacity = max(assigned, min(capacity, max(hold_m, assigned)))
         cheapest = int(np.argmin(weights))
-        if not state.engaged:
-            capacity, assigned = fallback(prefix)
-            mode = "guard"
-        elif state.previous == state.shadow_previous and np.array_equal(queue, shadow_queue):
-            capacity, assigned, mode = shadow_m, shadow_x, "carbon"
-        else:
-            capacity, assigned = aware(queue, state.previous)
-            mode = "carbon"
-        decision = CarbonDecision(capacity, assigned, mode, weight, float(weights[cheapest]), cheapest)
-    # The guard: cost the shadow, hold and the policy under the signal (eq. 2 with w_t on the operating
-    # cost, 2*beta a switch-on) and let the window LP decide only while its shadow has not cost more
-    # than hold by over the margin; it must lead hold by as much to decide again.
-    steps = (
-        (shadow_m, shadow_x, state.shadow_previous),
-        (hold_m, hold_x, state.hold.capacity),
-        (decision.capacity, decision.assigned, state.previous),
-    )
-    cost = tuple(
-        c + weight * (params.e0 * m_t + params.e1 * x_t) + 2 * params.beta * max(m_t - previous, 0.0)
-        for c, (m_t, x_t, previous) in zip(state.cost, steps)
-    )
-    per_unit = params.e0 + params.e1
-    lead = (cost[1] + per_unit * float(hold_state.queue[-1].sum())) - (cost[0] + per_unit * (float(shadow_prefix[-1]) - shadow_x))
-    margin = GUARD_RESTARTS * max(params.beta, params.e0) * hold_state.load_sum / max(1, hold_state.slots)
-    engaged = lead >= -margin if state.engaged else lead > margin
-    decision = replace(decision, lead=lead, margin=margin)
+        decision = CarbonDecision(capacity, assigned, "carbon", float(weights[0]), float(weights[cheapest]), cheapest)
     left = np.maximum(prefix - decision.assigned, 0.0)
     modes = tuple(c + (MODES[i] == decision.mode) for i, c in enumerate(state.modes))
-    return decision, CarbonState(
-        hold=hold_state,
-        queue=np.diff(left, prepend=0.0),
-        previous=decision.capacity,
-        modes=modes,
-        shadow_queue=np.diff(np.maximum(shadow_prefix - shadow_x, 0.0), prepend=0.0),
-        shadow_previous=shadow_m,
-        cost=cost,
-        engaged=engaged,
-    )
+    return decision, CarbonState(hold=hold_state, queue=np.diff(left, prepend=0.0), previous=decision.capacity, modes=modes)
 
 
 def _window_decision(queue: np.ndarray, arrivals: float, previous: float, weights: np.ndarray, params: CostParams) -> tuple[float, float]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -116,7 +114,7 @@ def test_no_signal_for_a_slot_plays_holds_decision():
         decision, state = carbon.carbon_step(state, value, 2, params, None)
         assert decision.mode == "no_signal"
         assert (decision.capacity, decision.assigned) == (blind.capacity[t], blind.assigned[t])
-    assert state.modes == (0, 0, 6, 0)
+    assert state.modes == (0, 0, 6)
 
 
 def test_state_round_trips_through_json():
@@ -149,28 +147,6 @@ def test_a_cap_below_the_due_work_is_infeasible():
 def test_a_bad_signal_is_refused(values, history, day, expected):
     with pytest.raises(ConfigError, match=expected):
         signal_of(values, history, day)
-
-
-def test_the_guard_plays_holds_decision_while_the_window_lps_shadow_is_behind():
-    params = CostParams()
-    window = np.array([5.0, 1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 5.0, 4.0, 3.0])
-    state = carbon.CarbonState.empty(3, params)
-    decision, state = carbon.carbon_step(state, 4.0, 3, params, window)
-    assert decision.mode == "carbon" and state.engaged
-    # The shadow has cost far more than hold: the guard falls back to hold's decision, made feasible.
-    behind = dataclasses.replace(state, cost=(state.cost[0] + 1e6, state.cost[1], state.cost[2]))
-    decision, after = carbon.carbon_step(behind, 2.0, 3, params, window)
-    assert not after.engaged and decision.lead < -decision.margin
-    decision, _ = carbon.carbon_step(after, 0.0, 3, params, window)
-    hold_m, _, _ = hold.hold_step(after.hold, 0.0, 3, params)
-    prefix = np.cumsum(np.concatenate([after.queue[1:], [0.0]]))
-    expected_m = max(hold_m, float((prefix / np.arange(1, prefix.size + 1)).max()))
-    assert decision.mode == "guard"
-    assert (decision.capacity, decision.assigned) == pytest.approx((expected_m, min(expected_m, float(prefix[-1]))))
-    # As far back as it led before, it is played again only once it leads hold by the margin.
-    ahead = dataclasses.replace(after, cost=(after.cost[0] - 2e6, after.cost[1], after.cost[2]))
-    _, again = carbon.carbon_step(ahead, 0.0, 3, params, window)
-    assert again.engaged
 
 
 def test_a_cap_above_what_the_queue_needs_is_not_filled_for_forecast_work():
