@@ -37,6 +37,17 @@ deadline over four phases of a daily cycle, and 0.80-1.08 on three-day loads
 same slot, once a day has been seen): it helped the three-day diurnal load and hurt Workload A, whose
 bursts do not come again the next day.
 
+**Tried and not kept: a guard.** At a 1-hour deadline the window LP re-plans every slot from a
+forecast of a bursty load and moves m_t by a server or two where hold keeps it flat (on Workload A:
+5,300 of switching against hold's 2,000, for no less CO2). A guard that ran the LP's rule as a shadow
+beside hold, costed both under the signal (eq. 2 with w_t, beta = 12 included) and played hold's
+decision while the shadow was more than four restarts of the mean load behind, bounded that; but on
+a signal whose days differ (deploy/carbon-daily.csv) it fell back early, while the mean load and so
+its margin were small, and the mix of the two rules emitted more than either (-1.8 % against follow
+at 6 hours, where the LP's rule alone cuts 11.4 %): judged by eq. (2) the LP's rule was behind, judged
+by emissions it was far ahead. So there is no guard, and at short deadlines hold+carbon costs more
+than hold in eq. (2).
+
 **When the signal does not vary, this is hold.** hold+carbon runs hold (:mod:`autoscaler.policies.hold`)
 beside it on the same L_t, always. When the window's signal is flat (max - min <= 1e-9 of the max),
 or there is no signal for the slot (a daemon whose feed failed or went stale), it plays hold's
