@@ -22,7 +22,9 @@ forecast where one is given, else persistence, the value of the same slot one da
 (:meth:`SlotSignal.window`), divided by the mean of the last day's signal (:meth:`SlotSignal.reference`),
 so that a restart costs beta server-slots at the day's mean. Only m_t and x_t are played (receding
 horizon). The LP takes the forecast arrivals as certain; so that it does not keep servers on for
-work that may not come, m_t keeps idle servers only as far as hold would (m_t <= max(x_t, hold's m_t)).
+work that may not come, m_t keeps no more servers idle than hold does in the same slot
+(m_t - x_t <= hold's m_t - x_t; a bound of hold's m_t itself once let it keep 1,600 server-slots idle
+on Workload A under a signal with one clean hour a day, 1.0 % CO2 cut against hold's 7.4 %, now 8.4 %).
 
 Why the forecast arrivals, and why a short memory: without them the LP sees only the queue, and a
 server switched on for a clean slot pays 2*beta for one short batch, so it hardly defers (on Workload
@@ -282,7 +284,7 @@ def carbon_step(
     if not (math.isfinite(load) and load >= 0):
         raise ConfigError(f"{NAME}: L_t must be a finite number >= 0, got {load!r}")
     n = window_slots(deadline_slots)
-    hold_m, _, hold_state = hold_step(state.hold, load, deadline_slots, params)
+    hold_m, hold_x, hold_state = hold_step(state.hold, load, deadline_slots, params)
     queue = np.concatenate([state.queue[1:], [load]])
     prefix = np.cumsum(queue)
     forced = float(flat_capacity(prefix))
@@ -296,7 +298,9 @@ def carbon_step(
             raise ConfigError(f"{NAME}: the signal window must be {n} finite values >= 0 (slots t..t+3D), got shape {window.shape}")
     if window is None or is_flat(window):
         mode = "no_signal" if window is None else "flat"
-        capacity = max(hold_m, forced)
+        # hold's m_t, but idle no more than hold's own (m - x): after deferral the queue may hold less
+        # than hold's, and hold's m_t would then be idle servers. With the same queue this is hold's m_t.
+        capacity = max(forced, min(hold_m, float(prefix[-1]) + max(hold_m - hold_x, 0.0)))
         assigned = min(capacity, float(prefix[-1]))
         decision = CarbonDecision(capacity, assigned, mode)
     else:
@@ -304,9 +308,10 @@ def carbon_step(
         weights = window / level
         arrivals = arrival_rate(hold_state.recent_load[: hold_state.slots], arrival_time_constant(deadline_slots, params))
         capacity, assigned = _window_decision(queue, arrivals, state.previous, weights, params)
-        # Idle servers only as far as hold keeps them (its ski-rental rule): the window LP takes the
-        # forecast arrivals as certain, and would keep servers on for work that does not come.
-        capacity = max(assigned, min(capacity, max(hold_m, assigned)))
+        # Idle servers no more than hold keeps idle (its ski-rental rule, m - x of its own slot): the
+        # window LP takes the forecast arrivals as certain, and would keep servers on for work that
+        # does not come. (hold's m_t itself is no bound: hold runs its servers full.)
+        capacity = max(assigned, min(capacity, assigned + max(hold_m - hold_x, 0.0)))
         cheapest = int(np.argmin(weights))
         decision = CarbonDecision(capacity, assigned, "carbon", float(weights[0]), float(weights[cheapest]), cheapest)
     left = np.maximum(prefix - decision.assigned, 0.0)

@@ -19,6 +19,7 @@ from autoscaler.adapters.emr import EmrCluster
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.config import Settings
+from autoscaler.controller import Decision
 from autoscaler.replay_daemon import trace_jobs
 
 from conftest import REGION
@@ -124,3 +125,65 @@ def test_a_dry_run_beside_a_live_daemon_changes_nothing_in_its_store(emr_cluster
         # The live daemon goes on where it was: the dry run's slots are not in its store.
         clock.time_s = 6 * TAU
         assert live.run_slot().slot == 6
+
+
+@pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
+def test_hold_carbon_against_moto_defers_by_the_signal_and_its_dry_run_agrees(emr_cluster_id, moto_endpoint, set_step_state, tmp_path):
+    # A signal of 500 g except 100 g from 02:00 to 03:00 UTC (slots 24..35) on the simulated clock's
+    # day (from 1970-01-01), with the day before; D = 24 slots: work submitted in the first two hours
+    # can wait for the clean hour.
+    client, cluster_id = emr_cluster_id
+    lines = ["time,value"] + [f"{_iso(k * TAU)},{100.0 if 24 <= k % 288 < 36 else 500.0}" for k in range(-288, 2 * 288)]
+    signal = tmp_path / "carbon.csv"
+    signal.write_text("\n".join(lines) + "\n")
+    jobs = sorted(trace_jobs(workload_a(24), 24, TAU, 24 * TAU), key=lambda j: j.submit_s)
+    lengths_s = {job.job_id: job.length_s for job in jobs}
+    cluster = EmrCluster(client, cluster_id)
+
+    def settings(store: str, source) -> Settings:
+        base = _settings(cluster_id, moto_endpoint, tmp_path / store, "hold")
+        carbon = {"source": str(source), "unit": "gCO2eq/kWh"} if source else {}
+        return base.model_copy(update={"deadline_slots": 24, "carbon": base.carbon.model_copy(update=carbon)})
+
+    def complete(store, now_s: float) -> None:
+        released = {job.step_id: job for job in store.active_jobs() if job.step_id}
+        for step in our_steps(client, cluster_id):
+            job = released.get(step["Id"])
+            if job is not None and step["Status"]["State"] in ("PENDING", "RUNNING") and job.released_s + lengths_s[job.job_id] <= now_s:
+                set_step_state(cluster_id, step["Id"], "COMPLETED")
+
+    slots = 50
+    dry = _run(settings("watched.db", signal), jobs, slots, dry_run=True, cluster=cluster)
+    assert our_steps(client, cluster_id) == [] and cluster.task_group().requested == 0
+    live = _run(settings("live.db", signal), jobs, slots, dry_run=False, cluster=cluster, complete=complete)
+    assert dry == live
+    with SqliteJobStore(tmp_path / "live.db") as store:
+        decisions = [Decision.from_json(record) for record in store.decisions()]
+        assert {job.state for job in store.all_jobs()} <= {"running", "done"}
+        assert not any(d.late or d.missed for d in decisions)
+    # Until the clean hour has passed the window holds it; after it the next 73 slots are all 500 g: flat.
+    assert {d.carbon_mode for d in decisions if d.slot < 36} == {"carbon"}
+    assert {d.carbon_mode for d in decisions if d.slot >= 36} == {"flat"}
+    # Carbon-blind hold on the same jobs (its dry run decides as its live loop would): hold+carbon runs
+    # more node-slots in the clean hour, and fewer node-slots weighted by the signal (its emissions at
+    # a fixed power per node) over the whole run.
+    blind = _run(settings("blind.db", None), jobs, slots, dry_run=True, cluster=cluster)
+
+    def intensity(slot: int) -> float:
+        return 100.0 if 24 <= slot % 288 < 36 else 500.0
+
+    def node_slots(run, first: int, end: int) -> float:
+        return sum(m for slot, m, *_ in run if first <= slot < end)
+
+    def weighted(run) -> float:
+        return sum(m * intensity(slot) for slot, m, *_ in run)
+
+    assert node_slots(live, 24, 36) > node_slots(blind, 24, 36)
+    assert weighted(live) < weighted(blind)
+    assert cluster.task_group().requested == decisions[-1].nodes
+
+
+def _iso(time_s: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(time_s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

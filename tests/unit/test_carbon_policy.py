@@ -164,3 +164,16 @@ def test_a_cap_above_what_the_queue_needs_is_not_filled_for_forecast_work():
     check(capped, load, deadline_slots, CostParams(max_servers=90.0))
     assert uncapped.capacity.max() < 90.0
     assert capped.capacity.max() < 90.0 * (1 - 1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=varying_cases())
+def test_idle_servers_never_exceed_holds_own_in_the_same_slot(case):
+    # hold keeps servers idle by its ski-rental rule; hold+carbon, whose queue differs once it defers,
+    # keeps no more idle than hold does, in the window LP's slots and in hold's own alike.
+    load, deadline_slots, params, signal = case
+    aware = carbon.plan(load, deadline_slots, params, signal)
+    blind = hold.plan(load, deadline_slots, params)
+    aware_idle = aware.capacity - aware.assigned
+    blind_idle = blind.capacity - blind.assigned
+    assert (aware_idle <= blind_idle + 1e-9 * max(1.0, float(load.max()))).all()
