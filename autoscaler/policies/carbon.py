@@ -33,7 +33,7 @@ With arrivals over the next D slots at the mean L of the last D+1 it kept 0.56-0
 cut, over the next 2D slots 0.68-0.95, and with the true future arrivals 1.03 (the offline LP also
 pays for switching). A mean over D+1 slots lags a rising load: the LP under-forecasts it, defers, and
 the deferred work then has to run in dirty slots before its deadline. With the time constant at a
-quarter of the break-even (6 slots at beta = 12) it keeps 0.93-1.01 on Workload A at a 6-hour
+quarter of the break-even (6 slots at beta = 12) it keeps 0.85-1.01 on Workload A at a 6-hour
 deadline over four phases of a daily cycle, and 0.80-1.08 on three-day loads
 (benchmarks/bench_carbon.py). Tried and not kept: persistence of the load (yesterday's L around the
 same slot, once a day has been seen): it helped the three-day diurnal load and hurt Workload A, whose
