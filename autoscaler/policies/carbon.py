@@ -2,8 +2,8 @@
 
 The deferral paper prices every server-slot the same (e0), so moving work inside its deadline can
 only smooth m_t. With a per-slot cost signal s_t (a carbon intensity or a price) the operating cost of
-slot t becomes w_t*(e0*m_t + e1*x_t), w_t = s_t / (the mean of s over the slots the decision looks
-at), while switching stays beta per server: eq. (3) with e0_t = w_t*e0 and e1_t = w_t*e1. Offline this
+slot t becomes w_t*(e0*m_t + e1*x_t), w_t = s_t / (a reference level of s: the whole horizon's
+mean offline, the last day's mean online), while switching stays beta per server: eq. (3) with e0_t = w_t*e0 and e1_t = w_t*e1. Offline this
 is still LP (3) (:func:`autoscaler.policies.offline.plan` with ``slot_cost``); online it is
 GCP-OPT (7) with a time-varying operating cost, a small LP per slot.
 
@@ -53,15 +53,17 @@ than hold in eq. (2).
 **When the signal does not vary, this is hold.** hold+carbon runs hold (:mod:`autoscaler.policies.hold`)
 beside it on the same L_t, always. When the window's signal is flat (max - min <= 1e-9 of the max),
 or there is no signal for the slot (a daemon whose feed failed or went stale), it plays hold's
-decision, made feasible for its own queue: m_t = max(hold's m_t, r_t), x_t = min(m_t, queued work),
-r_t the flat capacity of the queue (GCP-U's). From the first slot under a flat signal the two queues
-are the same and r_t <= hold's m_t, so the schedule is hold's, number for number: a constant signal
+decision, made feasible for its own queue: m_t = max(r_t, min(hold's m_t, queued work + hold's idle
+m_t - x_t)), x_t = min(m_t, queued work), r_t the flat capacity of the queue (GCP-U's). From the
+first slot under a flat signal the two queues are the same, r_t <= hold's m_t and the queued work plus
+hold's idle is at least hold's m_t, so the schedule is hold's, number for number: a constant signal
 changes nothing.
 
 **Guarantees.** Every deadline is met: the LP runs the work due now (C1 at k = 0 holds for the
 queue whatever the forecast), and the fall-back runs at least r_t. Under a cap M, a window that the
 forecast arrivals make infeasible is solved again for the queue alone, which is feasible whenever the
-queue can meet its deadlines under M; otherwise InfeasibleError, as hold. Nothing bounds the cost
+queue can meet its deadlines under M; otherwise InfeasibleError, as hold. A plan that runs at M now
+for forecast work gives way to the queue-alone plan when that runs fewer servers. Nothing bounds the cost
 against hold or follow: a forecast that is wrong moves work into slots that turn out dirty.
 """
 
