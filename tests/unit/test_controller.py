@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slot_simulation import simulate_slots
 
 from autoscaler.controller import ControllerConfig, PolicyState, start_by_slot, tick
 from autoscaler.errors import ConfigError
@@ -23,23 +24,10 @@ def job(job_id: str, submit_s: float, length_s: float, deadline_s: float) -> Job
 
 
 def simulate(jobs: list[Job], config: ControllerConfig, slots: int):
-    """Feed jobs in at their submit slot, tick every slot, run released jobs for their length."""
-    live: dict[str, Job] = {}
-    state = PolicyState()
-    decisions = []
-    pending = sorted(jobs, key=lambda j: j.submit_s)
-    for t in range(slots):
-        while pending and config.slot_of(pending[0].submit_s) <= t:
-            j = pending.pop(0)
-            live[j.job_id] = j
-        for j in list(live.values()):
-            if j.state == "running" and j.released_s + j.length_s <= t * TAU:
-                del live[j.job_id]
-        decision, state = tick(t * TAU, list(live.values()), state, config)
-        decisions.append(decision)
-        for job_id in decision.release:
-            live[job_id] = dataclasses.replace(live[job_id], state="running", released_s=t * TAU)
-    return decisions, live
+    """Feed jobs in at their submit slot, tick every slot, run released jobs for their length.
+    Returns the decisions and the jobs still active at the end."""
+    run = simulate_slots(jobs, config, slots)
+    return run.decisions, run.live
 
 
 def test_two_short_jobs_are_spread_over_the_deadline():

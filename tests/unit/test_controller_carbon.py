@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from slot_simulation import simulate_slots
 
 from autoscaler.controller import (
     CarbonWindow,
@@ -38,25 +39,9 @@ def window_of(values, unit="gCO2eq/kWh", reference=None) -> CarbonWindow:
 
 def simulate(jobs: list[Job], config: ControllerConfig, slots: int, windows=None):
     """Feed jobs in at their submit slot, tick every slot (``windows(t)``: the carbon window of slot t),
-    run released jobs for their length. Returns the decisions and each job's release slot."""
-    live: dict[str, Job] = {}
-    state = PolicyState()
-    decisions = []
-    released_in: dict[str, int] = {}
-    pending = sorted(jobs, key=lambda j: j.submit_s)
-    for t in range(slots):
-        while pending and config.slot_of(pending[0].submit_s) <= t:
-            j = pending.pop(0)
-            live[j.job_id] = j
-        for j in list(live.values()):
-            if j.state == "running" and j.released_s + j.length_s <= t * TAU:
-                del live[j.job_id]
-        decision, state = tick(t * TAU, list(live.values()), state, config, None if windows is None else windows(t))
-        decisions.append(decision)
-        for job_id in decision.release:
-            live[job_id] = dataclasses.replace(live[job_id], state="running", released_s=t * TAU)
-            released_in[job_id] = t
-    return decisions, released_in, state
+    run released jobs for their length. Returns the decisions, each job's release slot and the last state."""
+    run = simulate_slots(jobs, config, slots, windows=windows)
+    return run.decisions, run.released_in, run.state
 
 
 def random_jobs(seed: int, n: int, slots: int, deadline_slots: int) -> list[Job]:

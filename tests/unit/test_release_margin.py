@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slot_simulation import simulate_slots
 
 from autoscaler.config import load_settings
 from autoscaler.controller import ControllerConfig, PolicyState, release_by_slot, start_by_slot, tick
@@ -27,25 +28,8 @@ def job(job_id: str, submit_s: float, length_s: float, deadline_s: float) -> Job
 def simulate(jobs: list[Job], config: ControllerConfig, slots: int, skipped: frozenset[int] = frozenset()):
     """Tick every slot but the ``skipped`` ones (the daemon down); released jobs run for their
     length. Returns the decisions and every job as it ended (released_s set once released)."""
-    live: dict[str, Job] = {}
-    ended: dict[str, Job] = {}
-    state = PolicyState()
-    decisions = []
-    pending = sorted(jobs, key=lambda j: j.submit_s)
-    for t in range(slots):
-        while pending and config.slot_of(pending[0].submit_s) <= t:
-            j = pending.pop(0)
-            live[j.job_id] = j
-        for j in list(live.values()):
-            if j.state == "running" and j.released_s + j.length_s <= t * TAU:
-                ended[j.job_id] = live.pop(j.job_id)
-        if t in skipped:
-            continue
-        decision, state = tick(t * TAU, list(live.values()), state, config)
-        decisions.append(decision)
-        for job_id in decision.release:
-            live[job_id] = dataclasses.replace(live[job_id], state="running", released_s=t * TAU)
-    return decisions, {**ended, **live}
+    run = simulate_slots(jobs, config, slots, skipped=skipped)
+    return run.decisions, {**run.ended, **run.live}
 
 
 def late_jobs(ended: dict[str, Job], config: ControllerConfig, now_s: float) -> list[str]:
