@@ -6,14 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import math
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
 import pytest
+from local_http import serving
 
 from autoscaler.cli import main
 from autoscaler.cost import schedule_cost
@@ -228,16 +228,8 @@ def served(tmp_path) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(Handler) as base:
+        yield base
 
 
 def test_a_signal_from_a_url_is_the_file_it_serves(served, tmp_path, capsys):

@@ -6,9 +6,10 @@ import json
 import re
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from local_http import serving
 
 from autoscaler.adapters.signal_source import load_signal
 from autoscaler.errors import ConfigError, TraceError
@@ -58,17 +59,11 @@ def site() -> Iterator[tuple[str, Site]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(Handler) as base:
+        try:
+            yield base, state
+        finally:
+            state.release.set()  # a handler held back on /slow answers, so the server can stop
 
 
 def test_json_over_http(site):

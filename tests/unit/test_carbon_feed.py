@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
+from local_http import serving
 
 from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed, covered_means, slot_window
 from autoscaler.adapters.fakes import SimulatedClock
@@ -108,14 +108,8 @@ def server():
         def log_message(self, *_args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield served, f"http://127.0.0.1:{httpd.server_port}/carbon.csv?token=secret"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler) as base:
+        yield served, f"{base}/carbon.csv?token=secret"
 
 
 def test_the_feed_reads_at_most_every_refresh_and_keeps_the_last_good_read_until_stale(server):
