@@ -539,12 +539,7 @@ class SqliteJobStore:
             raise StoreError(f"{dest}: cannot write the backup: folder {dest.parent} does not exist")
         if (dest.exists() or dest.is_symlink()) and not force:
             raise StoreError(f"{dest}: exists; give --force to replace it, or another file name")
-        try:
-            fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-        except OSError as exc:
-            raise _os_store_error(dest, exc, "cannot write the backup") from None
-        os.close(fd)
-        staged = Path(name)
+        staged = _staging_file(dest, dest, ".tmp", "cannot write the backup")
         try:
             with self._lock:
                 conn = self._conn
@@ -870,6 +865,17 @@ def _store_error(path: Path, exc: sqlite3.Error, doing: str | None) -> StoreErro
     return StoreError(f"{path}: {doing}: {exc}" if doing else f"{path}: {exc}")
 
 
+def _staging_file(target: Path, named: Path, suffix: str, what: str) -> Path:
+    """An empty temporary file in ``target``'s folder (so that renaming it onto ``target`` is atomic);
+    a failure is a StoreError naming ``named`` and ``what`` could not be done."""
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+    except OSError as exc:
+        raise _os_store_error(named, exc, what) from None
+    os.close(fd)
+    return Path(name)
+
+
 def _os_store_error(path: Path, exc: OSError, doing: str) -> StoreError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return StoreError(f"{_disk_full_text(path, _free_bytes(path))}: {doing} ({exc.strerror})")
@@ -1000,12 +1006,7 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> R
         raise StoreError(f"{source}: not a job store to restore from (no file, an empty file, or an SQLite file without tables)")
     _require_replaceable(path, real)
     with StoreLock(path):
-        try:
-            fd, name = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".restore.tmp")
-        except OSError as exc:
-            raise _os_store_error(path, exc, "cannot stage the copy") from None
-        os.close(fd)
-        staged = Path(name)
+        staged = _staging_file(real, path, ".restore.tmp", "cannot stage the copy")
         try:
             try:
                 conn = _connect_read_only(Path(os.path.realpath(source)))
