@@ -34,6 +34,19 @@ def put(cloudwatch, instance_id: str, timestamp_s: float, values: dict[str, floa
     )  # fmt: skip
 
 
+def task_nodes_since(client, cluster_id: str, endpoint: str, backdate_task_group):
+    """The cluster's two TASK instances (sorted), a slot-aligned start three hours ago that their group
+    is backdated to precede, and a CloudWatch client on moto: (instance ids, start_s, client)."""
+    import boto3
+
+    from cloudwatch.reader import cloudwatch_client
+
+    instances = sorted(i["Ec2InstanceId"] for i in client.list_instances(ClusterId=cluster_id, InstanceGroupTypes=["TASK"])["Instances"])
+    start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * HOUR_S
+    backdate_task_group(cluster_id, start_s - 600)
+    return instances, start_s, cloudwatch_client("us-east-1", endpoint, boto3.Session())
+
+
 def write_config(tmp_path, cluster_id: str, endpoint: str) -> str:
     path = tmp_path / "config.toml"
     path.write_text(
@@ -48,15 +61,8 @@ def write_config(tmp_path, cluster_id: str, endpoint: str) -> str:
 def test_report_measures_task_nodes_holds_one_gap_and_models_the_rest(
     emr_cluster_id, moto_endpoint, backdate_task_group, tmp_path, capsys
 ):
-    import boto3
-
-    from cloudwatch.reader import cloudwatch_client
-
     client, cluster_id = emr_cluster_id
-    a, b = sorted(i["Ec2InstanceId"] for i in client.list_instances(ClusterId=cluster_id, InstanceGroupTypes=["TASK"])["Instances"])
-    start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * HOUR_S
-    backdate_task_group(cluster_id, start_s - 600)
-    cloudwatch = cloudwatch_client("us-east-1", moto_endpoint, boto3.Session())
+    (a, b), start_s, cloudwatch = task_nodes_since(client, cluster_id, moto_endpoint, backdate_task_group)
     # Four slots. A: CPU 50 %, 2e9 disk bytes, 2e6 network bytes. B: CPU 100 %, 1e9 disk bytes, 5e6
     # network bytes, silent in slots 2 and 3. No Disk*Ops at all (EBS-only instances report none).
     for t in range(4):
@@ -178,15 +184,8 @@ def decide(tmp_path, first_slot: int, n_slots: int) -> None:
 def test_report_treats_datapoints_out_of_bounds_as_missing_and_names_them(
     emr_cluster_id, moto_endpoint, backdate_task_group, tmp_path, capsys
 ):
-    import boto3
-
-    from cloudwatch.reader import cloudwatch_client
-
     client, cluster_id = emr_cluster_id
-    a, b = sorted(i["Ec2InstanceId"] for i in client.list_instances(ClusterId=cluster_id, InstanceGroupTypes=["TASK"])["Instances"])
-    start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * HOUR_S
-    backdate_task_group(cluster_id, start_s - 600)
-    cloudwatch = cloudwatch_client("us-east-1", moto_endpoint, boto3.Session())
+    (a, b), start_s, cloudwatch = task_nodes_since(client, cluster_id, moto_endpoint, backdate_task_group)
     # The first test's four slots, with four values no EC2 instance reports or one a little off:
     # A's CPU 1e9 % in slot 1 and 1e30 disk bytes read in slot 3, B's CPU 100.4 % in slot 0 and
     # NetworkIn -5e6 bytes in slot 2.
@@ -235,15 +234,8 @@ def test_report_treats_datapoints_out_of_bounds_as_missing_and_names_them(
 def test_report_with_every_datapoint_out_of_bounds_is_refused_naming_the_window(
     emr_cluster_id, moto_endpoint, backdate_task_group, tmp_path, capsys
 ):
-    import boto3
-
-    from cloudwatch.reader import cloudwatch_client
-
     client, cluster_id = emr_cluster_id
-    a, b = sorted(i["Ec2InstanceId"] for i in client.list_instances(ClusterId=cluster_id, InstanceGroupTypes=["TASK"])["Instances"])
-    start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * HOUR_S
-    backdate_task_group(cluster_id, start_s - 600)
-    cloudwatch = cloudwatch_client("us-east-1", moto_endpoint, boto3.Session())
+    (a, b), start_s, cloudwatch = task_nodes_since(client, cluster_id, moto_endpoint, backdate_task_group)
     for t in range(2):
         for instance in (a, b):
             put(cloudwatch, instance, start_s + t * SLOT_S + 10, {"CPUUtilization": 1e9, "NetworkIn": 1e6, "NetworkOut": 1e6})
