@@ -69,7 +69,7 @@ USER 10001:10001
 # and the exit status 1 marks the container unhealthy. The port follows AUTOSCALER_HEALTH_PORT
 # when the port is set that way (a port changed only in the config file must be changed here too).
 # start-period: start-up imports the solvers, checks the cluster (trying EMR for up to 300 s while it
-# throttles or fails: autoscaler.compose.STARTUP_WAIT_S) and runs the first slot before /healthz can
+# throttles or fails: autoscaler.app.compose.STARTUP_WAIT_S) and runs the first slot before /healthz can
 # answer 200; failures within it do not count.
 HEALTHCHECK --interval=60s --timeout=10s --start-period=420s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('AUTOSCALER_HEALTH_PORT', '9464'), timeout=5)"]

@@ -1,5 +1,5 @@
 import sys
 
-from autoscaler.cli import main
+from autoscaler.app.cli import main
 
 sys.exit(main())

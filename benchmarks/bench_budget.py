@@ -4,7 +4,7 @@
 
 Each row builds the workload (with L_(d,t) for gcp, k-means included) and runs one policy:
 "seconds" is its wall time; "peak MiB" the largest allocation traced in a second run under
-tracemalloc (numpy arrays included); "estimate MiB" what ``autoscaler.budget`` says for the
+tracemalloc (numpy arrays included); "estimate MiB" what ``autoscaler.core.budget`` says for the
 curves, L_(d,t) and that policy's schedule, before anything is built.
 Figures are printed, never asserted.
 """
@@ -18,10 +18,10 @@ import sklearn.cluster  # noqa: F401  (imported before any measurement)
 from rich.console import Console
 from rich.table import Table
 
-from autoscaler import budget
-from autoscaler.cli import load_workload
-from autoscaler.model import CostParams, LengthModel
-from autoscaler.policies import plan
+from autoscaler.app.cli import load_workload
+from autoscaler.core import budget
+from autoscaler.core.model import CostParams, LengthModel
+from autoscaler.core.policies import plan
 
 CASES = [
     ("gcp", 300.0, None, 0),

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_replay import diurnal_load, environment_table, load_workload_a  # noqa: E402
 
-from autoscaler.cost import schedule_cost
-from autoscaler.model import CostParams
-from autoscaler.policies import carbon, follow, hold, offline
+from autoscaler.core.cost import schedule_cost
+from autoscaler.core.model import CostParams
+from autoscaler.core.policies import carbon, follow, hold, offline
 from energy.accounting import modelled_schedule
 
 SLOTS_PER_DAY = 288

@@ -16,8 +16,8 @@ from functools import partial
 
 import numpy as np
 
-from autoscaler import fairshare
-from autoscaler.errors import SolverError
+from autoscaler.core import fairshare
+from autoscaler.core.errors import SolverError
 
 
 def synthetic_state(k: int, n: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

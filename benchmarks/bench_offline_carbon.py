@@ -2,12 +2,12 @@
 
 The offline LP (paper: deferral, eq. 3) on the synthetic diurnal load of benchmarks/bench_replay.py,
 L_t = round(clip(30 + 20*sin(2*pi*t/288) + N(0, 5), 0)) in 5-minute slots, solved twice per size with
-:func:`autoscaler.policies.offline.plan`: as written (carbon-blind), and with the operating cost of
+:func:`autoscaler.core.policies.offline.plan`: as written (carbon-blind), and with the operating cost of
 slot t multiplied by a daily sine carbon intensity s_t = 350 + 150*sin(2*pi*(t - 144)/288) g/kWh
 (200 to 500 g/kWh; low while the load peaks, high six hours later). The LP is given the relative
 intensity s_t / mean(s), so that beta = 12 stays in the units of e0 = 1 (one server-slot at average
 intensity) and the trade-off between switching and running is the paper's. Both schedules are costed
-under the signal with :func:`autoscaler.cost.weighted_operating_cost`, converting server-slots to
+under the signal with :func:`autoscaler.core.cost.weighted_operating_cost`, converting server-slots to
 kWh at an assumed 200 W per server (1/60 kWh per 5-minute slot), and by the abstract cost of eq. (2).
 
 One untimed warm-up solve of each variant first; then one solve per size and variant, wall time including cvxpy's canonicalisation. Figures only;
@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_replay import diurnal_load, environment_table  # noqa: E402
 
-from autoscaler.cost import schedule_cost, weighted_operating_cost
-from autoscaler.model import CostParams, Schedule
-from autoscaler.policies import offline
+from autoscaler.core.cost import schedule_cost, weighted_operating_cost
+from autoscaler.core.model import CostParams, Schedule
+from autoscaler.core.policies import offline
 
 SIZES = (10_080, 100_000)
 QUICK_SIZES = (288, 2_016)

@@ -28,12 +28,12 @@ from rich.console import Console
 from rich.table import Table
 
 from autoscaler.adapters.files import write_all_atomic
-from autoscaler.cost import pad_to_horizon, schedule_cost
-from autoscaler.model import CostParams
-from autoscaler.policies import plan
-from autoscaler.policies.hold import HoldState, hold_step
-from autoscaler.traces import SHIPPED
-from autoscaler.workload import read_load_curve, read_swim, workload_from_trace
+from autoscaler.app.traces import SHIPPED
+from autoscaler.core.cost import pad_to_horizon, schedule_cost
+from autoscaler.core.model import CostParams
+from autoscaler.core.policies import plan
+from autoscaler.core.policies.hold import HoldState, hold_step
+from autoscaler.core.workload import read_load_curve, read_swim, workload_from_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_traces  # noqa: E402

@@ -4,10 +4,10 @@ Two measurements, both taken in the same run:
 
 1. The offline LP (paper: deferral, eq. 3) on synthetic diurnal load curves
    L_t = round(clip(30 + 20*sin(2*pi*t/288) + N(0, 5), 0)) of 288 (one day of
-   5-minute slots) to 100,000 slots, D = 2: :func:`autoscaler.policies.offline.plan`
+   5-minute slots) to 100,000 slots, D = 2: :func:`autoscaler.core.policies.offline.plan`
    beside the straightforward ``cumsum`` formulation in cvxpy, with both objectives.
 2. GCP-U (paper: deferral, §VI-B) on Workload A at D = 2 and D = 12: the wall time of
-   every :func:`autoscaler.policies.gcp.gcp_step` call for three GCP-OPT back ends:
+   every :func:`autoscaler.core.policies.gcp.gcp_step` call for three GCP-OPT back ends:
    the exact O(nu) solver, the cvxpy problem built once with Parameters, and a cvxpy
    problem rebuilt from scratch every slot.
 
@@ -32,11 +32,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from autoscaler.cost import deadline_curve, pad_to_horizon, schedule_cost
-from autoscaler.errors import SolverError
-from autoscaler.model import CostParams
-from autoscaler.policies import offline
-from autoscaler.policies.gcp import GcpOptProblem, GcpState, gcp_step
+from autoscaler.core.cost import deadline_curve, pad_to_horizon, schedule_cost
+from autoscaler.core.errors import SolverError
+from autoscaler.core.model import CostParams
+from autoscaler.core.policies import offline
+from autoscaler.core.policies.gcp import GcpOptProblem, GcpState, gcp_step
 
 OFFLINE_SIZES = (288, 2_016, 10_080, 100_000)
 QUICK_SIZES = OFFLINE_SIZES[:2]
@@ -84,7 +84,7 @@ def solve_straightforward(load: np.ndarray, deadline_slots: int, params: CostPar
 
     ``load``: L_t, shape (n_slots,); the horizon is n_slots + D with L padded by D
     zeros and l_t = L_{t-D}. The objective charges the final switch-off beta*m_T like
-    :func:`autoscaler.cost.schedule_cost`. Raises SolverError unless the status is optimal.
+    :func:`autoscaler.core.cost.schedule_cost`. Raises SolverError unless the status is optimal.
     """
     released = pad_to_horizon(load, deadline_slots)
     due = deadline_curve(released, deadline_slots)
@@ -201,8 +201,8 @@ def time_gcp(load: np.ndarray, params: CostParams) -> list[GcpRow]:
 
 def load_workload_a() -> np.ndarray:
     """Workload A's active curve L_t (embedded SWIM trace, 5-minute slots), shape (n_slots,)."""
-    from autoscaler.cli import load_workload
-    from autoscaler.model import LengthModel
+    from autoscaler.app.cli import load_workload
+    from autoscaler.core.model import LengthModel
 
     workload, _ = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())
     return workload.active

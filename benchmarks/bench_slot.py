@@ -38,9 +38,9 @@ from bench_store import NOW_S, SLOT_S, build  # noqa: E402
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock  # noqa: E402
 from autoscaler.adapters.sqlite_store import SqliteJobStore  # noqa: E402
-from autoscaler.controller import ControllerConfig, tick  # noqa: E402
-from autoscaler.daemon import SlotRunner  # noqa: E402
-from autoscaler.model import Job, StepSpec  # noqa: E402
+from autoscaler.app.daemon import SlotRunner  # noqa: E402
+from autoscaler.core.controller import ControllerConfig, tick  # noqa: E402
+from autoscaler.core.model import Job, StepSpec  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import logging
 
-    from autoscaler.logs import configure_logging
+    from autoscaler.app.logs import configure_logging
 
     configure_logging("json", level=logging.ERROR)  # the slots' log lines would drown the table (overload warns every slot)
     if args.quick:

@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 from autoscaler.adapters.sqlite_store import PRUNE_ROWS_PER_COMMIT, SqliteJobStore
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.model import Job, StepSpec
 
 NOW_S = 1_800_000_000.0
 SLOT_S = 300.0

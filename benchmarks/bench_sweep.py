@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from autoscaler.cli import load_workload
-from autoscaler.model import CostParams, LengthModel
-from autoscaler.sweep import sweep
-from autoscaler.traces import label as trace_label
+from autoscaler.app.cli import load_workload
+from autoscaler.app.traces import label as trace_label
+from autoscaler.core.model import CostParams, LengthModel
+from autoscaler.core.sweep import sweep
 
 TRACES = ["A", "B"]
-"""The shipped Workloads A and B, by name (autoscaler.traces)."""
+"""The shipped Workloads A and B, by name (autoscaler.app.traces)."""
 
 
 def main() -> None:

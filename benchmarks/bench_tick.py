@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from autoscaler.controller import ControllerConfig, PolicyState, tick
-from autoscaler.edf import JobQueue
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.controller import ControllerConfig, PolicyState, tick
+from autoscaler.core.edf import JobQueue
+from autoscaler.core.model import Job, StepSpec
 
 SLOT_S = 300.0
 TENANTS = ("ads", "etl", "ml", "bi", "ops")

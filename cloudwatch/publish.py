@@ -23,7 +23,7 @@ from numbers import Real
 
 from botocore.client import BaseClient
 
-from autoscaler.errors import ConfigError
+from autoscaler.core.errors import ConfigError
 from cloudwatch.reader import calling
 
 NAMESPACE = "DeferralAutoscaler"

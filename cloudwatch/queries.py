@@ -32,7 +32,7 @@ from numbers import Real
 
 import numpy as np
 
-from autoscaler.errors import ConfigError, MetricsError
+from autoscaler.core.errors import ConfigError, MetricsError
 
 EC2_NAMESPACE = "AWS/EC2"
 INSTANCE_DIMENSION = "InstanceId"
@@ -75,7 +75,7 @@ The largest instance-store instances (i3en, i4i) are listed by AWS at about 16 G
 throughput and a few million IOPS, and the network-optimised ones (c6in, m6in .32xlarge) at 200 Gbps
 (25 GB/s); 50 GB/s and 10 million operations per second are a few times above those. GPU instances
 with EFA list more network bandwidth than that: give them a larger ``network_bytes_per_s``. The job-length model's
-rates (``autoscaler.model.LengthModel``: 100 MB/s disk, 10 MB/s network) are per-task estimates, far
+rates (``autoscaler.core.model.LengthModel``: 100 MB/s disk, 10 MB/s network) are per-task estimates, far
 below what a node can move, so they are not used as ceilings."""
 
 BASIC_MONITORING_PERIOD_S = 300

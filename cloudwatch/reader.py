@@ -18,7 +18,7 @@ from botocore.client import BaseClient
 from botocore.exceptions import BotoCoreError, ClientError
 
 from autoscaler.adapters.aws import aws_client
-from autoscaler.errors import MetricsError
+from autoscaler.core.errors import MetricsError
 from cloudwatch.queries import (
     DEFAULT_BOUNDS,
     MAX_QUERIES_PER_CALL,

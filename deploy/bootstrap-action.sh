@@ -225,7 +225,7 @@ StateDirectory=autoscaler
 StateDirectoryMode=0750
 ExecStart=/opt/autoscaler/.venv/bin/autoscaler run --config /etc/autoscaler/config.toml
 
-# Start-up exits by what failed (autoscaler/errors.py):
+# Start-up exits by what failed (autoscaler/core/errors.py):
 #   2   a bad config or a wrong cluster: a cluster.id EMR does not have in cluster.region, an
 #       ended cluster, an instance-fleet cluster, no TASK group, a region botocore does not know,
 #       AWS refusing access. A restart cannot mend it: not restarted (RestartPreventExitStatus);

@@ -29,8 +29,8 @@ from typing import Literal
 
 import numpy as np
 
-from autoscaler.errors import ConfigError, MetricsError, TraceError
-from autoscaler.readable import duration_text, number_text
+from autoscaler.core.errors import ConfigError, MetricsError, TraceError
+from autoscaler.core.readable import duration_text, number_text
 from cloudwatch.queries import METRIC_NAMES, InstanceMetrics, OutOfBounds, utc_text
 from energy.power import TABLE_III, PowerModel, measured_energy, modelled_energy_wh
 from energy.signal import GAP_FACTOR, Signal, resample, to_grams_per_kwh

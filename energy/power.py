@@ -21,7 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from autoscaler.errors import ConfigError
+from autoscaler.core.errors import ConfigError
 
 POWER_CEILING_W = 10_000.0
 """A VM drawing more than 10 kW at full load is not a VM (the largest servers draw a few kW); a model

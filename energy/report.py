@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from autoscaler.readable import duration_text
+from autoscaler.core.readable import duration_text
 from energy.accounting import NO_PROVISIONING, EnergyReport, SlotSignal
 
 METRIC_ROWS = (

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from autoscaler.errors import ConfigError, TraceError
+from autoscaler.core.errors import ConfigError, TraceError
 
 GRAMS_PER_POUND = 453.59237
 """The international avoirdupois pound, exactly (1959 agreement)."""

@@ -4,7 +4,7 @@ Hypothesis checks by default that each example runs within 200 ms and that data 
 quickly: a timing assertion that a busy machine fails. The profile loaded here drops both;
 speed is measured in benchmarks/, never asserted.
 
-``autoscaler.logs.configure_logging`` (called by ``autoscaler run`` and the other commands when a
+``autoscaler.app.logs.configure_logging`` (called by ``autoscaler run`` and the other commands when a
 test calls ``cli.main``) adds a root handler bound to the ``sys.stderr`` of that moment, which in a
 test is pytest's capture stream, closed when the test ends. Left in place, the handler would take
 the records that the servers' threads of later tests log (aiosmtpd's ``mail.log``, werkzeug under

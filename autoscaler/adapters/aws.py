@@ -34,7 +34,7 @@ from botocore.retries.standard import (
     TransientRetryableChecker,
 )
 
-from autoscaler.errors import ConfigError, OutageError
+from autoscaler.core.errors import ConfigError, OutageError
 
 T = TypeVar("T")
 

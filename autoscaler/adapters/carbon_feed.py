@@ -4,8 +4,8 @@ window hold+carbon decides each slot by.
 ``CarbonFeed.window`` reads the source (and the forecast source, if any) with
 :func:`autoscaler.adapters.signal_source.load_signal` at most every ``refresh_s`` (the first slot
 reads it); a read that fails keeps the last good signal. It returns the slot's
-:class:`~autoscaler.controller.CarbonWindow`, or None when there is no usable signal, with
-``CarbonFeed.fallback`` saying why (:data:`~autoscaler.controller.SIGNAL_FALLBACKS`): the source
+:class:`~autoscaler.core.controller.CarbonWindow`, or None when there is no usable signal, with
+``CarbonFeed.fallback`` saying why (:data:`~autoscaler.core.controller.SIGNAL_FALLBACKS`): the source
 was never read ("unreadable", with the error), the last good read is older than
 ``max_staleness_s`` ("stale", with its age), or the signal does not cover the slot ("not_covering").
 The per-slot values come from :func:`slot_window`, pure.
@@ -20,12 +20,12 @@ import numpy as np
 import structlog
 
 from autoscaler.adapters.signal_source import _shown, load_signal
-from autoscaler.config import CarbonSettings
-from autoscaler.controller import CarbonWindow, SignalUnavailable
-from autoscaler.errors import AutoscalerError, ConfigError, TraceError
-from autoscaler.policies.carbon import window_slots
-from autoscaler.ports import Clock
-from autoscaler.readable import duration_text, number_text
+from autoscaler.app.config import CarbonSettings
+from autoscaler.core.controller import CarbonWindow, SignalUnavailable
+from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
+from autoscaler.core.policies.carbon import window_slots
+from autoscaler.core.ports import Clock
+from autoscaler.core.readable import duration_text, number_text
 from energy.signal import Signal, resample, to_grams_per_kwh, utc_text
 
 __all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed", "covered_means", "slot_window"]

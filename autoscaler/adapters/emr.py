@@ -22,9 +22,9 @@ from botocore.client import BaseClient
 from botocore.exceptions import BotoCoreError, ClientError
 
 from autoscaler.adapters.aws import aws_client, is_transient
-from autoscaler.errors import ActuationError, ClusterError, ConfigError
-from autoscaler.model import Job
-from autoscaler.ports import JOB_STATE_BY_STEP_STATE, StepStatus, TaskGroup, TaskInstance, step_states_to_job_states  # noqa: F401 - re-exported
+from autoscaler.core.errors import ActuationError, ClusterError, ConfigError
+from autoscaler.core.model import Job
+from autoscaler.core.ports import JOB_STATE_BY_STEP_STATE, StepStatus, TaskGroup, TaskInstance, step_states_to_job_states  # noqa: F401 - re-exported
 
 STEP_NAME_MAX_CHARS = 256
 """EMR's limit on a step name."""
@@ -62,7 +62,7 @@ ACTIVE_STEP_STATES = ("PENDING", "CANCEL_PENDING", "RUNNING")
 class EmrCluster:
     """One EMR cluster, through its TASK instance group and the steps named ``{step_prefix}{job id}``.
 
-    Implements ``autoscaler.ports.Cluster``. Every method blocks until AWS answers (botocore's
+    Implements ``autoscaler.core.ports.Cluster``. Every method blocks until AWS answers (botocore's
     retries included) and raises ActuationError when the call still fails. ``client`` is an
     EMR client, normally from ``emr_client``; ``new_client``, if given, makes the fresh client
     each slot starts with (``start_slot``).

@@ -10,9 +10,9 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from autoscaler.errors import ConfigError
-from autoscaler.model import Job
-from autoscaler.ports import StepStatus, TaskGroup
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import Job
+from autoscaler.core.ports import StepStatus, TaskGroup
 
 
 @dataclass

@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from autoscaler.errors import AutoscalerError
+from autoscaler.core.errors import AutoscalerError
 
 
 def write_all_atomic(contents: dict[Path, str | bytes]) -> list[Path]:

@@ -16,8 +16,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
-from autoscaler.controller import SIGNAL_FALLBACKS
-from autoscaler.errors import ConfigError
+from autoscaler.core.controller import SIGNAL_FALLBACKS
+from autoscaler.core.errors import ConfigError
 
 HEALTHY_SLOTS = 2
 """/healthz fails once this many slots have passed without a successful one."""
@@ -32,7 +32,7 @@ class Telemetry:
     follow (Wh, eq. (13)-(14) at u = running jobs / nodes; no start-up energy), failed slots, and the
     time of the last successful slot (Unix seconds). For hold+carbon: the signal's value in the slot
     last decided (labelled by its unit; NaN when the slot had none) and the slots decided without a
-    signal, by reason (``autoscaler.controller.SIGNAL_FALLBACKS``).
+    signal, by reason (``autoscaler.core.controller.SIGNAL_FALLBACKS``).
     """
 
     def __init__(self, slot_s: float, registry: CollectorRegistry | None = None, clock=time.time) -> None:

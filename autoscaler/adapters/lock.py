@@ -16,7 +16,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from autoscaler.errors import ConfigError
+from autoscaler.core.errors import ConfigError
 
 
 def lock_path(store_path: str | os.PathLike) -> Path:

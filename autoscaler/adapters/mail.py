@@ -29,7 +29,7 @@ from botocore.client import BaseClient
 from botocore.exceptions import BotoCoreError, ClientError
 
 from autoscaler.adapters.aws import aws_client
-from autoscaler.errors import ConfigError, DeliveryError
+from autoscaler.core.errors import ConfigError, DeliveryError
 
 log = structlog.get_logger("autoscaler")
 

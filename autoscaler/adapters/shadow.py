@@ -13,9 +13,9 @@ import bisect
 import dataclasses
 
 from autoscaler.adapters.fakes import FakeCluster
-from autoscaler.errors import ActuationError
-from autoscaler.model import Job
-from autoscaler.ports import Clock, Cluster, JobStore
+from autoscaler.core.errors import ActuationError
+from autoscaler.core.model import Job
+from autoscaler.core.ports import Clock, Cluster, JobStore
 
 FINAL_STATES = ("done", "failed")
 

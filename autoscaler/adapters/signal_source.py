@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from autoscaler.errors import ConfigError, TraceError
+from autoscaler.core.errors import ConfigError, TraceError
 from energy.signal import Signal, read_signal
 
 

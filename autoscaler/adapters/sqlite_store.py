@@ -57,10 +57,10 @@ import numpy as np
 
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.adapters.lock import StoreLock
-from autoscaler.errors import AutoscalerError, StoreError, SubmitError
-from autoscaler.intake import deadline_difference
-from autoscaler.model import JOB_STATES, Job, StepSpec
-from autoscaler.readable import utc_text
+from autoscaler.core.errors import AutoscalerError, StoreError, SubmitError
+from autoscaler.core.intake import deadline_difference
+from autoscaler.core.model import JOB_STATES, Job, StepSpec
+from autoscaler.core.readable import utc_text
 
 APPLICATION_ID = 0x44464153
 """``PRAGMA application_id`` of our files: the bytes 'DFAS' (deferral autoscaler), a signed 32-bit int."""

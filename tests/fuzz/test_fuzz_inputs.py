@@ -43,7 +43,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.errors import AutoscalerError, ConfigError
+from autoscaler.core.errors import AutoscalerError, ConfigError
 
 FAST_EXAMPLES = 60
 SLOW_EXAMPLES = 2000
@@ -275,7 +275,7 @@ def swim_cases(include_known_bugs: bool = True) -> st.SearchStrategy[SwimCase]:
 
 def run_swim(case: SwimCase) -> Outcome:
     """read_swim, then the workload curves of what it accepted."""
-    from autoscaler.workload import read_swim, workload_from_trace
+    from autoscaler.core.workload import read_swim, workload_from_trace
 
     with tempfile.TemporaryDirectory() as folder:
         path = case.file.materialise(Path(folder) / "trace.tsv")
@@ -337,8 +337,8 @@ def load_curve_files(include_known_bugs: bool = True) -> st.SearchStrategy[FileI
 
 def run_load_curve(case: FileInput) -> Outcome:
     """read_load_curve, then the workload of what it accepted."""
-    from autoscaler.model import MAX_SLOTS
-    from autoscaler.workload import read_load_curve, workload_from_curve
+    from autoscaler.core.model import MAX_SLOTS
+    from autoscaler.core.workload import read_load_curve, workload_from_curve
 
     with tempfile.TemporaryDirectory() as folder:
         path = case.materialise(Path(folder) / "curve.csv")
@@ -579,7 +579,7 @@ def environment(env: dict[str, str]) -> Iterator[None]:
 
 def run_config(case: ConfigCase) -> Outcome:
     """load_settings, then the controller's view of what it accepted."""
-    from autoscaler.config import load_settings
+    from autoscaler.app.config import load_settings
 
     with tempfile.TemporaryDirectory() as folder, environment(case.env):
         path = None if case.file is None else case.file.materialise(Path(folder) / "autoscaler.toml")
@@ -618,9 +618,9 @@ _SPIED = ("_run_submit", "_run_drf", "_run_replay", "_check_out_folder")
 
 
 def call_main(argv: list[str]) -> CliRun:
-    """``autoscaler.cli.main(argv)`` in this process, with stdout and stderr captured and the exception
+    """``autoscaler.app.cli.main(argv)`` in this process, with stdout and stderr captured and the exception
     main turned into exit status 2 recorded (main prints only its message)."""
-    import autoscaler.cli as cli
+    import autoscaler.app.cli as cli
 
     raised: list[BaseException] = []
 
@@ -836,7 +836,7 @@ def submit_cases(include_known_bugs: bool = True) -> st.SearchStrategy[SubmitCas
 
 def _seed_store(path: Path) -> None:
     from autoscaler.adapters.sqlite_store import SqliteJobStore
-    from autoscaler.intake import build_job
+    from autoscaler.core.intake import build_job
 
     job_id, name, tenant, deadline, length_s, command = SEED_JOB
     job = build_job(
@@ -969,7 +969,7 @@ def drf_cases(include_known_bugs: bool = True) -> st.SearchStrategy[DrfCase]:
 def run_drf(case: DrfCase) -> Outcome:
     """`autoscaler drf --demands CSV --yarn-out XML`: accepted means a well-formed allocation file with a
     queue per agent; refused means no file and no folder."""
-    from autoscaler.cli import read_demands_csv
+    from autoscaler.app.cli import read_demands_csv
 
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)

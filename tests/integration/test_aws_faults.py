@@ -23,10 +23,10 @@ from structlog.testing import capture_logs
 from autoscaler.adapters.emr import EmrCluster, emr_client
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.controller import ControllerConfig, start_by_slot
-from autoscaler.daemon import SlotRunner
-from autoscaler.errors import AutoscalerError
-from autoscaler.replay_daemon import trace_jobs
+from autoscaler.app.daemon import SlotRunner
+from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.core.controller import ControllerConfig, start_by_slot
+from autoscaler.core.errors import AutoscalerError
 
 from conftest import REGION
 from test_daemon import TAU, our_steps, workload_a

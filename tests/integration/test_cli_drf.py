@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from autoscaler.cli import main
+from autoscaler.app.cli import main
 
 # The unit tests' hand-worked example: x^3 = (4/9, 4/9, 1/3).
 HAND_CSV = "agent,cpu,mem\nj1,0.2,0.1\nj2,0.1,0.4\n\nj3,0.3,0.3\n"
@@ -99,7 +99,7 @@ def test_n_below_the_row_count_and_empty_file_are_refused(hand_csv, tmp_path, ca
 
 
 def test_a_demand_csv_with_a_byte_order_mark_is_read(tmp_path, capsys):
-    from autoscaler.cli import main
+    from autoscaler.app.cli import main
 
     path = tmp_path / "demands.csv"
     path.write_bytes("\ufeffagent,cpu,mem\na,1,0.5\nb,0.5,1\n".encode("utf-8"))

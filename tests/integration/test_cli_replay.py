@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from autoscaler.cli import main
+from autoscaler.app.cli import main
 
 
 def test_json_on_stdout_is_the_only_output_and_is_complete():

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from local_http import serving
 
-from autoscaler.cli import main
-from autoscaler.cost import schedule_cost
-from autoscaler.model import CostParams
-from autoscaler.policies import plan
+from autoscaler.app.cli import main
+from autoscaler.core.cost import schedule_cost
+from autoscaler.core.model import CostParams
+from autoscaler.core.policies import plan
 
 FIRST = datetime(2020, 6, 1, tzinfo=timezone.utc)
 HALF_HOURS = 4 * 48

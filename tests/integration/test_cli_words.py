@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
+from autoscaler.app.cli import main
 
 
 def test_mean_m_is_taken_over_the_slots_of_the_peak_and_is_the_same_span_for_every_policy(tmp_path, capsys):

@@ -19,7 +19,7 @@ import boto3
 import numpy as np
 import pytest
 
-from autoscaler.errors import ConfigError, MetricsError
+from autoscaler.core.errors import ConfigError, MetricsError
 from cloudwatch.publish import ENERGY_METRIC, NAMESPACE, SAVED_METRIC, EnergyPublisher, energy_metric_data
 from cloudwatch.queries import METRIC_NAMES
 from cloudwatch.reader import CloudWatchMetricsReader, calling, cloudwatch_client

@@ -22,12 +22,12 @@ import pytest
 from autoscaler.adapters.emr import EmrCluster
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.controller import ControllerConfig, start_by_slot
-from autoscaler.daemon import SlotRunner
-from autoscaler.model import CostParams, Trace
-from autoscaler.policies import plan
-from autoscaler.replay_daemon import trace_jobs
-from autoscaler.workload import read_swim, workload_from_trace
+from autoscaler.app.daemon import SlotRunner
+from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.core.controller import ControllerConfig, start_by_slot
+from autoscaler.core.model import CostParams, Trace
+from autoscaler.core.policies import plan
+from autoscaler.core.workload import read_swim, workload_from_trace
 
 from conftest import ProcessLog, StepsRunForTheirLength
 

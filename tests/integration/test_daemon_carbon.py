@@ -12,13 +12,13 @@ import pytest
 import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
-from autoscaler import compose
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.health import Telemetry, serve
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.config import Settings
-from autoscaler.errors import ConfigError
-from autoscaler.replay_daemon import trace_jobs
+from autoscaler.app import compose
+from autoscaler.app.config import Settings
+from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.core.errors import ConfigError
 
 from test_daemon import TAU, workload_a
 

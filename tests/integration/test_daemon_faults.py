@@ -10,10 +10,10 @@ import pytest
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.lock import StoreLock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.controller import ControllerConfig
-from autoscaler.daemon import SlotRunner
-from autoscaler.errors import ActuationError, ConfigError
-from autoscaler.model import Job, StepSpec
+from autoscaler.app.daemon import SlotRunner
+from autoscaler.core.controller import ControllerConfig
+from autoscaler.core.errors import ActuationError, ConfigError
+from autoscaler.core.model import Job, StepSpec
 
 TAU = 300.0
 
@@ -93,7 +93,7 @@ def test_a_second_daemon_on_the_same_store_is_refused(tmp_path):
 
 
 def test_a_replay_store_with_an_in_memory_cluster_is_not_resumed(tmp_path, capsys):
-    from autoscaler.cli import main
+    from autoscaler.app.cli import main
 
     trace = tmp_path / "t.tsv"
     trace.write_text("".join(f"j{i}\t{i * 100}\t100\t1000\t0\t1000\n" for i in range(20)))
@@ -104,7 +104,7 @@ def test_a_replay_store_with_an_in_memory_cluster_is_not_resumed(tmp_path, capsy
 
 
 def test_vfw_config_with_too_short_a_deadline_is_refused_at_load(tmp_path):
-    from autoscaler.config import load_settings
+    from autoscaler.app.config import load_settings
 
     path = tmp_path / "c.toml"
     path.write_text('policy = "vfw"\ndeadline_slots = 1\n[cluster]\nid = "j-ABC"\n')

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
-from autoscaler.controller import ControllerConfig, Decision, start_by_slot
+from autoscaler.app.cli import main
+from autoscaler.core.controller import ControllerConfig, Decision, start_by_slot
 
 
 @pytest.mark.parametrize("policy", ["hold", "gcp-u", "vfw", "follow"])

@@ -14,13 +14,13 @@ import hashlib
 
 import pytest
 
-from autoscaler import compose
 from autoscaler.adapters.emr import EmrCluster
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.config import Settings
-from autoscaler.controller import Decision
-from autoscaler.replay_daemon import trace_jobs
+from autoscaler.app import compose
+from autoscaler.app.config import Settings
+from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.core.controller import Decision
 
 from conftest import REGION
 from test_daemon import TAU, our_steps, workload_a

@@ -16,9 +16,9 @@ import boto3
 import pytest
 
 from autoscaler.adapters.emr import EmrCluster, emr_client, step_states_to_job_states
-from autoscaler.errors import ActuationError, ClusterError, ConfigError
-from autoscaler.model import Job, StepSpec
-from autoscaler.ports import StepStatus, TaskGroup
+from autoscaler.core.errors import ActuationError, ClusterError, ConfigError
+from autoscaler.core.model import Job, StepSpec
+from autoscaler.core.ports import StepStatus, TaskGroup
 
 
 def make_job(job_id: str, step: StepSpec | None = None) -> Job:

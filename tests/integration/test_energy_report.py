@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
+from autoscaler.app.cli import main
 from energy.accounting import modelled_schedule
 from energy.power import TABLE_III
 
@@ -135,8 +135,8 @@ def test_daily_report_logs_each_schedule_and_publishes_yesterday(emr_cluster_id,
     import boto3
     from structlog.testing import capture_logs
 
-    from autoscaler.config import load_settings
-    from autoscaler.reporting import daily_report
+    from autoscaler.app.config import load_settings
+    from autoscaler.app.reporting import daily_report
     from cloudwatch.reader import cloudwatch_client
 
     _, cluster_id = emr_cluster_id

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
+from autoscaler.app.cli import main
 
 SLOT_S = 300
 BUSY_W, IDLE_W = 93.87, 60.30
@@ -176,8 +176,8 @@ def test_daily_report_counts_co2_by_the_config_signal_and_goes_out_without_it_wh
     import boto3
     from structlog.testing import capture_logs
 
-    from autoscaler.config import load_settings
-    from autoscaler.reporting import daily_report
+    from autoscaler.app.config import load_settings
+    from autoscaler.app.reporting import daily_report
     from cloudwatch.reader import cloudwatch_client
 
     yesterday_s = (int(time.time()) // 86400 - 1) * 86400

@@ -11,8 +11,8 @@ import tempfile
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
-from autoscaler.controller import REASONS, Decision, start_by_slot
+from autoscaler.app.cli import main
+from autoscaler.core.controller import REASONS, Decision, start_by_slot
 
 from test_daemon import TAU, workload_a, write_swim
 
@@ -71,7 +71,7 @@ def test_explain_prints_a_past_slots_decision_in_words(trace, tmp_path, capsys):
 
 
 def _config():
-    from autoscaler.controller import ControllerConfig
+    from autoscaler.core.controller import ControllerConfig
 
     return ControllerConfig(slot_s=TAU)
 
@@ -156,9 +156,9 @@ def test_decisions_out_that_cannot_be_written_is_refused_before_any_slot(trace, 
 
 def test_a_decision_file_that_fails_mid_run_loses_the_line_not_the_slot(tmp_path):
     from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
-    from autoscaler.controller import ControllerConfig
-    from autoscaler.daemon import SlotRunner
-    from autoscaler.model import Job, StepSpec
+    from autoscaler.app.daemon import SlotRunner
+    from autoscaler.core.controller import ControllerConfig
+    from autoscaler.core.model import Job, StepSpec
 
     def full_disk(record: dict) -> None:
         raise OSError(28, "No space left on device")
@@ -172,7 +172,7 @@ def test_a_decision_file_that_fails_mid_run_loses_the_line_not_the_slot(tmp_path
 
 
 def test_run_replay_refuses_a_daemons_store(trace, tmp_path, capsys):
-    from autoscaler.model import Job, StepSpec
+    from autoscaler.core.model import Job, StepSpec
 
     path = tmp_path / "daemon.db"
     with SqliteJobStore(path) as store:

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
-from autoscaler.controller import ControllerConfig, start_by_slot
+from autoscaler.app.cli import main
+from autoscaler.core.controller import ControllerConfig, start_by_slot
 
 from test_daemon import workload_a, write_swim
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from autoscaler.cli import main
-from autoscaler.controller import FollowWatch
-from autoscaler.model import CostParams
+from autoscaler.app.cli import main
+from autoscaler.core.controller import FollowWatch
+from autoscaler.core.model import CostParams
 
 
 def test_replay_flags_a_policy_that_costs_more_than_follow(tmp_path, capsys):

@@ -9,9 +9,9 @@ import urllib.request
 import pytest
 
 from autoscaler.adapters.health import Telemetry, serve
-from autoscaler.controller import Decision
-from autoscaler.errors import ConfigError
-from autoscaler.ports import TaskGroup
+from autoscaler.core.controller import Decision
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.ports import TaskGroup
 
 
 class Clock:
@@ -104,10 +104,10 @@ def test_a_port_in_use_is_a_clear_error(served):
 def test_gauges_show_what_was_decided_and_what_emr_has_during_an_outage(tmp_path):
     from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
     from autoscaler.adapters.sqlite_store import SqliteJobStore
-    from autoscaler.controller import ControllerConfig
-    from autoscaler.daemon import SlotRunner
-    from autoscaler.errors import ActuationError
-    from autoscaler.model import Job, StepSpec
+    from autoscaler.app.daemon import SlotRunner
+    from autoscaler.core.controller import ControllerConfig
+    from autoscaler.core.errors import ActuationError
+    from autoscaler.core.model import Job, StepSpec
 
     class GroupStuckAtFive(FakeCluster):
         def resize(self, nodes: int) -> None:

@@ -8,10 +8,10 @@ import re
 import time
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
-from autoscaler.controller import ControllerConfig
-from autoscaler.lateness import slots_late
-from autoscaler.model import Job, StepSpec
+from autoscaler.app.cli import main
+from autoscaler.core.controller import ControllerConfig
+from autoscaler.core.lateness import slots_late
+from autoscaler.core.model import Job, StepSpec
 
 TAU = 300.0  # the slots of a store without a config: 300 s from Unix time 0
 

@@ -31,7 +31,7 @@ from autoscaler.adapters.mail import (
     ses_client,
     smtp_password_from,
 )
-from autoscaler.errors import ConfigError, DeliveryError
+from autoscaler.core.errors import ConfigError, DeliveryError
 
 from conftest import REGION
 
@@ -493,7 +493,7 @@ def _check_energy_mail(parsed: EmailMessage) -> None:
 
 
 def test_report_command_emails_the_replay_report_by_smtp(smtp_server: SmtpServer, tmp_path: Path, capsys) -> None:
-    from autoscaler.cli import main
+    from autoscaler.app.cli import main
 
     config = _report_config(
         tmp_path,
@@ -508,7 +508,7 @@ def test_report_command_emails_the_replay_report_by_smtp(smtp_server: SmtpServer
 
 
 def test_report_command_emails_by_ses(moto_endpoint: str, ses, tmp_path: Path) -> None:
-    from autoscaler.cli import main
+    from autoscaler.app.cli import main
 
     ses.verify_email_identity(EmailAddress="reports@example.com")
     config = _report_config(
@@ -524,7 +524,7 @@ def test_report_command_emails_by_ses(moto_endpoint: str, ses, tmp_path: Path) -
 def test_report_command_smtp_password_never_leaves_the_environment(
     smtp_server: SmtpServer, tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    from autoscaler.cli import main
+    from autoscaler.app.cli import main
 
     monkeypatch.setenv("AUTOSCALER_SMTP_PASSWORD", "hunter2-secret")
     config = _report_config(

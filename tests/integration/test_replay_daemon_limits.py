@@ -15,12 +15,12 @@ import time
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
-from autoscaler.errors import ConfigError
-from autoscaler.model import Job, StepSpec
-from autoscaler.replay_daemon import check_drain, trace_jobs
-from autoscaler.traces import SHIPPED
-from autoscaler.workload import read_swim
+from autoscaler.app.cli import main
+from autoscaler.app.replay_daemon import check_drain, trace_jobs
+from autoscaler.app.traces import SHIPPED
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import Job, StepSpec
+from autoscaler.core.workload import read_swim
 
 WORKLOAD_A = os.path.join(os.path.dirname(__file__), "..", "..", "autoscaler", "data", SHIPPED["A"].file_name)
 

@@ -6,9 +6,9 @@ import pytest
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.controller import ControllerConfig
-from autoscaler.daemon import SlotRunner
-from autoscaler.model import Job, StepSpec
+from autoscaler.app.daemon import SlotRunner
+from autoscaler.core.controller import ControllerConfig
+from autoscaler.core.model import Job, StepSpec
 
 SLOT_S = 300.0
 
@@ -41,7 +41,7 @@ def test_finished_jobs_and_decisions_older_than_the_retention_go_and_nothing_els
 
 
 def test_a_store_that_cannot_write_stops_the_slot_before_emr_is_touched(tmp_path):
-    from autoscaler.errors import StoreError
+    from autoscaler.core.errors import StoreError
 
     clock = SimulatedClock(0.0)
     calls: list = []

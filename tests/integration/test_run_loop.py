@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.cli import main
+from autoscaler.app.cli import main
 
 from conftest import ProcessLog
 

@@ -12,7 +12,7 @@ import pytest
 from local_http import serving
 
 from autoscaler.adapters.signal_source import load_signal
-from autoscaler.errors import ConfigError, TraceError
+from autoscaler.core.errors import ConfigError, TraceError
 
 UK = {
     "data": [

@@ -18,9 +18,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.controller import ControllerConfig, start_by_slot
-from autoscaler.daemon import SlotRunner
-from autoscaler.model import Job, StepSpec
+from autoscaler.app.daemon import SlotRunner
+from autoscaler.core.controller import ControllerConfig, start_by_slot
+from autoscaler.core.model import Job, StepSpec
 
 SLOT_S = 300.0
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from autoscaler.adapters.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, SqliteJobStore
-from autoscaler.errors import StoreError, SubmitError
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.errors import StoreError, SubmitError
+from autoscaler.core.model import Job, StepSpec
 
 
 def make_job(job_id: str = "job-1", submit_s: float = 1000.0, **overrides) -> Job:

@@ -21,11 +21,11 @@ import pytest
 from botocore.retries.standard import ExponentialBackoff
 from structlog.testing import capture_logs
 
-from autoscaler import compose
 from autoscaler.adapters.emr import EmrCluster
-from autoscaler.cli import main
-from autoscaler.errors import ClusterError, ConfigError, OutageError
-from autoscaler.ports import TaskGroup
+from autoscaler.app import compose
+from autoscaler.app.cli import main
+from autoscaler.core.errors import ClusterError, ConfigError, OutageError
+from autoscaler.core.ports import TaskGroup
 
 from conftest import REGION
 from test_aws_faults import error_response
@@ -262,7 +262,7 @@ def test_run_exits_2_for_an_unknown_region_naming_the_setting(moto_endpoint, tmp
 
 def test_a_damaged_store_is_refused_before_emr_is_asked_even_during_an_outage(moto_server, throttling_endpoint, tmp_path, monkeypatch, capsys):
     from autoscaler.adapters.sqlite_store import SqliteJobStore
-    from autoscaler.model import Job, StepSpec
+    from autoscaler.core.model import Job, StepSpec
 
     monkeypatch.setattr(compose, "STARTUP_WAIT_S", 60.0)  # an outage this long would end in exit 75
     config = write_config(tmp_path, "j-2AXXXXXXGAPLF", throttling_endpoint)

@@ -28,9 +28,9 @@ from autoscaler.adapters.sqlite_store import (
     read_marker,
     restore_store,
 )
-from autoscaler.cli import main
-from autoscaler.errors import ConfigError, StoreError
-from autoscaler.model import Job, StepSpec
+from autoscaler.app.cli import main
+from autoscaler.core.errors import ConfigError, StoreError
+from autoscaler.core.model import Job, StepSpec
 
 
 def job(job_id: str, submit_s: float = 1000.0) -> Job:
@@ -253,7 +253,7 @@ _WRITER = """
 import sys, time
 from pathlib import Path
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.model import Job, StepSpec
 path, stop = Path(sys.argv[1]), Path(sys.argv[2])
 batch = 0
 with SqliteJobStore(path, durable=False) as store:
@@ -300,7 +300,7 @@ def test_restore_puts_a_backup_in_place_of_a_cut_store_and_keeps_the_old_files(t
         """
         import os, sys
         from autoscaler.adapters.sqlite_store import SqliteJobStore
-        from autoscaler.model import Job, StepSpec
+        from autoscaler.core.model import Job, StepSpec
         store = SqliteJobStore(sys.argv[1])
         store.submit(Job("after-backup", "etl", "t", 1e3, 1e4, 60.0, StepSpec(args=("true",))))
         os._exit(0)
@@ -525,8 +525,8 @@ _FULL_DISK = """
 import json, os, sys
 from pathlib import Path
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.errors import StoreError
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.errors import StoreError
+from autoscaler.core.model import Job, StepSpec
 folder = Path(sys.argv[1])
 said = {}
 

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from autoscaler.adapters.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, SqliteJobStore
-from autoscaler.cli import main
-from autoscaler.errors import SubmitError
-from autoscaler.intake import build_job
+from autoscaler.app.cli import main
+from autoscaler.core.errors import SubmitError
+from autoscaler.core.intake import build_job
 
 NOW_S = 1_795_910_400.0  # 2026-11-29T00:00:00Z
 
@@ -111,7 +111,7 @@ def test_a_version_2_store_is_migrated_and_its_old_jobs_keep_the_old_retry_rule(
 def test_a_job_without_deadline_text_is_compared_by_its_time():
     from dataclasses import replace
 
-    from autoscaler.intake import deadline_difference
+    from autoscaler.core.intake import deadline_difference
 
     first = replace(job_at(NOW_S, "2h"), deadline_text=None)
     assert deadline_difference(first, replace(first, deadline_s=first.deadline_s + 1)).startswith("deadline_s: stored")

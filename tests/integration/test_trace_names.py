@@ -8,8 +8,8 @@ from importlib import resources
 
 import pytest
 
-from autoscaler.cli import main
-from autoscaler.traces import SHIPPED
+from autoscaler.app.cli import main
+from autoscaler.app.traces import SHIPPED
 
 WORKLOAD_B_ROWS = 6638
 """Lines of FB-2009_samples_24_times_1hr_1.tsv (`wc -l`): Workload B's jobs."""

@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autoscaler.controller import ControllerConfig, Decision, PolicyState, tick
-from autoscaler.model import Job
+from autoscaler.core.controller import ControllerConfig, Decision, PolicyState, tick
+from autoscaler.core.model import Job
 
 
 @dataclass

@@ -8,10 +8,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from autoscaler import budget
-from autoscaler.budget import WorkloadSize, format_bytes, replay_estimate
-from autoscaler.cli import load_workload, main
-from autoscaler.model import LengthModel
+from autoscaler.app.cli import load_workload, main
+from autoscaler.core import budget
+from autoscaler.core.budget import WorkloadSize, format_bytes, replay_estimate
+from autoscaler.core.model import LengthModel
 
 
 def test_a_replay_over_the_budget_is_refused_before_its_curves_are_built(tmp_path, capsys):

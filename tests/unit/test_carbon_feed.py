@@ -11,8 +11,8 @@ from local_http import serving
 
 from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed, covered_means, slot_window
 from autoscaler.adapters.fakes import SimulatedClock
-from autoscaler.config import CarbonSettings
-from autoscaler.errors import ConfigError, TraceError
+from autoscaler.app.config import CarbonSettings
+from autoscaler.core.errors import ConfigError, TraceError
 from energy.signal import Signal
 
 HOUR_S = 3600.0

@@ -1,4 +1,4 @@
-"""hold+carbon: hold with a per-slot cost signal (autoscaler.policies.carbon)."""
+"""hold+carbon: hold with a per-slot cost signal (autoscaler.core.policies.carbon)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon
-from autoscaler.errors import ConfigError, InfeasibleError
-from autoscaler.model import CostParams
-from autoscaler.policies import carbon, hold
+from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon
+from autoscaler.core.errors import ConfigError, InfeasibleError
+from autoscaler.core.model import CostParams
+from autoscaler.core.policies import carbon, hold
 
 loads = st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=24).map(lambda v: np.array(v, float))
 deadlines = st.integers(min_value=0, max_value=6)
@@ -65,7 +65,7 @@ def test_every_schedule_meets_every_deadline_under_any_signal(case):
 @given(case=varying_cases(), slack=st.sampled_from([1.0, 1.5]))
 def test_a_cap_that_hold_meets_is_met_too(case, slack):
     load, deadline_slots, params, signal = case
-    from autoscaler.policies.offline import smallest_max_servers
+    from autoscaler.core.policies.offline import smallest_max_servers
 
     cap = max(1.0, float(load.max()), smallest_max_servers(load, deadline_slots)) * slack
     capped = CostParams(e0=params.e0, e1=params.e1, beta=params.beta, max_servers=cap)
@@ -152,8 +152,8 @@ def test_a_bad_signal_is_refused(values, history, day, expected):
 def test_a_cap_above_what_the_queue_needs_is_not_filled_for_forecast_work():
     # Workload A, D = 6 h, a daily cycle: near the trace's end the forecast arrivals (which never come)
     # once made the capped plan run at M in dirty slots. Uncapped, the peak is about 73 servers.
-    from autoscaler.cli import load_workload
-    from autoscaler.model import LengthModel
+    from autoscaler.app.cli import load_workload
+    from autoscaler.core.model import LengthModel
 
     load = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())[0].active
     deadline_slots, day = 72, 288

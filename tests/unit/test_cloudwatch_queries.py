@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from autoscaler.errors import ConfigError, MetricsError
+from autoscaler.core.errors import ConfigError, MetricsError
 from cloudwatch.queries import (
     EC2_NAMESPACE,
     MAX_QUERIES_PER_CALL,

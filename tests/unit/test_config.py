@@ -8,10 +8,10 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from autoscaler.config import Settings, load_settings
-from autoscaler.controller import ControllerConfig
-from autoscaler.errors import ConfigError
-from autoscaler.model import CostParams
+from autoscaler.app.config import Settings, load_settings
+from autoscaler.core.controller import ControllerConfig
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import CostParams
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "example-config.toml"
 
@@ -235,7 +235,7 @@ def test_the_password_variable_the_file_names_is_known(tmp_path: Path, monkeypat
 
 
 def test_every_field_and_nested_field_can_be_set_by_its_variable_without_being_called_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
-    from autoscaler.config import known_variables, unknown_variables
+    from autoscaler.app.config import known_variables, unknown_variables
 
     names = known_variables({"AUTOSCALER_SMTP_PASSWORD"})
     assert unknown_variables({name: "" for name in names} | {"autoscaler_policy": "vfw"}, {"AUTOSCALER_SMTP_PASSWORD"}) == []

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slot_simulation import simulate_slots
 
-from autoscaler.controller import ControllerConfig, PolicyState, start_by_slot, tick
-from autoscaler.errors import ConfigError
-from autoscaler.model import CostParams, Job, StepSpec
-from autoscaler.policies import plan
-from autoscaler.workload import workload_from_trace
+from autoscaler.core.controller import ControllerConfig, PolicyState, start_by_slot, tick
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import CostParams, Job, StepSpec
+from autoscaler.core.policies import plan
+from autoscaler.core.workload import workload_from_trace
 
 TAU = 300.0
 
@@ -117,7 +117,7 @@ def test_every_job_starts_by_its_start_by_slot_and_none_is_lost(spec, policy, de
 def test_replaying_workload_a_through_the_controller_gives_replays_capacity(policy):
     from importlib import resources
 
-    from autoscaler.workload import estimate_length_s, read_swim
+    from autoscaler.core.workload import estimate_length_s, read_swim
 
     with resources.as_file(resources.files("autoscaler") / "data" / "FB-2009_samples_24_times_1hr_0.tsv") as path:
         trace = read_swim(path)
@@ -204,7 +204,7 @@ def test_without_overload_tenants_change_nothing(spec, tenants, policy):
 def test_fair_release_balances_nodes_per_share(queued, running, weights, free_nodes):
     """Weighted fairness, checked from the outcome: no tenant left waiting holds fewer nodes per
     unit of share than another tenant held before its last node this slot."""
-    from autoscaler.controller import fair_release
+    from autoscaler.core.controller import fair_release
 
     config = ControllerConfig(slot_s=TAU)
     shares = dict(zip("PQRS", weights, strict=True))
@@ -262,7 +262,7 @@ def test_a_first_job_of_zero_size_gives_its_tenant_a_cpu_demand_not_nan():
 
 
 def test_rounding_dust_in_a_share_counts_as_zero():
-    from autoscaler.controller import fair_release
+    from autoscaler.core.controller import fair_release
 
     config = ControllerConfig(slot_s=TAU)
     queued = [

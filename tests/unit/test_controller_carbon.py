@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from slot_simulation import simulate_slots
 
-from autoscaler.controller import (
+from autoscaler.core.controller import (
     CarbonWindow,
     ControllerConfig,
     Decision,
@@ -21,9 +21,9 @@ from autoscaler.controller import (
     start_by_slot,
     tick,
 )
-from autoscaler.errors import ConfigError
-from autoscaler.model import CostParams, Job, StepSpec
-from autoscaler.policies.carbon import CarbonState, window_slots
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import CostParams, Job, StepSpec
+from autoscaler.core.policies.carbon import CarbonState, window_slots
 
 TAU = 300.0
 

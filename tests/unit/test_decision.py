@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from autoscaler.controller import ControllerConfig, Decision, PolicyState, explain, tick
-from autoscaler.errors import StoreError
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.controller import ControllerConfig, Decision, PolicyState, explain, tick
+from autoscaler.core.errors import StoreError
+from autoscaler.core.model import Job, StepSpec
 
 TAU = 300.0
 

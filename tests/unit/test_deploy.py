@@ -227,7 +227,7 @@ def test_dockerfile_data_directory_is_the_workdir_and_belongs_to_the_user() -> N
 
 
 def test_dockerfile_entrypoint_and_cmd_start_the_daemon_with_the_mounted_config() -> None:
-    from autoscaler.cli import build_parser
+    from autoscaler.app.cli import build_parser
 
     final = stages(dockerfile())[-1]
     entrypoint = exec_form([i for i in final if i.keyword == "ENTRYPOINT"][-1])
@@ -274,7 +274,7 @@ def test_dockerfile_healthcheck_asks_healthz_with_python() -> None:
 
 
 def test_dockerfile_health_grace_covers_the_start_up_wait_for_emr() -> None:
-    from autoscaler.compose import STARTUP_WAIT_S
+    from autoscaler.app.compose import STARTUP_WAIT_S
 
     options, _ = healthcheck()
     # Start-up may try EMR for STARTUP_WAIT_S before the first slot; a daemon that then starts is
@@ -319,7 +319,7 @@ def test_healthcheck_command_passes_on_200_and_fails_on_503_or_no_server() -> No
 
 
 def test_healthcheck_port_is_the_config_default_and_follows_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from autoscaler.config import Settings, load_settings
+    from autoscaler.app.config import Settings, load_settings
 
     if "health_port" not in Settings.model_fields:
         pytest.skip("Settings has no health_port field")
@@ -443,7 +443,7 @@ def timespan_s(text: str) -> float:
 
 
 def test_unit_runs_the_daemon_as_its_own_user_in_the_data_directory() -> None:
-    from autoscaler.cli import build_parser
+    from autoscaler.app.cli import build_parser
 
     service = unit()["Service"]
     assert service["User"] == "autoscaler"
@@ -466,7 +466,7 @@ def test_unit_restarts_on_failure_and_lets_a_slot_finish_on_stop() -> None:
 
 
 def test_unit_restarts_after_an_outage_but_not_after_a_bad_config() -> None:
-    from autoscaler.errors import ClusterError, ConfigError, OutageError
+    from autoscaler.core.errors import ClusterError, ConfigError, OutageError
 
     service = unit()["Service"]
     prevented = service["RestartPreventExitStatus"].split()

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.edf import NonPreemptiveJob, Piece, edf_order, job_length_slots, split_preemptive
-from autoscaler.errors import ConfigError, ScheduleError
+from autoscaler.core.edf import NonPreemptiveJob, Piece, edf_order, job_length_slots, split_preemptive
+from autoscaler.core.errors import ConfigError, ScheduleError
 
 SLOT_S = 300.0
 

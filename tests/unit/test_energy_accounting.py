@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 
-from autoscaler.errors import ConfigError, MetricsError
+from autoscaler.core.errors import ConfigError, MetricsError
 from cloudwatch.queries import METRIC_NAMES, instance_metrics
 from energy.accounting import (
     EnergyReport,

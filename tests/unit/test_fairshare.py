@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler import fairshare
-from autoscaler.errors import ConfigError
+from autoscaler.core import fairshare
+from autoscaler.core.errors import ConfigError
 
 LP_TOL = 1e-7
 """CLARABEL's default tolerances are ~1e-8 on these tiny LPs; 1e-9 is beyond what the solver promises."""

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
-from autoscaler.errors import ConfigError
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import Job, StepSpec
 
 
 def job(job_id: str, length_s: float) -> Job:

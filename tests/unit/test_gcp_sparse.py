@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.cli import load_workload
-from autoscaler.model import CostParams, LengthModel, LoadByDeadline, Trace, TraceJob
-from autoscaler.policies import plan
-from autoscaler.policies.gcp import GcpState, gcp_step, plan_uniform
-from autoscaler.workload import deadline_rows, workload_from_trace
+from autoscaler.app.cli import load_workload
+from autoscaler.core.model import CostParams, LengthModel, LoadByDeadline, Trace, TraceJob
+from autoscaler.core.policies import plan
+from autoscaler.core.policies.gcp import GcpState, gcp_step, plan_uniform
+from autoscaler.core.workload import deadline_rows, workload_from_trace
 
 PAPER = CostParams()
 

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.controller import ControllerConfig, PolicyState, tick
-from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
-from autoscaler.errors import InfeasibleError, ScheduleError
-from autoscaler.model import CostParams, Schedule
-from autoscaler.policies import plan
-from autoscaler.policies.hold import HoldState, break_even_slots, experts, hold_step
+from autoscaler.core.controller import ControllerConfig, PolicyState, tick
+from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
+from autoscaler.core.errors import InfeasibleError, ScheduleError
+from autoscaler.core.model import CostParams, Schedule
+from autoscaler.core.policies import plan
+from autoscaler.core.policies.hold import HoldState, break_even_slots, experts, hold_step
 
 PAPER = CostParams(e0=1.0, e1=0.0, beta=12.0)
 
@@ -172,7 +172,7 @@ def test_hold_respects_a_server_cap_whenever_gcp_u_does(load, deadline_slots, pa
 
 
 def test_an_enormous_break_even_is_cut_to_a_week_of_slots():
-    from autoscaler.policies.hold import MAX_BREAK_EVEN_SLOTS
+    from autoscaler.core.policies.hold import MAX_BREAK_EVEN_SLOTS
 
     params = CostParams(e0=1e-300, e1=0.0, beta=1e300)
     assert break_even_slots(params) == MAX_BREAK_EVEN_SLOTS

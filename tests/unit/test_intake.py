@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from autoscaler.errors import SubmitError
-from autoscaler.intake import build_job, parse_deadline
-from autoscaler.model import MIB, LengthModel, StepSpec
-from autoscaler.workload import estimate_length_s
+from autoscaler.core.errors import SubmitError
+from autoscaler.core.intake import build_job, parse_deadline
+from autoscaler.core.model import MIB, LengthModel, StepSpec
+from autoscaler.core.workload import estimate_length_s
 
 NOW_S = 1_795_900_000.0  # 2026-11-29T00:00:00Z is 1_795_910_400 (checked below): NOW is 2h53m20s before it
 

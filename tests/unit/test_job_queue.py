@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.edf import JobQueue, edf_key, start_by_slot
-from autoscaler.errors import ConfigError
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.edf import JobQueue, edf_key, start_by_slot
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import Job, StepSpec
 
 TAU = 300.0
 EPOCH = 1000.0

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 import pytest
 import structlog
 
-from autoscaler.errors import ConfigError
-from autoscaler.logs import configure_logging, redact_secrets
+from autoscaler.app.logs import configure_logging, redact_secrets
+from autoscaler.core.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)

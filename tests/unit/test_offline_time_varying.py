@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost, weighted_operating_cost
-from autoscaler.errors import ConfigError
-from autoscaler.model import CostParams, Schedule
-from autoscaler.policies.offline import plan
+from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost, weighted_operating_cost
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import CostParams, Schedule
+from autoscaler.core.policies.offline import plan
 
 
 def weighted_total(schedule: Schedule, params: CostParams, slot_cost: np.ndarray) -> float:
@@ -120,8 +120,8 @@ def workload_a_and_cycle():
     """Workload A's L_t and deploy/carbon-daily.csv resampled onto its slots from 2026-06-01T00:00Z."""
     from pathlib import Path
 
-    from autoscaler.cli import load_workload
-    from autoscaler.model import LengthModel
+    from autoscaler.app.cli import load_workload
+    from autoscaler.core.model import LengthModel
     from energy.signal import parse_time_s, read_signal, resample
 
     workload, _ = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from autoscaler.cli import main
-from autoscaler.errors import ConfigError, ReportError, TraceError
-from autoscaler.model import CostParams, Trace, TraceJob
-from autoscaler.render import json_text
-from autoscaler.replay import replay
-from autoscaler.workload import read_load_curve, workload_from_curve, workload_from_trace
+from autoscaler.app.cli import main
+from autoscaler.app.render import json_text
+from autoscaler.core.errors import ConfigError, ReportError, TraceError
+from autoscaler.core.model import CostParams, Trace, TraceJob
+from autoscaler.core.replay import replay
+from autoscaler.core.workload import read_load_curve, workload_from_curve, workload_from_trace
 
 
 def test_a_load_curve_whose_total_overflows_is_refused_at_its_line(tmp_path):

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
-from autoscaler.errors import ConfigError, InfeasibleError, ScheduleError
-from autoscaler.model import CostParams, Schedule
-from autoscaler.policies import plan
-from autoscaler.policies.gcp import GcpOptProblem, gcp_opt_objective, run_edf, solve_gcp_opt
+from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
+from autoscaler.core.errors import ConfigError, InfeasibleError, ScheduleError
+from autoscaler.core.model import CostParams, Schedule
+from autoscaler.core.policies import plan
+from autoscaler.core.policies.gcp import GcpOptProblem, gcp_opt_objective, run_edf, solve_gcp_opt
 
 PAPER = CostParams(e0=1.0, e1=0.0, beta=12.0)
 
@@ -175,7 +175,7 @@ def test_gcp_u_with_cvxpy_solver_costs_what_the_exact_solver_costs_per_slot(load
     # is not unique (and so may the states the next slots start from), so each slot's GCP-OPT,
     # as the cvxpy run met it, is solved exactly too and the two objectives are compared; the
     # schedule must also be feasible (checked by plan_uniform and again here).
-    from autoscaler.policies import gcp
+    from autoscaler.core.policies import gcp
 
     objectives = []  # per slot: (cvxpy's, the exact solver's)
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.errors import ConfigError
+from autoscaler.core.errors import ConfigError
 from energy.power import (
     MODELS,
     POWER_CEILING_W,

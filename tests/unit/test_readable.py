@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.readable import duration_text, number_text, utc_text
+from autoscaler.core.readable import duration_text, number_text, utc_text
 
 
 @pytest.mark.parametrize(

@@ -30,9 +30,9 @@ import random
 import numpy as np
 import pytest
 
-from autoscaler.controller import ControllerConfig, PolicyState, rebuild_future, start_by_slot, tick
-from autoscaler.edf import JobQueue, job_length_slots
-from autoscaler.model import Job, StepSpec
+from autoscaler.core.controller import ControllerConfig, PolicyState, rebuild_future, start_by_slot, tick
+from autoscaler.core.edf import JobQueue, job_length_slots
+from autoscaler.core.model import Job, StepSpec
 
 TAU = 300.0
 POLICIES = ["hold", "gcp-u", "gcp", "vfw", "follow"]

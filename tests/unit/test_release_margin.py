@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slot_simulation import simulate_slots
 
-from autoscaler.config import load_settings
-from autoscaler.controller import ControllerConfig, PolicyState, release_by_slot, start_by_slot, tick
-from autoscaler.errors import ConfigError
-from autoscaler.lateness import slots_late
-from autoscaler.model import Job, StepSpec
+from autoscaler.app.config import load_settings
+from autoscaler.core.controller import ControllerConfig, PolicyState, release_by_slot, start_by_slot, tick
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.lateness import slots_late
+from autoscaler.core.model import Job, StepSpec
 
 TAU = 300.0
 
@@ -33,7 +33,7 @@ def simulate(jobs: list[Job], config: ControllerConfig, slots: int, skipped: fro
 
 
 def late_jobs(ended: dict[str, Job], config: ControllerConfig, now_s: float) -> list[str]:
-    """Late by autoscaler.lateness (released after its start-by slot, or still queued past it)."""
+    """Late by autoscaler.core.lateness (released after its start-by slot, or still queued past it)."""
     return sorted(job_id for job_id, j in ended.items() if slots_late(j, config, now_s) > 0)
 
 
@@ -78,7 +78,7 @@ slack_jobs = st.lists(
 def test_with_a_margin_of_one_no_single_lost_slot_makes_a_job_late(spec, policy, deadline_slots):
     """Every job with at least one slot between its submit and start-by slots (one with none is
     late whenever its only slot is lost) is released in time whichever single slot goes undecided,
-    judged by autoscaler.lateness from the jobs as they ended, not from the decisions' own words."""
+    judged by autoscaler.core.lateness from the jobs as they ended, not from the decisions' own words."""
     jobs = []
     for i, (submit, length, slack) in enumerate(spec):
         deadline = (math.floor(submit / TAU) + slack) * TAU + length + 1.0

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscaler.cli import _compact_duration, deadline_slots, parse_deadlines
-from autoscaler.errors import ConfigError, TraceError
-from autoscaler.intake import parse_duration_s
-from autoscaler.model import CostParams
-from autoscaler.policies import plan
-from autoscaler.replay import place_signal, replay
-from autoscaler.workload import workload_from_curve
+from autoscaler.app.cli import _compact_duration, deadline_slots, parse_deadlines
+from autoscaler.core.errors import ConfigError, TraceError
+from autoscaler.core.intake import parse_duration_s
+from autoscaler.core.model import CostParams
+from autoscaler.core.policies import plan
+from autoscaler.core.replay import place_signal, replay
+from autoscaler.core.workload import workload_from_curve
 from energy.signal import Signal, parse_time_s
 
 T0 = parse_time_s("2020-06-01T00:00:00Z")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from autoscaler.adapters.signal_source import load_signal
-from autoscaler.errors import TraceError
+from autoscaler.core.errors import TraceError
 from cloudwatch.publish import energy_metric_data
 from energy.accounting import EnergyReport, modelled_schedule, with_signal
 from energy.power import TABLE_III

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from autoscaler.errors import ConfigError, TraceError
+from autoscaler.core.errors import ConfigError, TraceError
 from energy.signal import (
     Signal,
     read_csv,

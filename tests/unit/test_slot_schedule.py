@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from apscheduler.events import EVENT_JOB_EXECUTED
 
-from autoscaler.controller import ControllerConfig
-from autoscaler.daemon import slot_scheduler
+from autoscaler.app.daemon import slot_scheduler
+from autoscaler.core.controller import ControllerConfig
 
 UTC = datetime.timezone.utc
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.cli import main
-from autoscaler.errors import InfeasibleError
-from autoscaler.model import CostParams
-from autoscaler.policies import plan, smallest_max_servers
+from autoscaler.app.cli import main
+from autoscaler.core.errors import InfeasibleError
+from autoscaler.core.model import CostParams
+from autoscaler.core.policies import plan, smallest_max_servers
 
 
 def _by_every_run(load: np.ndarray, deadline_slots: int) -> float:

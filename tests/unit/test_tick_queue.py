@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.controller import (
+from autoscaler.core.controller import (
     UNKNOWN_SEQ,
     ControllerConfig,
     FollowWatch,
@@ -31,13 +31,13 @@ from autoscaler.controller import (
     rebuild_future,
     tick,
 )
-from autoscaler.edf import JobQueue, start_by_slot
-from autoscaler.errors import ConfigError
-from autoscaler.fairshare import dynamic_drf_step
-from autoscaler.model import Job, StepSpec
-from autoscaler.policies.gcp import GcpState, gcp_step
-from autoscaler.policies.hold import HoldState, hold_step
-from autoscaler.policies.vfw import VfwState, vfw_step
+from autoscaler.core.edf import JobQueue, start_by_slot
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.fairshare import dynamic_drf_step
+from autoscaler.core.model import Job, StepSpec
+from autoscaler.core.policies.gcp import GcpState, gcp_step
+from autoscaler.core.policies.hold import HoldState, hold_step
+from autoscaler.core.policies.vfw import VfwState, vfw_step
 
 TAU = 300.0
 SHARE_TOLERANCE = 1e-12

@@ -7,10 +7,10 @@ import gzip
 
 import pytest
 
-from autoscaler.cli import main
-from autoscaler.errors import TraceError
-from autoscaler.model import Trace, TraceJob
-from autoscaler.workload import read_swim, workload_from_trace
+from autoscaler.app.cli import main
+from autoscaler.core.errors import TraceError
+from autoscaler.core.model import Trace, TraceJob
+from autoscaler.core.workload import read_swim, workload_from_trace
 
 SIZES = (740773, 2339561, 627471)
 

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.classes import assign_deadlines
-from autoscaler.cost import schedule_cost
-from autoscaler.errors import ConfigError
-from autoscaler.model import CostParams, Trace, TraceJob
-from autoscaler.policies import plan
-from autoscaler.policies.gcp import class_deadline_curve
-from autoscaler.policies.vfw import default_delta
+from autoscaler.core.classes import assign_deadlines
+from autoscaler.core.cost import schedule_cost
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import CostParams, Trace, TraceJob
+from autoscaler.core.policies import plan
+from autoscaler.core.policies.gcp import class_deadline_curve
+from autoscaler.core.policies.vfw import default_delta
 
 PAPER = CostParams()
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.errors import ConfigError, TraceError
-from autoscaler.model import MIB, LengthModel, Trace, TraceJob
-from autoscaler.workload import (
+from autoscaler.core.errors import ConfigError, TraceError
+from autoscaler.core.model import MIB, LengthModel, Trace, TraceJob
+from autoscaler.core.workload import (
     estimate_length_s,
     read_load_curve,
     read_swim,

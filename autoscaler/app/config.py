@@ -1,0 +1,424 @@
+"""The daemon's settings: one TOML file, overridden by ``AUTOSCALER_*`` environment variables.
+
+Environment variables win over the file; nested fields use ``__``, e.g.
+``AUTOSCALER_CLUSTER__ID=j-2AXXXXXXGAPLF`` or ``AUTOSCALER_SLOT_S=60``; lists are JSON,
+e.g. ``AUTOSCALER_KNOWN_TENANTS='["ads", "search"]'``. An unknown field in the file, and an
+``AUTOSCALER_*`` variable that names no field (nor the SMTP password variable,
+``report.smtp_password_env``), is an error, so a typo never silently falls back to a default.
+See ``deploy/example-config.toml`` for every field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
+
+from autoscaler.core.controller import ControllerConfig
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import DEFAULT_MAX_NODES, CostParams
+from autoscaler.core.readable import number_text
+
+ENV_PREFIX = "AUTOSCALER_"
+ENV_NESTED_DELIMITER = "__"
+
+# The file load_settings is reading; a context variable so the source chain stays the
+# library's own and concurrent loads (threads, tests) do not see each other's path.
+_toml_path: ContextVar[Path | None] = ContextVar("autoscaler_toml_path", default=None)
+
+
+class ClusterSettings(BaseModel):
+    """The EMR cluster whose TASK instance group the daemon resizes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str | None = Field(default=None, pattern=r"^j-[0-9A-Za-z]+$", description="EMR cluster id, e.g. 'j-2AXXXXXXGAPLF'")
+    """Required to run against a cluster (``load_settings(cluster_required=True)``); a replay needs none."""
+    region: str | None = None
+    endpoint_url: str | None = None
+    min_nodes: int = Field(default=0, ge=0, le=100_000)
+    max_nodes: int = Field(default=DEFAULT_MAX_NODES, ge=0, le=100_000)
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> ClusterSettings:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(
+                f"expected min_nodes <= max_nodes, got min_nodes={self.min_nodes} > max_nodes={self.max_nodes}"
+            )
+        return self
+
+
+class ReportSettings(BaseModel):
+    """The energy report (``autoscaler report``, and the daemon's daily report): power model and delivery.
+
+    Credentials are never in this file: the SMTP password is read from the environment variable
+    ``smtp_password_env`` or the file ``smtp_password_file``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    power_model: Literal["table-iii", "ccf-aws"] = "table-iii"
+    node_vcpus: int = Field(default=1, ge=1, le=448)
+    boot_s: float = Field(default=300.0, ge=0, le=3600)
+    max_hold_slots: int = Field(default=1, ge=0)
+    daily: bool = False
+    publish_metrics: bool = True
+    email_to: list[str] = Field(default_factory=list)
+    email_from: str | None = None
+    transport: Literal["smtp", "ses"] = "smtp"
+    smtp_host: str = "localhost"
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    smtp_starttls: bool = True
+    smtp_username: str | None = None
+    smtp_password_env: str | None = "AUTOSCALER_SMTP_PASSWORD"
+    smtp_password_file: Path | None = None
+    ses_region: str | None = None
+    ses_endpoint_url: str | None = None
+
+    @model_validator(mode="after")
+    def _no_nul_in_paths(self) -> "ReportSettings":
+        if self.smtp_password_file is not None and "\0" in str(self.smtp_password_file):
+            raise ValueError("smtp_password_file: a path cannot hold a NUL character")
+        return self
+
+    @model_validator(mode="after")
+    def _email_settings_hang_together(self) -> "ReportSettings":
+        for field_name, address in [("email_from", self.email_from)] + [(f"email_to[{i}]", a) for i, a in enumerate(self.email_to)]:
+            if address is not None and ("@" not in address or any(c in address for c in "\r\n, ")):
+                raise ValueError(f"{field_name}: expected one email address like 'ops@example.com', got {address!r}")
+        if self.email_to and not self.email_from:
+            raise ValueError("email_to is set but email_from is not: a report needs a sender")
+        if self.transport == "smtp" and self.smtp_username is not None and not self.smtp_starttls:
+            raise ValueError("smtp_username is set with smtp_starttls = false: the password would cross the network unencrypted")
+        return self
+
+
+class CarbonSettings(BaseModel):
+    """``[carbon]``: the cost signal hold+carbon defers work by (carbon intensity or price).
+
+    ``source``: a file path or an http(s) URL (CSV ``time,value``, WattTime v3, Electricity Maps or
+    UK Carbon Intensity JSON; ``energy.signal``). Unset: the daemon is carbon-blind. ``unit``: the
+    signal's unit, required for CSV (a JSON format names its own). ``forecast``: an optional second
+    source with values for future slots; without it, or past its end, persistence (the same slot a
+    day earlier). The signal is read again every ``refresh_s``; a slot whose signal is older than
+    ``max_staleness_s`` (or never read) is decided carbon-blind, logged and counted.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str | None = None
+    unit: Literal["gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour"] | None = None
+    forecast: str | None = None
+    refresh_s: float = Field(default=1800.0, ge=1, le=86_400)
+    max_staleness_s: float = Field(default=7200.0, ge=1, le=7 * 86_400)
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+    @model_validator(mode="after")
+    def _staleness_covers_refresh(self) -> "CarbonSettings":
+        if self.max_staleness_s < self.refresh_s:
+            raise ValueError(
+                f"max_staleness_s ({number_text(self.max_staleness_s)}) must be at least refresh_s "
+                f"({number_text(self.refresh_s)}): a signal read on time would count as stale"
+            )
+        for name in ("source", "forecast"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+            if not value.strip() or "\0" in value or scheme not in ("", "http", "https"):
+                raise ValueError(f"{name}: expected a file path or an http(s) URL, got {value!r}")
+            if value.strip().lower() in ("persistence", "perfect"):
+                raise ValueError(
+                    f"{name}: {value!r} is not a file or URL; leave forecast unset for persistence (the same slot a day "
+                    "earlier); a daemon has no perfect forecast"
+                )
+        if self.forecast is not None and self.source is None:
+            raise ValueError("forecast is set without source: the forecast only fills the slots after the source's values")
+        return self
+
+
+class Settings(BaseSettings):
+    """Every setting of the daemon; times in seconds, deadlines in slots, costs per server-slot.
+
+    Build it with :func:`load_settings`; ``Settings()`` alone reads only the environment.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_NESTED_DELIMITER,
+        extra="forbid",
+        frozen=True,
+        allow_inf_nan=False,
+    )
+
+    policy: Literal["hold", "gcp-u", "gcp", "vfw", "follow"] = "hold"
+    delta: int | None = Field(default=None, ge=1, le=100_000)
+    deadline_slots: int = Field(default=2, ge=0, le=100_000)
+    slot_s: float = Field(default=300.0, ge=1, le=86_400)
+    max_deadline_slots: int = Field(default=288, ge=1, le=100_000)
+    e0: float = Field(default=1.0, ge=0)
+    e1: float = Field(default=0.0, ge=0)
+    beta: float = Field(default=12.0, ge=0)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    store_path: Path = Path("autoscaler.db")
+    log_format: Literal["auto", "json", "console"] = "auto"
+    misfire_grace_s: float = Field(default=60.0, gt=0)
+    known_tenants: list[str] = Field(default_factory=list)
+    """Tenants allowed to submit; empty accepts any tenant."""
+    health_host: str = "127.0.0.1"
+    health_port: int = Field(default=9464, ge=0, le=65535)
+    """/healthz and /metrics; 0 picks a free port (logged at start)."""
+    report: ReportSettings = Field(default_factory=ReportSettings)
+    carbon: CarbonSettings = Field(default_factory=CarbonSettings)
+    retention_days: float = Field(default=30.0, gt=0, le=36_600)
+    """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
+    startup_wait_s: float | None = Field(default=None, ge=0, le=86_400)
+    """How long start-up keeps trying EMR through errors that pass (throttling, 5xx, no connection)
+    before it gives up with exit status 75; default 300 (``compose.STARTUP_WAIT_S``)."""
+    release_margin_slots: int = Field(default=1, ge=0, le=100_000)
+    """Slots before its start-by slot (deadline - length) from which a queued job is due: released even
+    beyond the policy's nodes, up to cluster.max_nodes. With 1, one slot that goes undecided (a restart,
+    a slot skipped on a busy machine) never makes a job late; a job submitted with less slack is due at
+    once. 0: due in its start-by slot exactly. Jobs are late, as always, only after their start-by slot."""
+    tenants_n: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
+    """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
+    known_tenants, or 10 when any tenant may submit."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Earlier sources win: keyword arguments, then the environment, then the file.
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=_toml_path.get()),
+        )
+
+    @model_validator(mode="after")
+    def _vfw_delta_fits(self) -> "Settings":
+        if self.policy == "vfw":
+            delta = self.delta if self.delta is not None else self.deadline_slots // 2
+            if not (0 < delta < self.deadline_slots):
+                raise ValueError(
+                    f"policy 'vfw' needs 0 < delta < deadline_slots (delta defaults to deadline_slots // 2), "
+                    f"got delta = {delta} with deadline_slots = {self.deadline_slots}"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _no_nul_in_store_path(self) -> "Settings":
+        if "\0" in str(self.store_path):
+            raise ValueError("store_path: a path cannot hold a NUL character")
+        return self
+
+    @model_validator(mode="after")
+    def _tenants_n_covers_known_tenants(self) -> "Settings":
+        if self.tenants_n is not None and self.tenants_n < len(self.known_tenants):
+            raise ValueError(
+                f"tenants_n ({self.tenants_n}) must be at least the number of known_tenants ({len(self.known_tenants)})"
+            )
+        return self
+
+    def controller_config(self, epoch_s: float) -> ControllerConfig:
+        """The controller's view of these settings; ``epoch_s`` is the Unix time slot 0 starts at."""
+        return ControllerConfig(
+            policy=self.policy,
+            deadline_slots=self.deadline_slots,
+            slot_s=self.slot_s,
+            epoch_s=epoch_s,
+            min_nodes=self.cluster.min_nodes,
+            max_nodes=self.cluster.max_nodes,
+            max_deadline_slots=self.max_deadline_slots,
+            cost=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
+            delta=self.delta,
+            tenants_n=self.tenants_n or len(self.known_tenants) or 10,
+            release_margin_slots=self.release_margin_slots,
+            carbon=bool(self.carbon.source) and self.policy == "hold",
+        )
+
+
+def load_settings(path: str | os.PathLike | None, cluster_required: bool = True) -> Settings:
+    """Read settings from the TOML file at ``path`` (None: environment only), env overriding file.
+
+    ``cluster_required``: refuse settings without ``cluster.id`` (every command that talks to a
+    cluster); a replay passes False. Raises ConfigError naming the path if the file is missing,
+    unreadable or not valid TOML, and ConfigError listing every bad, missing or unknown field with
+    what was expected.
+    """
+    toml_path = None if path is None else Path(path)
+    if toml_path is not None:
+        # The TOML source skips a missing file silently; a named config file must exist.
+        try:
+            with toml_path.open("rb"):
+                pass
+        except FileNotFoundError:
+            raise ConfigError(f"{toml_path}: config file not found") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{toml_path}: config path is a directory, expected a TOML file") from None
+        except OSError as error:
+            raise ConfigError(f"{toml_path}: cannot read config file: {error.strerror or error}") from None
+    token = _toml_path.set(toml_path)
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        unknown = unknown_variables(os.environ, _password_variables(toml_path))
+        # An unknown nested variable (AUTOSCALER_CLUSTER__NODES) also shows as an unknown field: say it once, as the variable.
+        from_unknown = {_field_of(name) for name in unknown}
+        errors = [e for e in error.errors() if not (e["type"] == "extra_forbidden" and tuple(map(str, e["loc"])) in from_unknown)]
+        variables = [_variable_setting(e["loc"]) for e in errors]
+        sections = []
+        if errors:
+            from_file = toml_path is not None and None in variables
+            where = f"{toml_path} (and AUTOSCALER_* environment)" if from_file else "AUTOSCALER_* environment"
+            problems = [describe_error(e) + (f" (from {v})" if v else "") for e, v in zip(errors, variables)]
+            sections.append(f"invalid settings in {where}:\n" + "\n".join(f"  {p}" for p in problems))
+        if unknown:
+            sections.append(_unknown_variables_text(unknown, _password_variables(toml_path)))
+        raise ConfigError("\n".join(sections)) from None
+    except SettingsError as error:
+        # A complex field (a list) whose AUTOSCALER_* variable is not JSON.
+        cause = f": {error.__cause__}" if error.__cause__ else ""
+        raise ConfigError(f"{error} (expected JSON, e.g. '[\"a\", \"b\"]'){cause}") from None
+    except ValueError as error:
+        # tomllib's (or tomli's) TOMLDecodeError and UnicodeDecodeError, raised by the TOML source.
+        raise ConfigError(f"{toml_path}: not valid TOML: {error}") from None
+    finally:
+        _toml_path.reset(token)
+    password = {settings.report.smtp_password_env} if settings.report.smtp_password_env else set()
+    unknown = unknown_variables(os.environ, password)
+    if unknown:
+        raise ConfigError(_unknown_variables_text(unknown, password))
+    if cluster_required and settings.cluster.id is None:
+        where = f"{toml_path} (and AUTOSCALER_* environment)" if toml_path is not None else "AUTOSCALER_* environment"
+        raise ConfigError(
+            f"invalid settings in {where}:\n  cluster.id: field required (the EMR cluster to run against, "
+            "e.g. [cluster] id = \"j-2AXXXXXXGAPLF\", or AUTOSCALER_CLUSTER__ID)"
+        )
+    return settings
+
+
+def known_variables(password_variables: set[str] = frozenset()) -> list[str]:
+    """Every AUTOSCALER_* variable the settings read: one per field, one per field of a nested table
+    (``AUTOSCALER_CLUSTER__ID``), plus ``password_variables`` (where the SMTP password is read)."""
+    names = []
+    for name, info in Settings.model_fields.items():
+        names.append(f"{ENV_PREFIX}{name.upper()}")
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            names += [f"{ENV_PREFIX}{name.upper()}{ENV_NESTED_DELIMITER}{sub.upper()}" for sub in info.annotation.model_fields]
+    names += sorted(v for v in password_variables if v.upper().startswith(ENV_PREFIX) and v.upper() not in names)
+    return names
+
+
+def unknown_variables(environ, password_variables: set[str] = frozenset()) -> list[str]:
+    """The AUTOSCALER_* names in ``environ`` (any case, as pydantic-settings reads them) that no setting
+    reads: pydantic-settings would ignore them without a word."""
+    known = {name.upper() for name in known_variables(password_variables)}
+    return sorted(name for name in environ if name.upper().startswith(ENV_PREFIX) and name.upper() not in known)
+
+
+def _unknown_variables_text(unknown: list[str], password_variables: set[str]) -> str:
+    known = known_variables(password_variables)
+    lines = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        lines.append(f"  unknown variable {name}{hint}: no setting reads it")
+    return (
+        "invalid settings in AUTOSCALER_* environment:\n" + "\n".join(lines)
+        + f"\n  known variables: {', '.join(f'{v} (the SMTP password)' if v in password_variables else v for v in known)}"
+    )
+
+
+def _password_variables(toml_path: Path | None) -> set[str]:
+    """Where the SMTP password may be read from when the settings did not load: the default, and the
+    name the environment or the file give (read leniently; the file's own errors are reported apart)."""
+    import tomllib
+
+    names = {ReportSettings.model_fields["smtp_password_env"].default}
+    for name, value in os.environ.items():
+        if name.upper() == f"{ENV_PREFIX}REPORT{ENV_NESTED_DELIMITER}SMTP_PASSWORD_ENV":
+            names.add(value)
+    if toml_path is not None:
+        try:
+            value = tomllib.loads(toml_path.read_text(encoding="utf-8")).get("report", {}).get("smtp_password_env")
+        except (OSError, ValueError, AttributeError):
+            value = None
+        if isinstance(value, str):
+            names.add(value)
+    return names
+
+
+def _field_of(variable: str) -> tuple[str, ...]:
+    """The field path an AUTOSCALER_* variable would set: AUTOSCALER_CLUSTER__NODES -> ('cluster', 'nodes')."""
+    return tuple(part.lower() for part in variable[len(ENV_PREFIX):].split(ENV_NESTED_DELIMITER))
+
+
+def _variable_setting(loc: tuple) -> str | None:
+    """The AUTOSCALER_* variable that sets the field at ``loc`` (or the table holding it), if the
+    environment has one: the error is then the variable's, not the file's."""
+    parts = [str(part) for part in loc]
+    for depth in range(len(parts), 0, -1):
+        variable = ENV_PREFIX + ENV_NESTED_DELIMITER.join(parts[:depth]).upper()
+        if any(name.upper() == variable for name in os.environ):
+            return variable
+    return None
+
+
+def describe_error(error: dict[str, Any]) -> str:
+    """One line for one pydantic error: the dotted field, what was expected and what was given."""
+    loc = tuple(str(part) for part in error["loc"])
+    field = ".".join(loc)
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    given = error.get("input")
+    if kind == "missing":
+        return f"{field}: field required"
+    if kind == "extra_forbidden":
+        known = _field_names(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], known, n=1)
+        hint = f" (did you mean '{'.'.join(loc[:-1] + (close[0],))}'?)" if close else ""
+        return f"unknown field '{field}'{hint}"
+    comparisons = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+    if kind in comparisons:
+        bound = next(iter(ctx.values()))
+        return f"{field}: must be {comparisons[kind]} {number_text(bound)}, got {given!r}"
+    if kind == "literal_error":
+        return f"{field}: expected one of {ctx.get('expected')}, got {given!r}"
+    if kind == "string_pattern_mismatch" and field == "cluster.id":
+        return f"{field}: expected an EMR cluster id like 'j-2AXXXXXXGAPLF', got {given!r}"
+    if kind == "finite_number":
+        return f"{field}: must be a finite number, got {given!r}"
+    message = error["msg"].removeprefix("Value error, ")
+    if kind == "value_error" or isinstance(given, dict):
+        return f"{field}: {message}" if field else message
+    return f"{field}: {message}, got {given!r}"
+
+
+def _field_names(loc: tuple[str, ...]) -> list[str]:
+    """Field names of the (nested) model at ``loc``; empty if ``loc`` is not a model."""
+    model: Any = Settings
+    for part in loc:
+        info = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if info is None:
+            return []
+        model = info.annotation
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return list(model.model_fields)
+    return []

@@ -1,0 +1,572 @@
+"""The slot loop: observe, decide, act, record, the same for the daemon, its dry run and a replay.
+
+One slot, in order (every step safe to repeat after a crash):
+
+1. **observe**: the jobs submitted since the last slot (read from the store by their arrival
+   order, ``Job.seq``), our EMR steps (their names carry job ids) and the TASK group;
+2. **decide**: ``controller.tick`` on the active jobs, kept in memory between slots in EDF order
+   (:class:`~autoscaler.core.edf.JobQueue`), and the policy state; pure;
+3. **act**: record the intent (the jobs to release and the nodes, one small transaction: a store
+   that cannot write stops the slot before EMR is touched), resize the TASK group to the
+   decision's nodes (a resize that fails after botocore's retries is logged and asked again next
+   slot, and the jobs due are released anyway), then release the chosen jobs as EMR steps,
+   skipping any that already has one;
+4. **record**: one store transaction: the job states read from EMR, the released jobs, the policy
+   state and the decision (with its reason), the retention pruning of old finished jobs, and the
+   intent settled. A slot writes at most twice (intent, record), so syncs at most twice.
+
+A crash before 4 leaves the slot undecided: the restart reads the store afresh, decides the slot
+again, and finds the steps added before the crash (they are newer than the newest recorded one),
+so no job is submitted twice and none is lost. Any failure part-way makes the next slot start
+afresh in the same way.
+
+The runner is the same in every mode; only its adapters differ (:mod:`autoscaler.app.compose` wires
+them): EMR and the SQLite store for ``run``; a simulated cluster seeded from EMR and a shadow of
+the store for ``run --dry-run`` (:mod:`autoscaler.adapters.shadow`); the simulated cluster, a
+simulated clock and a temporary store for ``run --replay``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import structlog
+
+from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
+from autoscaler.core.edf import JobQueue
+from autoscaler.core.errors import ActuationError
+from autoscaler.core.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, step_states_to_job_states
+from energy.power import TABLE_III, PowerModel
+
+if TYPE_CHECKING:
+    from autoscaler.adapters.carbon_feed import CarbonFeed
+    from autoscaler.adapters.health import Telemetry
+
+log = structlog.get_logger("autoscaler")
+
+DUE_RELEASE_PASSES = 10
+"""Extra tries, within a slot, for a due job whose step could not be added: each looks for the step,
+then adds it if absent. Under sustained throttling botocore's retry quota runs dry and calls fail
+at once; these few calls are what stands between a due job and its deadline."""
+
+MAX_TRANSIENT_RELEASE_FAILURES = 3
+"""Steps that may fail to be added (after botocore's retries) in one slot before only the jobs due
+are tried: a few failures are throttling, many mean AWS is unreachable."""
+
+RECENT_STEPS = 256
+"""Recorded step ids handed to the step listing after a start: EMR lists newest first and the
+listing stops at the first recorded one, so a few of the newest are enough."""
+
+DEFAULT_RETENTION_S = 30 * 86400.0
+"""Finished jobs and decisions older than this are pruned from the store (30 days)."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a slot saw before deciding.
+
+    ``steps``: our steps seen on the cluster, by job id. ``states``: job states that changed
+    since the store last recorded them ({job id: 'released' | 'running' | 'done' | 'failed'}).
+    ``found``: steps found for jobs with no step id recorded (added just before a crash),
+    {job id: (released_s, step id)}. ``group``: the TASK group, None when it could not be read.
+    """
+
+    now_s: float
+    steps: dict[str, StepStatus]
+    states: dict[str, str]
+    found: dict[str, tuple[float, str]]
+    group: TaskGroup | None
+
+
+@dataclass
+class SlotRunner:
+    """Runs one slot against the adapters (see the module's docstring for the four steps).
+
+    ``dry_run`` only labels the log lines: a dry run is this runner on a shadow store and a
+    simulated cluster, which change nothing real. ``on_decision``: called with each slot's
+    decision record (``Decision.to_json`` plus ``nodes_running`` and ``dry_run``), e.g. to
+    write ``--decisions-out``. ``retention_s``: finished jobs released (or submitted) longer ago,
+    and decisions of slots that long ago, are pruned at each record (None: keep everything).
+    ``carbon_feed``: the ``[carbon]`` signal (:class:`~autoscaler.adapters.carbon_feed.CarbonFeed`)
+    whose window each slot hands to ``tick`` when ``config.carbon`` (hold+carbon); a slot without a
+    usable signal is hold's decision, logged (``carbon_signal_fallback``) and counted.
+    """
+
+    config: ControllerConfig
+    store: JobStore
+    cluster: Cluster
+    clock: Clock
+    policy_name: str = "hold"
+    dry_run: bool = False
+    power_model: PowerModel = TABLE_III
+    telemetry: Telemetry | None = None
+    on_decision: Callable[[dict], None] | None = None
+    retention_s: float | None = DEFAULT_RETENTION_S
+    carbon_feed: CarbonFeed | None = None
+    _queue: JobQueue | None = None  # the active jobs, between slots; None: read the store afresh
+    _fresh: bool = True  # the next slot lists every step added since the newest recorded one
+    _state: PolicyState | None = None
+    _seq: int = 0  # the newest job read from the store
+    _uncertain: dict = field(default_factory=dict)  # job id -> when its add failed (Unix s)
+    _degraded: bool = False  # this slot could not read or change something on EMR
+
+    @property
+    def queue(self) -> JobQueue | None:
+        """The active jobs as the last slot left them (None before the first slot)."""
+        return self._queue
+
+    def run_slot(self) -> Decision | None:
+        """Decide and act for the current slot; None if it was already decided.
+
+        Any failure part-way (AWS down, a store error) makes the next slot read the store afresh
+        and list every step added since the newest recorded one, so steps added before the
+        failure are found, not added twice.
+        """
+        try:
+            decision = self._run_slot()
+        except Exception:
+            self._queue = None
+            self._state = None
+            self._fresh = True
+            if self.telemetry is not None:
+                self.telemetry.slot_failed()
+            raise
+        if self.telemetry is not None and decision is None:
+            self.telemetry.slot_ok()
+        return decision
+
+    def _run_slot(self) -> Decision | None:
+        self._degraded = False
+        self.cluster.start_slot()
+        now_s = self.clock.now_s()
+        started = time.perf_counter()
+        fresh = self._fresh
+        if self._queue is None:
+            self._load()
+        if self.config.slot_of(now_s) <= self._state.last_slot:
+            return None
+        observation = self._observe(now_s, fresh)
+        carbon = self._carbon_window(now_s) if self.config.carbon else None
+        decide_started = time.perf_counter()
+        decision, new_state = tick(now_s, self._queue, self._state, self.config, carbon)
+        solve_ms = (time.perf_counter() - decide_started) * 1000
+        decision = dataclasses.replace(decision, solve_ms=solve_ms)
+        if decision.warning:
+            log.warning("worse_than_follow", slot=decision.slot, policy=self.policy_name, detail=decision.warning)
+        group = observation.group
+        if decision.release or (group is not None and group.requested != decision.nodes):
+            # What is about to be done is written first: a store that cannot write (a full disk)
+            # stops the slot here, before EMR is touched, and the restart can see what was meant.
+            self.store.record_intent(decision.slot, list(decision.release), decision.nodes)
+        released, refused = self._act(decision, observation)
+        self._record(decision, new_state, observation, released, refused)
+        self._fresh = False
+        self._after(decision, observation, released, started)
+        return decision
+
+    def start(self) -> None:
+        """Read the active jobs and the policy state now, before the first slot, so that a store
+        whose rows cannot be read stops the start (StoreError) rather than failing every slot."""
+        self._load()
+
+    # -- 1. observe ---------------------------------------------------------------------------
+
+    def _carbon_window(self, now_s: float) -> CarbonWindow | SignalUnavailable:
+        """The signal for the slot of ``now_s``, or why there is none (logged and counted here)."""
+        slot = self.config.slot_of(now_s)
+        if self.carbon_feed is None:
+            window, missing = None, SignalUnavailable("not_given", "the runner was given no [carbon] feed")
+        else:
+            window = self.carbon_feed.window(now_s, self.config.slot_s, self.config.deadline_slots, self.config.epoch_s)
+            missing = self.carbon_feed.fallback
+        if window is not None:
+            if self.telemetry is not None:
+                self.telemetry.carbon_signal(window.value_now, window.unit)
+            return window
+        log.warning("carbon_signal_fallback", slot=slot, reason=missing.reason, detail=missing.detail, dry_run=self.dry_run)
+        if self.telemetry is not None:
+            self.telemetry.carbon_signal(None, fallback=missing.reason)
+        return missing
+
+    def _load(self) -> None:
+        """Read the active jobs and the policy state afresh (first slot, or after a failure)."""
+        # The watermark first: a job submitted between the two reads is then read again by the
+        # next jobs_after (adding it twice replaces it), never skipped.
+        self._seq = self.store.max_seq()
+        jobs = self.store.active_jobs()
+        self._queue = JobQueue.of(jobs, self.config.slot_s, self.config.epoch_s)
+        saved = self.store.load_state()
+        self._state = PolicyState.from_json(saved) if saved else PolicyState()
+
+    def _observe(self, now_s: float, fresh: bool) -> Observation:
+        """The new submissions into the queue, then our steps and the TASK group. The queue takes
+        the states the steps show (the store is told at record)."""
+        for job in self.store.jobs_after(self._seq):
+            self._seq = max(self._seq, job.seq or 0)
+            self._queue.add(job)
+        steps = self._recent_steps() if fresh else self._reconcile()
+        if fresh:
+            self._uncertain.clear()
+        states = {
+            job_id: state
+            for job_id, state in step_states_to_job_states(steps.values()).items()
+            if (job := self._queue.get(job_id)) is not None and job.state != state
+        }
+        # Steps found for jobs the store has no step id for (added just before a crash).
+        found = {
+            job_id: (now_s, status.step_id)
+            for job_id, status in steps.items()
+            if (job := self._queue.get(job_id)) is not None and job.step_id is None
+        }
+        for job_id in states.keys() | found.keys():
+            released_s, step_id = found.get(job_id, (None, None))
+            self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id)
+        try:
+            group = self.cluster.task_group()
+        except ActuationError as error:
+            # The group's size is unknown: hold it (no resize) and still release the jobs due.
+            log.error("task_group_unknown", slot=self.config.slot_of(now_s), error=str(error))
+            self._degraded = True
+            group = None
+        return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group)
+
+    def _reconcile(self) -> dict[str, StepStatus]:
+        """Our steps by job id, after the first slot: pending and running steps, and the final state
+        of the released jobs that left that list; a call that fails here only leaves those states
+        unknown for a slot (the jobs keep their nodes, never scale in on a guess). Jobs whose add
+        failed (``_uncertain``) are looked for among the steps added since before they were tried."""
+        steps: dict[str, StepStatus] = {}
+        if self._uncertain:
+            try:
+                steps.update(self._recent_steps(min(self._uncertain.values())))
+                self._uncertain.clear()
+            except ActuationError as error:
+                log.warning("steps_unknown", waiting=sorted(self._uncertain), error=str(error))
+                self._degraded = True
+        try:
+            active = self.cluster.steps(active_only=True)
+        except ActuationError as error:
+            log.warning("steps_unknown", error=str(error))
+            self._degraded = True
+            return steps
+        steps.update((s.job_id, s) for s in active)
+        for job in self._queue.running():
+            if job.step_id and job.job_id not in steps:
+                try:
+                    steps[job.job_id] = StepStatus(job.job_id, job.step_id, self.cluster.step_state(job.step_id))
+                except ActuationError as error:
+                    log.warning("step_state_unknown", job_id=job.job_id, error=str(error))
+        return steps
+
+    def _recent_steps(self, attempted_s: float = math.inf) -> dict[str, StepStatus]:
+        """Steps added after the newest recorded one. The first slot after a start must find any
+        step added just before a crash; it fails if it cannot list them.
+
+        A step added but not recorded is newer than every step recorded before the slot that
+        added it (``attempted_s``; any, after a crash), and EMR lists newest first: the listing
+        stops at the first of the recorded ones."""
+        before_s = None if attempted_s == math.inf else attempted_s
+        recorded = self.store.recent_step_ids(RECENT_STEPS, released_before_s=before_s)
+        return {s.job_id: s for s in self.cluster.steps(newer_than=recorded)}
+
+    # -- 3. act -------------------------------------------------------------------------------
+
+    def _act(self, decision: Decision, observation: Observation) -> tuple[dict[str, tuple[float, str]], list[str]]:
+        """Resize, then release. Returns ({job id: (released_s, step id)} of the jobs whose step is
+        on the cluster now, including those found at observe; the job ids EMR refused)."""
+        group = observation.group
+        if group is not None and group.requested != decision.nodes:
+            try:
+                self.cluster.resize(decision.nodes)
+            except ActuationError as error:
+                # The jobs due still go out, on the nodes there are; the next slot finds the
+                # group at its old size and asks again. Nothing is scaled on a guess.
+                log.error("resize_failed", slot=decision.slot, nodes=decision.nodes, requested=group.requested, error=str(error))
+                self._degraded = True
+        released = dict(observation.found)
+        refused = self._release(decision, observation.steps, released, observation.now_s)
+        return released, refused
+
+    def _release(self, decision: Decision, steps: dict, released: dict, now_s: float) -> list[str]:
+        """Add the decision's steps in EDF order into ``released``. A step EMR refuses outright
+        fails that job alone (returned); any other failure leaves that job queued and releasing
+        goes on (after ``MAX_TRANSIENT_RELEASE_FAILURES`` in one slot, for the jobs due only),
+        and a due job gets more tries (``_release_due_again``). What was added is recorded, so
+        the next slot neither loses nor repeats it."""
+        refused: list[str] = []
+        transient = 0
+        for job_id in decision.release:
+            job = self._queue.get(job_id)
+            existing = steps.get(job_id)
+            if existing:
+                released[job_id] = (now_s, existing.step_id)
+                continue
+            if job_id in self._uncertain:
+                continue  # its earlier add may have gone through; not released until that is known
+            if transient >= MAX_TRANSIENT_RELEASE_FAILURES and start_by_slot(job, self.config) > decision.slot:
+                continue  # AWS is failing: only jobs due now are tried
+            try:
+                released[job_id] = (now_s, self.cluster.add_step(job))
+            except ActuationError as error:
+                log.error("release_failed", job_id=job_id, error=str(error), permanent=error.permanent)
+                if error.permanent:
+                    refused.append(job_id)
+                    continue
+                # The step may have been added before the answer was lost: it is looked for
+                # before the job is released again. The others go on, unless AWS is down.
+                self._uncertain.setdefault(job_id, now_s)
+                transient += 1
+        self._release_due_again(decision, released, now_s)
+        return refused
+
+    def _release_due_again(self, decision: Decision, released: dict, now_s: float) -> None:
+        """Jobs due this slot whose add failed get up to ``DUE_RELEASE_PASSES`` more tries: look for
+        their step first (the failed call may have added it), add it only if it is not there.
+        Their deadline is at stake; the others wait for the next slot."""
+        for _ in range(DUE_RELEASE_PASSES):
+            due = [
+                job_id
+                for job_id in decision.release
+                if job_id in self._uncertain and start_by_slot(self._queue.get(job_id), self.config) <= decision.slot
+            ]
+            if not due:
+                return
+            try:
+                found = self._recent_steps(min(self._uncertain[job_id] for job_id in due))
+            except ActuationError as error:
+                log.warning("steps_unknown", waiting=due, error=str(error))
+                self._degraded = True
+                continue
+            for job_id in due:
+                if job_id in found:
+                    released[job_id] = (now_s, found[job_id].step_id)
+                    del self._uncertain[job_id]
+                    continue
+                try:
+                    released[job_id] = (now_s, self.cluster.add_step(self._queue.get(job_id)))
+                    del self._uncertain[job_id]
+                except ActuationError as error:
+                    log.error("release_failed", job_id=job_id, error=str(error), permanent=error.permanent)
+
+    # -- 4. record ----------------------------------------------------------------------------
+
+    def _record(self, decision: Decision, new_state: PolicyState, observation: Observation, released: dict, refused: list[str]) -> None:
+        """One store transaction for the slot; then the queue takes what was released."""
+        states = dict(observation.states) | {job_id: "failed" for job_id in refused}
+        prune_before_s = None if self.retention_s is None else observation.now_s - self.retention_s
+        self.store.commit_slot(
+            decision.slot,
+            new_state.to_json(),
+            released,
+            decision.to_json(),
+            states=states,
+            prune_before_s=prune_before_s,
+            prune_decisions_before_slot=None if prune_before_s is None else self.config.slot_of(prune_before_s),
+        )
+        for job_id in refused:
+            self._queue.update(job_id, "failed")
+        for job_id, (released_s, step_id) in released.items():
+            job = self._queue.get(job_id)
+            if job is not None and job.state == "queued":
+                self._queue.update(job_id, "released", released_s=released_s, step_id=step_id)
+        self._state = new_state
+
+    # -- afterwards: log, metrics, decision record ----------------------------------------------
+
+    def _slot_energy_wh(self, decision: Decision) -> float:
+        """The slot's energy as modelled for the log line (eq. (13)-(14) at u = running jobs / nodes);
+        ``autoscaler report`` measures it from CloudWatch once the metrics are in."""
+        if decision.nodes == 0:
+            return 0.0
+        u = min(decision.running, decision.nodes) / decision.nodes
+        return float(decision.nodes * self.power_model.power_w(u, u, u, u) * self.config.slot_s / 3600)
+
+    def _follow_energy_wh(self, decision: Decision) -> float:
+        """What "follow the workload" would have used in the slot: L_t busy nodes (eq. (13)-(14))."""
+        return float(decision.load * self.power_model.power_w(1.0, 1.0, 1.0, 1.0) * self.config.slot_s / 3600)
+
+    def _after(self, decision: Decision, observation: Observation, released: dict, started: float) -> None:
+        group = observation.group
+        energy_wh = self._slot_energy_wh(decision)
+        log.info(
+            "slot",
+            slot=decision.slot,
+            policy=self.policy_name,
+            m_t=round(decision.capacity, 4),
+            x_t=round(decision.assigned, 4),
+            nodes_requested=decision.nodes,
+            nodes_running=group.running if group is not None else None,
+            jobs_released=len(decision.release),
+            late=len(decision.late),
+            queue_depth=decision.queue_depth,
+            at_risk=decision.at_risk,
+            overloaded=decision.overloaded,
+            missed=len(decision.missed),
+            reason=decision.reason,
+            why=decision.why,
+            **({"carbon_mode": decision.carbon_mode, "carbon_value": decision.carbon_value} if decision.carbon_mode else {}),
+            energy_wh_modelled=round(energy_wh, 3),
+            solve_ms=round(decision.solve_ms, 3),
+            slot_ms=round((time.perf_counter() - started) * 1000, 3),
+            dry_run=self.dry_run,
+        )
+        if self.telemetry is not None:
+            sent = [job_id for job_id in decision.release if job_id in released]
+            late = [job_id for job_id in decision.late if job_id in released]
+            self.telemetry.slot_done(
+                decision,
+                decision.solve_ms,
+                energy_wh,
+                self._follow_energy_wh(decision),
+                sent,
+                late,
+                healthy=not self._degraded and not self._uncertain,
+                group=group,
+                queued=self._queue.queued_count,
+            )
+        if decision.overloaded or decision.missed:
+            log.warning(
+                "overload" if decision.overloaded else "deadlines_missed",
+                slot=decision.slot,
+                nodes_wanted=decision.nodes_wanted,
+                max_nodes=self.config.max_nodes,
+                nodes_by_tenant=decision.nodes_by_tenant,
+                missed_by_tenant=decision.missed_by_tenant,
+            )
+        if self.on_decision is not None:
+            try:
+                self.on_decision(decision_line(decision, group, self.dry_run))
+            except OSError as error:
+                # The slot was decided, acted on and recorded; only its copy in the file is lost.
+                log.error("decisions_out_failed", slot=decision.slot, path=str(getattr(self.on_decision, "path", "")), error=str(error))
+
+
+def decision_line(decision: Decision, group: TaskGroup | None = None, dry_run: bool = False) -> dict:
+    """One slot's line of ``--decisions-out``: ``Decision.to_json`` with the operator's names first
+    (``slot``, ``m_t``, ``x_t``, ``nodes``, ``released`` job ids, ``reason``, ``why``), then EMR's
+    observed TASK group (``nodes_running``, None when unknown) and whether it was a dry run."""
+    record = decision.to_json()
+    head = {
+        "slot": decision.slot,
+        "m_t": decision.capacity,
+        "x_t": decision.assigned,
+        "nodes": decision.nodes,
+        "released": list(decision.release),
+        "reason": decision.reason,
+        "why": decision.why,
+    }
+    return head | record | {"nodes_running": group.running if group is not None else None, "dry_run": dry_run}
+
+
+class DecisionsFile:
+    """Appends one JSON line per slot to a file, flushed at once (``--decisions-out``).
+
+    Opened for appending, so a restarted daemon goes on where it stopped; a line is written
+    whole with one ``write`` call. Raises OSError when the file cannot be opened.
+    """
+
+    def __init__(self, path) -> None:
+        self.path = path
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    def __call__(self, record: dict) -> None:
+        self._file.write(json.dumps(record, allow_nan=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "DecisionsFile":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def slot_scheduler(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None, epoch_s: float | None = None):
+    """The APScheduler 3 BlockingScheduler :func:`run_forever` starts (not started; for tests).
+
+    ``runner.run_slot`` runs once at once (to decide the slot the daemon starts in) and then at
+    every slot boundary epoch_s + k * slot_s (``epoch_s``: the runner's ``config.epoch_s`` when
+    None), an interval trigger started on the boundary, not at the start's phase: fired a little
+    late on a busy machine it still runs inside its own slot, never in the one before or skipping
+    one. Runs go one at a time on one worker thread; a run due while another is under way waits
+    for it, and one that cannot start within ``misfire_grace_s`` of its boundary is dropped
+    (missed runs coalesced into one). ``daily_report``, if given, runs every day at 00:10 UTC on a
+    thread of its own.
+    """
+    import datetime
+
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.schedulers.blocking import BlockingScheduler
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    epoch_s = runner.config.epoch_s if epoch_s is None else epoch_s
+    boundary = datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc)
+    scheduler = BlockingScheduler(
+        timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1), "report": ThreadPoolExecutor(max_workers=1)}
+    )
+    slot = _logged(runner.run_slot, "slot_failed")
+    scheduler.add_job(slot, "date", run_date=_now(), misfire_grace_time=None, id="first_slot")
+    scheduler.add_job(
+        slot,
+        IntervalTrigger(seconds=slot_s, start_date=boundary, timezone=datetime.timezone.utc),
+        max_instances=1,
+        coalesce=True,
+        misfire_grace_time=int(max(1, misfire_grace_s)),
+        id="slot",
+    )
+    if daily_report is not None:
+        scheduler.add_job(
+            _logged(daily_report, "report_failed"),
+            "cron",
+            hour=0,
+            minute=10,
+            coalesce=True,
+            misfire_grace_time=3600,
+            id="report",
+            executor="report",
+        )
+    return scheduler
+
+
+def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None) -> None:
+    """Run ``runner.run_slot`` at once and then at every slot boundary (:func:`slot_scheduler`)
+    until SIGTERM or SIGINT, which lets the current slot finish before returning. ``daily_report``,
+    if given, runs every day at 00:10 UTC."""
+    scheduler = slot_scheduler(runner, slot_s, misfire_grace_s, daily_report)
+    stopping = []
+
+    def stop(signum, _frame) -> None:
+        if stopping:  # a second signal while the slot finishes changes nothing
+            return
+        stopping.append(signum)
+        log.info("stopping", signal=signal.Signals(signum).name)
+        scheduler.shutdown(wait=True)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    scheduler.start()
+
+
+def _logged(function, failure_event: str):
+    def run() -> None:
+        try:
+            function()
+        except Exception as exc:  # a failed slot (or report) is logged and retried at its next run
+            log.error(failure_event, error=str(exc), error_type=type(exc).__name__)
+
+    return run
+
+
+def _now():
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc)

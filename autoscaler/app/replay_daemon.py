@@ -1,0 +1,449 @@
+"""`autoscaler run --replay TRACE`: the live slot loop, driven from a recorded trace with a simulated clock.
+
+Jobs enter the store at their trace submit times (idempotently, so a restarted replay
+resumes where the store left off), the same :class:`~autoscaler.app.daemon.SlotRunner` decides
+each slot, and the cluster is the in-memory fake, or EMR (moto or real) when the config
+names an endpoint. At the end the capacity m_t of every slot is compared with what
+``autoscaler replay`` computes for the same policy and D.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import itertools
+import math
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
+from autoscaler.adapters.lock import StoreLock
+from autoscaler.adapters.shadow import ShadowStore
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.app.config import Settings
+from autoscaler.app.daemon import DecisionsFile, SlotRunner
+from autoscaler.app.traces import open_trace
+from autoscaler.core.controller import Decision
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.lateness import LATE_HELP, slots_late
+from autoscaler.core.model import CostParams, Job, StepSpec
+from autoscaler.core.policies import plan
+from autoscaler.core.readable import count_text
+from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
+from energy.accounting import whole_nodes
+
+
+def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1) -> list[Job]:
+    """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
+
+    A length running past the window is cut at the window's end, as ``autoscaler replay``
+    clips its curves, so both see the same work. The trace has no tenants: with ``tenants``
+    > 1 its jobs are dealt to tenant-1 .. tenant-K in submit order, like K teams sharing the
+    cluster; each job carries its estimated demand vector (CPU s, disk bytes, network bytes).
+    """
+    sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float)
+    lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
+    demands = estimate_demand_vector(sizes[:, 0], sizes[:, 1], sizes[:, 2])
+    return [
+        Job(
+            job_id=j.job_id,
+            name=j.job_id,
+            tenant="trace" if tenants == 1 else f"tenant-{i % tenants + 1}",
+            submit_s=j.submit_s,
+            deadline_s=j.submit_s + min(float(length), window_s - j.submit_s) + deadline_slots * slot_s,
+            length_s=min(float(length), window_s - j.submit_s),
+            step=StepSpec(args=("true",)),
+            demand_vector=tuple(float(v) for v in demand),
+        )
+        for i, (j, length, demand) in enumerate(zip(trace.jobs, lengths, demands))
+        if j.submit_s < window_s
+    ]
+
+
+def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Console, err: Console) -> int:
+    """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ).
+
+    The store is ``args.store`` (kept), else a temporary folder's, removed at exit unless
+    ``args.keep_store``; with ``args.dry_run`` there is none: a shadow store in memory."""
+    from autoscaler.app import compose
+
+    config = compose.controller_config(settings, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes, tenants=args.tenants)
+    policy, deadline_slots, slot_s, max_nodes = config.policy, config.deadline_slots, config.slot_s, config.max_nodes
+    if args.dry_run and (args.store is not None or args.keep_store):
+        raise ConfigError("run --replay --dry-run keeps no store; leave out --store and --keep-store")
+    with open_trace(args.replay, "--replay") as (path, _):
+        if path.suffix.lower() == ".csv":
+            raise ConfigError(
+                f"{path}: run --replay needs a SWIM trace of jobs (6 tab-separated columns) to submit; a .csv load curve "
+                "has no jobs (autoscaler replay --trace reads it)"
+            )
+        trace = read_swim(path)
+    workload = workload_from_trace(trace, slot_s=slot_s)
+    for warning in workload.notes:
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    window_slots = workload.n_slots
+    jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
+    with contextlib.ExitStack() as stack:
+        decisions_file = stack.enter_context(DecisionsFile(args.decisions_out)) if args.decisions_out is not None else None
+        store_path = None
+        if args.dry_run:
+            store = ShadowStore(None)
+        else:
+            if args.store is not None:
+                store_path = args.store
+            else:
+                folder = tempfile.mkdtemp(prefix="autoscaler-replay-")
+                if not args.keep_store:
+                    stack.callback(shutil.rmtree, folder, ignore_errors=True)
+                store_path = Path(folder) / "replay.db"
+            stack.enter_context(StoreLock(store_path))
+            # A replay's store survives the replay being killed (it resumes), not a power cut: no fsync per commit.
+            store = stack.enter_context(SqliteJobStore(store_path, durable=False))
+        kept = _kept(store_path, args)
+        saved = store.load_state()
+        first_slot = int(saved["last_slot"]) + 1 if saved else 0
+        clock = SimulatedClock(first_slot * slot_s)
+        cluster = _cluster(settings, clock)
+        if saved and _foreign_jobs(store, jobs):
+            raise ConfigError(
+                f"{store_path}: holds jobs that are not in {path.name} and a daemon's decisions (a daemon's store?); "
+                "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
+                "for a temporary one"
+            )
+        if saved and isinstance(cluster, FakeCluster):
+            raise ConfigError(
+                f"{store_path}: this replay store was started before, and the in-memory cluster it used is gone; "
+                "give a new --store (only a replay against an EMR endpoint can resume)"
+            )
+        if not saved and store.max_seq():
+            raise ConfigError(
+                f"{store_path}: holds {count_text(store.max_seq(), 'job')} and no replay's state (a daemon's store?); "
+                "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
+                "for a temporary one"
+            )
+        runner = compose.runner(settings, config, store, cluster, clock, dry_run=args.dry_run, on_decision=decisions_file, retention_s=None)
+        horizon = window_slots + deadline_slots
+        end_slot = replay_end_slot(horizon)
+        check = _DrainCheck(jobs, end_slot, horizon, max_nodes, slot_s)
+        submitted = 0
+        started = time.perf_counter()
+        stop = _StopSignal()
+        with stop, Progress(console=err, transient=True) as progress:
+            task = progress.add_task(f"replaying {len(jobs)} jobs", total=horizon, completed=first_slot)
+            slot = first_slot
+            try:
+                # Until the horizon, and on until every job is released; long jobs may run on past it.
+                while True:
+                    clock.time_s = slot * slot_s
+                    arriving = submitted
+                    while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
+                        submitted += 1
+                    if submitted > arriving:
+                        store.submit_many(jobs[arriving:submitted])
+                    queued = _queued(runner, store)
+                    if slot >= horizon and not queued:
+                        break
+                    if slot >= end_slot:
+                        raise ConfigError(
+                            f"run --replay: {queued:,} jobs still queued at slot {slot:,}, twice the horizon of {horizon:,} "
+                            f"slots; were jobs submitted to {store_path} while it ran? {kept}"
+                        )
+                    check(slot, submitted, store.active_jobs)
+                    runner.run_slot()
+                    progress.advance(task)
+                    slot += 1
+                    if stop.sleep(slot_s / args.speedup):
+                        break
+            except KeyboardInterrupt:
+                err.print(f"run --replay: interrupted after slot {slot - 1}; {kept}", highlight=False)
+                raise
+        if stop.signal_name:
+            err.print(
+                f"run --replay: stopped by {stop.signal_name} after slot {slot - 1} of {horizon} (the horizon); {kept}",
+                highlight=False,
+            )
+            return 128 + stop.signal_number
+        elapsed = time.perf_counter() - started
+        decisions = [Decision.from_json(record) for record in store.decisions()]
+        final_state = store.load_state() or {}
+        # The trace's jobs as the decisions released them (the store holds the same; reading it back costs more).
+        stored_jobs = _released_as_decided(jobs, decisions, slot_s)
+        last_slot = store.last_slot()
+        late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
+    capacity = np.array([d.capacity for d in decisions])
+    nodes = np.array([d.nodes for d in decisions], dtype=float)
+    whole = whole_nodes(capacity)
+    below, above = np.maximum(whole - nodes, 0.0), np.maximum(nodes - whole, 0.0)
+    table = Table(
+        title=f"{path.name} through the daemon: {policy}, D = {deadline_slots}, {len(decisions):,} slots in {elapsed:.1f} s",
+        caption=LATE_HELP if any(late.values()) else None,
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("jobs released", f"{sum(len(d.release) for d in decisions):,}")
+    table.add_row("jobs late (missed their deadline)", f"{sum(1 for n in late.values() if n):,}")
+    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d.overloaded for d in decisions):,} (max nodes {max_nodes:,})")
+    table.add_row("capacity m_t, server-slots (sum of m_t)", f"{capacity.sum():,.1f}")
+    rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
+    table.add_row("m_t rounded up to whole nodes, node-slots", f"{whole.sum():,.0f} (+{rounding_pct:.2f} %)")
+    if below.any():
+        table.add_row("  fewer nodes than that: max nodes", f"-{below.sum():,.0f} in {count_text(int((below > 0).sum()), 'slot')}")
+    if above.any():
+        table.add_row("  more nodes than that: due jobs, min nodes", f"+{above.sum():,.0f} in {count_text(int((above > 0).sum()), 'slot')}")
+    table.add_row("node-slots run", f"{nodes.sum():,.0f}")
+    watch = final_state.get("follow_watch") or {}
+    if watch:
+        beta = config.cost.beta
+        ended = watch["policy_cost"] + beta * watch["last_capacity"], watch["follow_cost"] + beta * watch["last_load"]
+        table.add_row("cost of m_t, x_t (eq. 2) against follow", f"{ended[0]:,.1f} against {ended[1]:,.1f}")
+        if watch["worse"]:
+            err.print(f"warning: {policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
+    status = 0
+    if policy in ("hold", "gcp-u", "follow", "vfw"):
+        expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
+        n = min(len(expected), len(capacity))
+        if policy == "vfw":
+            # Replay knows the horizon's end and runs VOPT over [t, T] in its last D+1 slots;
+            # a daemon has no end, so those slots are left out of the comparison.
+            n = min(n, len(expected) - deadline_slots - 1)
+        difference = float(np.abs(capacity[:n] - expected[:n]).max(initial=0.0))
+        table.add_row("max |m_t - autoscaler replay's m_t|", f"{difference:.3g}")
+        status = 0 if difference <= 1e-6 else 1
+    else:
+        table.add_row(
+            "max |m_t - autoscaler replay's m_t|",
+            "not compared: gcp here gives each job its own deadline; replay's gcp takes k-means classes of the trace",
+        )
+    out.print(table)
+    out.print(_tenant_table(stored_jobs, late, decisions, final_state))
+    if store_path is not None and (args.store is not None or args.keep_store):
+        err.print(f"store: {store_path}", highlight=False)
+    return status
+
+
+def replay_end_slot(horizon: int) -> int:
+    """One past the last slot a replay may decide: its horizon, and as long again for the
+    jobs still queued at its end (all late by then: every deadline is within the horizon)."""
+    return 2 * horizon
+
+
+def node_slots(job: Job, slot_s: float) -> int:
+    """Slots a released job holds its node: its length in slots, at least the one it is released in."""
+    return max(1, math.ceil(job.length_s / slot_s))
+
+
+def deadline_nodes_needed(jobs: list[Job], slot_s: float) -> int:
+    """A lower bound on the nodes that meet every deadline: the most node-slots due by a slot,
+    over the slots from the first submission to it (the prefix density; jobs hold whole nodes
+    and cannot be split, so more may be needed)."""
+    if not jobs:
+        return 0
+    first_slot = min(math.floor(job.submit_s / slot_s) for job in jobs)
+    due = sorted((math.ceil(job.deadline_s / slot_s), node_slots(job, slot_s)) for job in jobs)
+    work = 0
+    needed = 0.0
+    for deadline_slot, held in due:
+        work += held
+        needed = max(needed, work / max(1, deadline_slot - first_slot))
+    return math.ceil(needed - 1e-9)
+
+
+def check_drain(
+    waiting: list[Job], running: list[Job], slot: int, end_slot: int, horizon: int, max_nodes: int, slot_s: float, deadline_cap: int
+) -> None:
+    """Raise ConfigError when the jobs not yet released (``waiting``) cannot all be released by
+    ``end_slot`` on ``max_nodes`` nodes.
+
+    Jobs hold a node each for ``node_slots``; ``running`` ones hold theirs until they end. For
+    the slots from now, and from each later submit slot r on, the node-slots of the jobs that
+    can only run there must fit in max_nodes x the slots to ``end_slot``. The message names
+    --max-nodes, the least cap that could release every job in time, and ``deadline_cap``, a
+    lower bound on the cap that meets every deadline.
+    """
+    busy = sum(max(0, math.ceil((job.released_s + job.length_s) / slot_s) - slot) for job in running if job.released_s is not None)
+    by_release: dict[int, list[int]] = {}
+    for job in waiting:
+        by_release.setdefault(max(slot, math.floor(job.submit_s / slot_s)), []).append(node_slots(job, slot_s))
+    windows = []  # (first slot, jobs, node-slots) of every window [r, end_slot)
+    jobs_from = work_from = 0
+    for release in sorted(by_release, reverse=True):
+        jobs_from += len(by_release[release])
+        work_from += sum(by_release[release])
+        if release > slot:
+            windows.append((release, jobs_from, work_from))
+    windows.append((slot, jobs_from, work_from + busy))
+    _refuse_if_short(windows, len(running) if busy else 0, slot, end_slot, horizon, max_nodes, deadline_cap)
+
+
+class _DrainCheck:
+    """``check_drain`` slot after slot at the cost of the jobs in the store: the windows that
+    start at a later submit slot hold only jobs not yet submitted, so they are checked once,
+    before the first slot; each slot then checks the window from now."""
+
+    def __init__(self, jobs: list[Job], end_slot: int, horizon: int, max_nodes: int, slot_s: float) -> None:
+        self._held = [node_slots(job, slot_s) for job in jobs]
+        self._left = list(itertools.accumulate(reversed(self._held)))[::-1] + [0]  # node-slots of jobs[i:]
+        self._end, self._horizon, self._max_nodes, self._slot_s = end_slot, horizon, max_nodes, slot_s
+        self._held_by_id = {job.job_id: held for job, held in zip(jobs, self._held)}
+        self.deadline_cap = deadline_nodes_needed(jobs, slot_s)
+        self._first_slot: int | None = None
+        self._jobs = jobs
+
+    def __call__(self, slot: int, submitted: int, active_jobs) -> None:
+        """Check slot ``slot`` with ``jobs[:submitted]`` in the store; ``active_jobs()`` lists the
+        store's active jobs, asked for only when the trace's work might not fit any more."""
+        if self._first_slot is None:
+            self._first_slot = slot
+            active = active_jobs()
+            check_drain(
+                [job for job in active if job.state == "queued"] + self._jobs[submitted:],
+                [job for job in active if job.state != "queued"],
+                slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap,
+            )  # fmt: skip
+            return
+        if self._left[0] <= self._max_nodes * (self._end - slot):
+            return  # all of the trace's node-slots fit in what is left, whatever has run
+        active = active_jobs()
+        queued = [job for job in active if job.state == "queued"]
+        running = [job for job in active if job.state != "queued" and job.released_s is not None]
+        busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) for job in running)
+        work = sum(self._held_by_id.get(job.job_id, node_slots(job, self._slot_s)) for job in queued) + self._left[submitted] + busy
+        count = len(queued) + len(self._jobs) - submitted
+        _refuse_if_short([(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap)
+
+
+def _refuse_if_short(
+    windows: list[tuple[int, int, int]], running: int, slot: int, end_slot: int, horizon: int, max_nodes: int, deadline_cap: int
+) -> None:
+    """ConfigError when some window [first, end_slot) holds more node-slots than max_nodes can run."""
+    needed = max(math.ceil(work / max(1, end_slot - first)) for first, _, work in windows)
+    if needed <= max_nodes:
+        return
+    first, count, work = max(windows, key=lambda window: window[2] / max(1, end_slot - window[0]))
+    when = "before its first slot" if slot == 0 else f"at slot {slot}"
+    if first == slot:
+        what = f"{count:,} jobs not yet released" + (f" and {running:,} running" if running else "") + f" hold {work:,} node-slots"
+    else:
+        what = f"{count:,} jobs submitted from slot {first:,} on hold {work:,} node-slots"
+    raise ConfigError(
+        f"run --replay: under --max-nodes {max_nodes:,} the queue cannot drain ({when}): {what}, more than "
+        f"{max_nodes:,} node(s) x the {end_slot - first:,} slots from slot {first:,} to {end_slot:,} (the horizon of "
+        f"{horizon:,} slots and as long again for late jobs); fewer than --max-nodes {needed:,} cannot release them all "
+        f"by then (a lower bound: jobs hold whole nodes for whole slots, so a few more may be needed), and meeting every "
+        f"deadline takes at least --max-nodes {deadline_cap:,}"
+    )
+
+
+class _StopSignal:
+    """Within ``with``: SIGTERM asks the replay to stop after the slot it is in (the store keeps
+    every slot decided). The previous handler is put back on leaving."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self.signal_number = 0
+        self._previous = None
+
+    def __enter__(self) -> "_StopSignal":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._stop)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+    def _stop(self, signum, _frame) -> None:
+        self.signal_name = signal.Signals(signum).name
+        self.signal_number = signum
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, less if a stop is asked for; True if one was."""
+        until = time.monotonic() + seconds
+        while not self.signal_name and (left := until - time.monotonic()) > 0:
+            time.sleep(min(left, 0.2))
+        return self.signal_name is not None
+
+
+def _kept(store_path, args) -> str:
+    """Where the slots decided so far are, for a replay that stops early."""
+    if store_path is None:
+        return "a dry run keeps no store"
+    if args.store is None and not args.keep_store:
+        return "its temporary store is removed (keep one with --store or --keep-store)"
+    return f"the slots decided are in {store_path}"
+
+
+def _foreign_jobs(store, jobs: list[Job]) -> bool:
+    """Whether the store holds a job the trace does not (a daemon's store, not a replay's)."""
+    ids = {job.job_id for job in jobs}
+    return any(job.job_id not in ids for job in store.jobs_after(0))
+
+
+def _queued(runner: SlotRunner, store) -> int:
+    """Jobs queued: the runner's queue once it has run a slot, else the store's."""
+    if runner.queue is not None:
+        return runner.queue.queued_count
+    return sum(job.state == "queued" for job in store.active_jobs())
+
+
+def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: float) -> list[Job]:
+    """The replay's jobs with what its decisions did to them: released at the start of the slot that
+    released them, or still queued; what lateness (``autoscaler.core.lateness``) needs."""
+    released_in = {job_id: d.slot for d in decisions for job_id in d.release}
+    return [
+        dataclasses.replace(job, state="released", released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job
+        for job in jobs
+    ]
+
+
+def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decision], state: dict) -> Table:
+    """Per tenant: jobs, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), node-slots
+    held in overloaded slots, dominant share."""
+    overloaded_node_slots: dict[str, int] = {}
+    for decision in decisions:
+        if decision.overloaded:
+            for tenant, nodes in decision.nodes_by_tenant.items():
+                overloaded_node_slots[tenant] = overloaded_node_slots.get(tenant, 0) + nodes
+    shares = dict(zip(state.get("tenants", []), state.get("dominant_shares", [])))
+    table = Table(title="tenants (dynamic DRF shares divide the nodes in overloaded slots)")
+    for column in ("tenant", "jobs", "late (missed deadline)", "node-slots when overloaded", "dominant share"):
+        table.add_column(column, justify="left" if column == "tenant" else "right")
+    counts: dict[str, int] = {}
+    missed: dict[str, int] = {}
+    for job in jobs:
+        counts[job.tenant] = counts.get(job.tenant, 0) + 1
+        missed[job.tenant] = missed.get(job.tenant, 0) + (late.get(job.job_id, 0) > 0)
+    arrival = {tenant: i for i, tenant in enumerate(state.get("tenants", []))}
+    for tenant in sorted(counts, key=lambda t: (arrival.get(t, len(arrival)), t)):
+        share = shares.get(tenant)
+        table.add_row(
+            tenant,
+            f"{counts[tenant]:,}",
+            f"{missed.get(tenant, 0):,}",
+            f"{overloaded_node_slots.get(tenant, 0):,}",
+            "" if share is None else f"{share:.4f}",
+        )
+    return table
+
+
+
+def _cluster(settings, clock: SimulatedClock):
+    """The in-memory cluster, or EMR when the config's endpoint is on this machine (moto):
+    a replay never touches a real cluster."""
+    endpoint = settings.cluster.endpoint_url if settings is not None else None
+    if endpoint and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
+        from autoscaler.adapters.emr import EmrCluster, emr_client
+
+        return EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)
+    return FakeCluster(clock)

@@ -1,0 +1,312 @@
+"""Turn a submission (CLI flags or a request) into a Job, refusing anything the daemon could not run.
+
+Pure: the caller passes the current time and the known tenants; nothing here reads a clock,
+a file or the environment.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from datetime import datetime
+from numbers import Real
+
+from autoscaler.core.errors import ConfigError, SubmitError
+from autoscaler.core.model import Job, LengthModel, StepSpec
+from autoscaler.core.readable import duration_text, utc_text
+from autoscaler.core.workload import estimate_demand_vector, estimate_length_s
+
+JOB_ID_MAX_CHARS = 64
+"""A job id goes into the EMR step name, so it is kept short and to characters safe there."""
+
+COMMAND_RUNNER_JAR = "command-runner.jar"
+
+_JOB_ID = re.compile(r"[A-Za-z0-9._-]+")
+_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+_DURATION = re.compile(
+    r"(?:(?P<d>\d+(?:\.\d+)?)d)?(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s)?"
+)
+_UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_SIZE_NAMES = ("S, map input bytes", "S', shuffle bytes", "S'', reduce output bytes")
+_DEADLINE_FORMS = (
+    "a duration like '90m', '2h', '1h30m', '45s', '1d' or plain seconds '600', "
+    "or an ISO-8601 time with a timezone like '2026-11-29T18:00:00Z'"
+)
+
+
+MAX_DEADLINE_S = 366 * 86400.0
+"""Latest deadline accepted, from now: a year and a day."""
+
+
+def build_job(
+    *,
+    job_id: str | None,
+    name: str,
+    tenant: str,
+    now_s: float,
+    deadline: str,
+    length_s: float | None,
+    sizes: tuple[float, float, float] | None,
+    jar: str | None,
+    args: list[str],
+    command: list[str] | None,
+    main_class: str | None = None,
+    known_tenants: set[str] | None = None,
+    length_model: LengthModel = LengthModel(),
+) -> Job:
+    """A queued Job submitted at ``now_s`` (Unix seconds), checked field by field.
+
+    ``deadline``: a duration from now ("90m", "2h", "1h30m", "45s", "1d", or plain seconds "600")
+    or an absolute ISO-8601 time with a timezone ("2026-11-29T18:00:00Z", "...+01:00").
+    Give exactly one of ``length_s`` (seconds) or ``sizes`` = (S, S', S'') in bytes, from which the
+    length is estimated with ``estimate_length_s`` (paper: deferral, §V-A) and the job's demand
+    vector with ``estimate_demand_vector``.
+    Give exactly one of ``command`` (run by command-runner.jar; ``args`` must then be empty) or
+    ``jar`` (a path ending in .jar or an s3:// URI) with ``args`` and optionally ``main_class``.
+
+    ``job_id`` None gets a random id (uuid4 hex). Clients that may retry should supply their own
+    id: the store treats a resubmission with the same id and content as a no-op, which a fresh
+    random id cannot be.
+
+    Raises SubmitError naming the field and what was expected: an empty name or tenant, a tenant
+    not in ``known_tenants`` (when given), a job id outside [A-Za-z0-9._-] or longer than 64, a
+    number that is NaN, infinite or negative, a deadline that cannot be read, is not after now,
+    or leaves less time than the job's length, or a malformed step.
+    """
+    job_id = _job_id(job_id)
+    name = _non_empty("name", name)
+    tenant = _non_empty("tenant", tenant)
+    if known_tenants is not None and tenant not in known_tenants:
+        known = ", ".join(sorted(known_tenants)) or "none configured"
+        raise SubmitError(f"tenant: unknown tenant {tenant!r}; expected one of: {known}")
+    now_s = _finite("now_s", now_s, "Unix seconds", minimum=0.0)
+    length_s = _length_s(length_s, sizes, length_model)
+    deadline_s = parse_deadline(deadline, now_s)
+    if deadline_s - now_s > MAX_DEADLINE_S:
+        raise SubmitError(
+            f"deadline: {deadline!r} is {duration_text(deadline_s - now_s)} away ({utc_text(deadline_s)}); expected at most "
+            f"{MAX_DEADLINE_S / 86400:.0f} days (the daemon plans slots, not years)"
+        )
+    if now_s + length_s > deadline_s:
+        needs, leaves = duration_text(length_s), duration_text(deadline_s - now_s)
+        if needs == leaves:
+            needs, leaves = f"{length_s:,.6g} s", f"{deadline_s - now_s:,.6g} s"
+        raise SubmitError(
+            f"deadline: the job needs {needs} but the deadline {deadline!r} leaves only {leaves}; "
+            f"expected a deadline at least {needs} from now"
+        )
+    step = _step(jar, args, command, main_class)
+    demand_vector = None
+    if sizes is not None:
+        demand_vector = tuple(float(v) for v in estimate_demand_vector(*sizes, length_model))
+    return Job(
+        job_id=job_id,
+        name=name,
+        tenant=tenant,
+        submit_s=now_s,
+        deadline_s=deadline_s,
+        length_s=length_s,
+        step=step,
+        demand_vector=demand_vector,
+        deadline_text=deadline.strip(),
+    )
+
+
+SAME_DEADLINE_RULE = (
+    "a resubmission with the same --id is the same job when its deadline is the same duration as the "
+    "first time (2h, 120m and 7200 are one; the first submission's time is kept, so retries agree) or "
+    "the same absolute time; any other deadline is other content and is refused"
+)
+"""The rule :func:`deadline_difference` applies, in the words of --help and the README."""
+
+
+def deadline_difference(first: Job, again: Job) -> str | None:
+    """None when ``again`` (a resubmission of ``first``'s id) has the same deadline; else what differs,
+    e.g. "deadline: first 2h (2026-12-01T10:00Z), now 3h (2026-12-01T11:05Z)".
+
+    Two durations are the same deadline when they are equal (the first one's absolute time is kept);
+    otherwise the absolute times must be equal. A job stored before deadline texts were kept
+    (``deadline_text`` None) matches any duration, as such a retry always did.
+    """
+    first_duration = parse_duration_s(first.deadline_text) if first.deadline_text is not None else None
+    again_duration = parse_duration_s(again.deadline_text) if again.deadline_text is not None else None
+    if first_duration is not None and again_duration is not None:
+        same = first_duration == again_duration
+    elif first.deadline_text is None and again_duration is not None:
+        same = True
+    else:
+        same = first.deadline_s == again.deadline_s
+    if same:
+        return None
+    if first.deadline_text is None and again.deadline_text is None:
+        return f"deadline_s: stored {first.deadline_s!r}, given {again.deadline_s!r}"
+    return f"deadline: first {_deadline_words(first)}, now {_deadline_words(again)}"
+
+
+def _deadline_words(job: Job) -> str:
+    when = utc_text(job.deadline_s)
+    if job.deadline_text is None:
+        return when
+    return f"{job.deadline_text} ({when})" if parse_duration_s(job.deadline_text) is not None else job.deadline_text
+
+
+
+def parse_deadline(deadline: str, now_s: float) -> float:
+    """The deadline as Unix seconds: ``now_s`` plus a duration, or an absolute ISO-8601 time with a
+    timezone. Raises SubmitError if it cannot be read or is not after ``now_s``."""
+    if not isinstance(deadline, str):
+        raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}")
+    text = deadline.strip()
+    seconds = parse_duration_s(text)
+    if seconds is None and text.startswith("-") and parse_duration_s(text[1:].strip()) is not None:
+        raise SubmitError(
+            f"deadline: {deadline!r} is a duration into the past; expected a duration from now such as "
+            f"{text[1:].strip()!r}, or a time with a timezone"
+        )
+    if seconds is not None:
+        deadline_s = now_s + seconds
+    else:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}") from None
+        if moment.tzinfo is None or moment.utcoffset() is None:
+            raise SubmitError(
+                f"deadline: the time {deadline!r} has no timezone; expected one such as 'Z' or '+01:00' at its end"
+            )
+        deadline_s = moment.timestamp()
+    if not math.isfinite(deadline_s):
+        raise SubmitError(f"deadline: {deadline!r} is too far away; expected {_DEADLINE_FORMS}")
+    if deadline_s == now_s:
+        raise SubmitError(f"deadline: {deadline!r} is now; expected a time after now")
+    if deadline_s < now_s:
+        raise SubmitError(
+            f"deadline: {deadline!r} is {duration_text(now_s - deadline_s)} ago; "
+            f"expected a time after now ({utc_text(now_s)})"
+        )
+    return deadline_s
+
+
+def parse_duration_s(text: str) -> float | None:
+    """Seconds of "600", "90m", "1h30m", "1d2h", "45s" (units d, h, m, s, in that order, each at most
+    once, decimals allowed; a bare number is seconds); None if ``text`` is not a duration. The grammar
+    ``submit --deadline`` and ``replay --deadline`` share."""
+    if _SECONDS.fullmatch(text):
+        return float(text)
+    match = _DURATION.fullmatch(text)
+    if not text or match is None:
+        return None
+    return sum(float(value) * _UNIT_S[unit] for unit, value in match.groupdict().items() if value is not None)
+
+
+def _job_id(job_id: str | None) -> str:
+    if job_id is None:
+        return uuid.uuid4().hex
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id) or len(job_id) > JOB_ID_MAX_CHARS:
+        raise SubmitError(
+            f"job_id: expected 1 to {JOB_ID_MAX_CHARS} characters from A-Z a-z 0-9 . _ - "
+            f"(it goes into the EMR step name), got {job_id!r}"
+        )
+    return job_id
+
+
+def _non_empty(field: str, value: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SubmitError(f"{field}: expected a non-empty text, got {value!r}")
+    _utf8(field, value)
+    return value
+
+
+def _utf8(field: str, value: str) -> None:
+    """Text the store can keep: argv hands bytes that are not UTF-8 over as lone surrogates."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SubmitError(f"{field}: expected UTF-8 text, got {value!r} (bytes that are not UTF-8)") from None
+
+
+def _finite(field: str, value: float, unit: str, minimum: float, strictly: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise SubmitError(f"{field}: expected a number ({unit}), got {value!r}")
+    value = float(value)
+    too_small = value <= minimum if strictly else value < minimum
+    if not math.isfinite(value) or too_small:
+        bound = f"> {minimum:g}" if strictly else f">= {minimum:g}"
+        raise SubmitError(f"{field}: expected a finite number {bound} ({unit}), got {value!r}")
+    return value
+
+
+def _length_s(length_s: float | None, sizes: tuple[float, float, float] | None, model: LengthModel) -> float:
+    if (length_s is None) == (sizes is None):
+        raise SubmitError(
+            "length_s/sizes: expected exactly one of a length in seconds or the sizes (S, S', S'') in bytes, "
+            f"got {'both' if length_s is not None else 'neither'}"
+        )
+    if length_s is not None:
+        return _finite("length_s", length_s, "seconds", minimum=0.0, strictly=True)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) != 3:
+        raise SubmitError(f"sizes: expected three byte sizes (S, S', S''), got {sizes!r}")
+    checked = [_finite(f"sizes[{i}] ({label})", value, "bytes", minimum=0.0) for i, (label, value) in enumerate(zip(_SIZE_NAMES, sizes))]
+    try:
+        estimate = float(estimate_length_s(*checked, model))
+    except ConfigError as exc:
+        raise SubmitError(f"sizes: {exc}") from None
+    if not math.isfinite(estimate) or estimate <= 0:
+        raise SubmitError(
+            f"sizes: the estimated length from {tuple(checked)} is {estimate!r} s; expected a finite length > 0 "
+            "(check the length model's rates, or give length_s)"
+        )
+    return estimate
+
+
+def _step(jar: str | None, args: list[str], command: list[str] | None, main_class: str | None) -> StepSpec:
+    if (jar is None) == (command is None):
+        raise SubmitError(
+            "step: expected exactly one of jar (with args) or command (run by command-runner.jar), "
+            f"got {'both' if jar is not None else 'neither'}"
+        )
+    args = _strings("args", args, allow_empty=True)
+    if command is not None:
+        command = _strings("command", command, allow_empty=False)
+        if args:
+            raise SubmitError(f"args: expected none with a command (put the arguments in the command), got {args!r}")
+        if main_class is not None:
+            raise SubmitError(f"main_class: expected none with a command (it is only for a jar), got {main_class!r}")
+        return StepSpec(jar=COMMAND_RUNNER_JAR, args=tuple(command))
+    if not isinstance(jar, str) or not jar.strip() or not (jar.endswith(".jar") or jar.startswith("s3://")):
+        raise SubmitError(f"jar: expected a path ending in .jar or an s3:// URI, got {jar!r}")
+    if main_class is not None and (not isinstance(main_class, str) or not main_class.strip()):
+        raise SubmitError(f"main_class: expected a non-empty class name or none, got {main_class!r}")
+    return StepSpec(jar=jar, args=tuple(args), main_class=main_class)
+
+
+def _strings(field: str, values: list[str], allow_empty: bool) -> list[str]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
+        raise SubmitError(f"{field}: expected a list of strings, got {values!r}")
+    for index, value in enumerate(values):
+        if not isinstance(value, str):
+            raise SubmitError(f"{field}[{index}]: expected a string, got {value!r}")
+    if not allow_empty and (not values or not values[0].strip()):
+        raise SubmitError(f"{field}: expected a non-empty list of strings starting with the program, got {values!r}")
+    return list(values)
+
+
+def parse_past_time(text: str, now_s: float, what: str) -> float:
+    """Unix seconds of ``text``: an ISO-8601 time with a timezone, or a duration before ``now_s``
+    ("24h", "1d", "90m", "600"). Raises ConfigError naming ``what`` if it cannot be read."""
+    forms = "an ISO-8601 time with a timezone like '2026-11-28T00:00:00Z', or a duration ago like '24h' or '1d'"
+    if not isinstance(text, str):
+        raise ConfigError(f"{what}: expected {forms}, got {text!r}")
+    seconds = parse_duration_s(text.strip())
+    if seconds is not None:
+        return now_s - seconds
+    if text.strip().startswith("-") and parse_duration_s(text.strip()[1:].strip()) is not None:
+        raise ConfigError(f"{what}: {text!r} is negative; a duration here counts back from now: write {text.strip()[1:].strip()!r}")
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ConfigError(f"{what}: expected {forms}, got {text!r}") from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ConfigError(f"{what}: the time {text!r} has no timezone; expected one such as 'Z' or '+01:00' at its end")
+    return moment.timestamp()

@@ -1,0 +1,176 @@
+"""The adapters' interfaces. The controller never imports an adapter; the daemon wires them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from autoscaler.core.model import Job
+
+
+@dataclass(frozen=True)
+class TaskGroup:
+    """The EMR cluster's TASK instance group: id, nodes requested and nodes running."""
+
+    group_id: str
+    requested: int
+    running: int
+
+
+@dataclass(frozen=True)
+class TaskInstance:
+    """One EC2 instance of the TASK group: its id and when it was up, Unix seconds (``end_s`` None: still up)."""
+
+    instance_id: str
+    start_s: float
+    end_s: float | None
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    """An EMR step of ours: the job id read back from its name, the step id and EMR's state."""
+
+    job_id: str
+    step_id: str
+    state: str  # PENDING | RUNNING | COMPLETED | CANCELLED | FAILED | INTERRUPTED | ...
+
+
+JOB_STATE_BY_STEP_STATE = {
+    "PENDING": "released",
+    "CANCEL_PENDING": "released",
+    "RUNNING": "running",
+    "COMPLETED": "done",
+    "CANCELLED": "failed",
+    "FAILED": "failed",
+    "INTERRUPTED": "failed",
+}
+"""EMR step state -> our job state (see ``autoscaler.core.model.JOB_STATES``)."""
+
+
+def step_states_to_job_states(statuses: Iterable[StepStatus]) -> dict[str, str]:
+    """Map our steps' EMR states to job states: {job id: 'released' | 'running' | 'done' | 'failed'}.
+
+    PENDING and CANCEL_PENDING -> 'released', RUNNING -> 'running', COMPLETED -> 'done',
+    CANCELLED, FAILED and INTERRUPTED -> 'failed'. A job id seen twice takes its last status
+    (``EmrCluster.steps`` lists oldest first, so the newest step wins). A state EMR may add
+    later is left out, so the job keeps its stored state rather than taking a guessed one.
+    """
+    job_states: dict[str, str] = {}
+    for status in statuses:
+        job_state = JOB_STATE_BY_STEP_STATE.get(status.state)
+        if job_state is not None:
+            job_states[status.job_id] = job_state
+    return job_states
+
+
+class Clock(Protocol):
+    def now_s(self) -> float:
+        """Unix seconds."""
+
+
+class Cluster(Protocol):
+    """The EMR cluster, through its TASK instance group and its steps. Calls block until AWS answers."""
+
+    def start_slot(self) -> None:
+        """Called as each slot begins, before any other call (the EMR adapter renews its client)."""
+
+    def task_group(self) -> TaskGroup:
+        """Read the TASK group. Raises ActuationError when the cluster or group is missing."""
+
+    def resize(self, nodes: int) -> None:
+        """Ask for ``nodes`` TASK nodes (modify_instance_groups). Raises ActuationError."""
+
+    def add_step(self, job: Job) -> str:
+        """Add the job's step (add_job_flow_steps) named with its job id; returns the step id."""
+
+    def steps(self, active_only: bool = False, newer_than: frozenset[str] | None = None) -> list[StepStatus]:
+        """Our steps on the cluster (list_steps, all pages); only pending or running ones if ``active_only``;
+        only those added after the newest step in ``newer_than`` (step ids) when given."""
+
+    def step_state(self, step_id: str) -> str:
+        """EMR's state of one step (describe_step)."""
+
+
+class JobStore(Protocol):
+    """Durable queue, controller state and decision log. Every method is one transaction; times are
+    Unix seconds. Each job has ``seq``, its place in the order of arrival (1, 2, ...; it only grows),
+    so a slot reads only what arrived since the last (``jobs_after``) and writes once (``commit_slot``):
+    its cost does not grow with the jobs ever stored. Raises StoreError when the store fails."""
+
+    def submit(self, job: Job) -> bool:
+        """Add a job (normally queued; it gets the next seq); False if the same job id is already
+        stored with the same content (a retry: nothing changes). Raises SubmitError if the id is
+        stored with different content, or the job is malformed."""
+
+    def submit_many(self, jobs: Iterable[Job]) -> int:
+        """``submit`` for each job in one transaction; returns how many were added (retries, also of
+        an earlier job in ``jobs``, are skipped). Raises SubmitError naming the first refused job, and
+        then nothing is written."""
+
+    def active_jobs(self) -> list[Job]:
+        """Jobs queued, released or running (seq filled), oldest submission first. Reads all of them:
+        a daemon's first slot."""
+
+    def all_jobs(self) -> list[Job]:
+        """Every job stored (seq filled), oldest submission first. Reads the whole store: not per slot."""
+
+    def jobs_after(self, seq: int) -> list[Job]:
+        """Jobs with ``job.seq > seq``, any state, in arrival order. Raises StoreError if ``seq`` is not
+        a whole number."""
+
+    def max_seq(self) -> int:
+        """The seq of the last job that arrived; 0 before the first. Never decreases (retention
+        deleting that job does not lower it)."""
+
+    def recent_step_ids(self, limit: int = 256, released_before_s: float | None = None) -> frozenset[str]:
+        """Step ids of the ``limit`` jobs released last (newest released_s, then seq), only those
+        released before ``released_before_s`` when given: where a listing of the cluster's steps,
+        newest first, may stop when looking for a step added but not recorded."""
+
+    def load_state(self) -> dict | None:
+        """The controller state document saved by the last ``commit_slot``, or None."""
+
+    def last_slot(self) -> int | None:
+        """The slot of the last ``commit_slot``, or None before the first."""
+
+    def commit_slot(
+        self,
+        slot: int,
+        state: dict,
+        released: dict[str, tuple[float, str]],
+        decision: dict,
+        *,
+        states: dict[str, str] | None = None,
+        prune_before_s: float | None = None,
+        prune_decisions_before_slot: int | None = None,
+        prune_limit_rows: int = 2_000,
+    ) -> None:
+        """In one transaction, in this order: set job ``states`` ({job id: 'running' | 'done' | 'failed'
+        ...}, from EMR step states), mark jobs released ({job id: (released_s, step_id)}), save the
+        controller state and the slot's decision (replacing one of the same slot), settle (delete)
+        the intents of this slot and earlier ones, and, when asked, delete done/failed jobs released (else submitted) before ``prune_before_s`` and decisions of
+        slots before ``prune_decisions_before_slot``, at most ``prune_limit_rows`` of each per call.
+        Unknown job ids are ignored. Raises StoreError, with nothing written, on a state not in
+        JOB_STATES, a document that is not JSON, a bad bound, or a store failure."""
+
+    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
+        """Write, in its own small transaction, what slot ``slot`` is about to do on the cluster (add
+        the steps of ``job_ids``, ask for ``nodes`` TASK nodes), before doing it: a store that cannot
+        write stops the slot before the cluster is touched. ``commit_slot`` of this slot (or a later
+        one) settles it. Raises StoreError, with nothing written, on a bad argument or a store
+        failure ("disk full: ..." when the disk is full)."""
+
+    def pending_intent(self) -> dict | None:
+        """The newest unsettled intent, ``{"slot", "job_ids", "nodes", "recorded_s"}``, or None: what a
+        slot that stopped before its commit was about to do (for the restart to log)."""
+
+    def set_states(self, updates: dict[str, str]) -> None:
+        """Set job states from EMR step states ({job id: 'running' | 'done' | 'failed'}) in their own
+        transaction; ``commit_slot(states=...)`` does the same within the slot's one."""
+
+    def decisions(self, first_slot: int | None = None, last_slot: int | None = None) -> list[dict]:
+        """The decision log, oldest first; only ``first_slot <= slot <= last_slot`` when given."""
+
+    def decision(self, slot: int) -> dict | None:
+        """The decision of one slot, or None (not decided, or pruned)."""
