@@ -614,12 +614,20 @@ class CliRun:
     """argparse refused the arguments."""
 
 
-_SPIED = ("_run_submit", "_run_drf", "_run_replay", "_check_out_folder")
+_SPIED = (
+    ("autoscaler.app.cli.jobs", "_run_submit"),
+    ("autoscaler.app.cli.drf", "_run_drf"),
+    ("autoscaler.app.cli.replay", "_run_replay"),
+    ("autoscaler.app.cli", "_check_out_folder"),
+)
+"""(module, function) whose exceptions are recorded."""
 
 
 def call_main(argv: list[str]) -> CliRun:
     """``autoscaler.app.cli.main(argv)`` in this process, with stdout and stderr captured and the exception
     main turned into exit status 2 recorded (main prints only its message)."""
+    import importlib
+
     import autoscaler.app.cli as cli
 
     raised: list[BaseException] = []
@@ -635,12 +643,13 @@ def call_main(argv: list[str]) -> CliRun:
 
         return wrapper
 
-    saved = {name: getattr(cli, name) for name in _SPIED}
+    owners = [(importlib.import_module(module), name) for module, name in _SPIED]
+    saved = {(owner, name): getattr(owner, name) for owner, name in owners}
     stdout, stderr = io.StringIO(), io.StringIO()
     run = CliRun(code=None, stdout="", stderr="")
     try:
-        for name, function in saved.items():
-            setattr(cli, name, spy(function))
+        for (owner, name), function in saved.items():
+            setattr(owner, name, spy(function))
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             try:
                 run.code = cli.main(argv)
@@ -649,8 +658,8 @@ def call_main(argv: list[str]) -> CliRun:
             except Exception as exc:  # noqa: BLE001 - escaping main is the bug the fuzzing looks for
                 run.escaped = exc
     finally:
-        for name, function in saved.items():
-            setattr(cli, name, function)
+        for (owner, name), function in saved.items():
+            setattr(owner, name, function)
     run.stdout, run.stderr = stdout.getvalue(), stderr.getvalue()
     run.error = raised[-1] if raised else None
     return run

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscaler.app.cli import _compact_duration, deadline_slots, parse_deadlines
+from autoscaler.app.cli import deadline_slots, parse_deadlines
+from autoscaler.app.cli.arguments import _compact_duration
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.intake import parse_duration_s
 from autoscaler.core.model import CostParams

@@ -1,0 +1,218 @@
+"""What the commands' flags share: the argparse types that check a number or a deadline as it is
+read, the help formatter, the store, cost model, job-length and signal option groups, and the
+conversions of a deadline given as slots or as a duration."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from pathlib import Path
+
+from autoscaler.core.budget import DEFAULT_MEMORY_BUDGET_MB
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.intake import parse_duration_s
+from autoscaler.core.model import MIB, CostParams, LengthModel
+from autoscaler.core.readable import number_text
+
+
+def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = math.inf):
+    """An argparse type: ``convert`` the text, then require a finite value above (``strict``) or at
+    ``minimum``, and at most ``maximum``."""
+    bound = f"{'>' if strict else '>='} {number_text(minimum)}" + (f" and <= {number_text(maximum)}" if math.isfinite(maximum) else "")
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum) or value > maximum:
+            raise argparse.ArgumentTypeError(f"expected {'a finite number' if convert is float else noun} {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+positive_float = _number(float, "a number", 0, strict=True)
+non_negative_float = _number(float, "a number", 0, strict=False)
+non_negative_int = _number(int, "a whole number", 0, strict=False)
+positive_int = _number(int, "a whole number", 1, strict=False)
+boot_seconds = _number(float, "a number of seconds", 0.0, strict=False, maximum=3600.0)
+agent_count = _number(int, "a whole number", 1, strict=False, maximum=10_000_000)
+
+_DEADLINE_FORMS = "a whole number of slots >= 0 like 12, or a duration like 6h, 90m, 1h30m, 1d"
+
+
+def deadline_text(text: str) -> str:
+    """An argparse type for --deadline: a whole number of slots or a duration, kept as text until
+    --slot-s is known (:func:`deadline_slots` turns it into slots)."""
+    stripped = text.strip()
+    if re.fullmatch(r"\d+", stripped) or (re.search(r"[dhms]\Z", stripped) and parse_duration_s(stripped) is not None):
+        return stripped
+    raise argparse.ArgumentTypeError(f"expected {_DEADLINE_FORMS}, got {text!r}")
+
+
+def _compact_duration(seconds: float) -> str:
+    """Seconds in the duration grammar --deadline reads: 300 -> '5m', 5400 -> '1h30m', 90 -> '1m30s'."""
+    parts = []
+    rest = float(seconds)
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
+        whole = math.floor(rest / size + 1e-9)
+        if whole:
+            parts.append(f"{whole}{unit}")
+            rest -= whole * size
+    if rest > 1e-9 or not parts:
+        parts.append(f"{rest:g}s")
+    return "".join(parts)
+
+
+def deadline_slots(text: str, slot_s: float, flag: str = "--deadline") -> int:
+    """D in slots: a bare whole number is slots; a duration (6h, 90m, 1h30m, 1d, 600s) is divided by
+    ``slot_s`` and must come out a whole number of slots. Raises ConfigError naming ``flag``, the
+    duration, the slots it makes and the slot length otherwise."""
+    stripped = str(text).strip()
+    if re.fullmatch(r"\d+", stripped):
+        return int(stripped)
+    seconds = parse_duration_s(stripped) if re.search(r"[dhms]\Z", stripped) else None
+    if seconds is None:
+        raise ConfigError(f"{flag}: expected {_DEADLINE_FORMS}, got {text!r}")
+    slots = seconds / slot_s
+    whole = round(slots)
+    if abs(slots - whole) > 1e-9 * max(1.0, slots):
+        raise ConfigError(
+            f"{flag} {stripped} is {slots:.4g} slots of {slot_s:g} s; give a multiple of {_compact_duration(slot_s)} or a number of slots"
+        )
+    return int(whole)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None ones: their help line already says what happens."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=None, help="TOML config; its store_path and known_tenants are used")
+    parser.add_argument("--store", type=Path, default=None, help="job store file (default: the config's store_path, else autoscaler.db)")
+
+
+def open_store(args: argparse.Namespace, must_exist: bool = False):
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+
+    settings = settings_or_none(args.config)
+    path = args.store or (settings.store_path if settings else Path("autoscaler.db"))
+    if must_exist and not Path(path).exists():
+        from autoscaler.adapters.sqlite_store import marker_path
+
+        if marker_path(path).exists():
+            # It was there: opening it says when it was made and how to restore it.
+            SqliteJobStore(path, read_only=True)
+        raise ConfigError(f"{path}: no job store here (give --store or --config with its store_path)")
+    # Commands that only read (jobs, explain, store backup) open it read-only: they change no file.
+    return SqliteJobStore(path, read_only=must_exist), settings
+
+
+def settings_or_none(path: Path | None):
+    from autoscaler.app.config import load_settings
+
+    return load_settings(path) if path is not None else None
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Cost, slot and job-length options shared by replay and sweep."""
+    parser.add_argument("--e0", type=non_negative_float, default=1.0, help="operating cost per server-slot, idle part")
+    parser.add_argument("--e1", type=non_negative_float, default=0.0, help="operating cost per server-slot at full load, load part")
+    parser.add_argument("--beta", type=non_negative_float, default=12.0, help="switching cost per server turned on or off")
+    parser.add_argument("--slot-s", type=positive_float, default=300.0, help="slot length in seconds")
+    parser.add_argument("--window", type=positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
+    parser.add_argument("--max-servers", type=positive_float, default=None, help="cap M on servers on (default: none)")
+    parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
+    parser.add_argument(
+        "--memory-budget-mb", type=positive_float, default=DEFAULT_MEMORY_BUDGET_MB,
+        help="refuse, before allocating, a run estimated to need more memory than this (MiB)",
+    )  # fmt: skip
+    length = parser.add_argument_group("job-length estimate (deferral paper, §V-A)")
+    length.add_argument("--block-mb", type=positive_float, default=128.0, help="HDFS block size in MB")
+    length.add_argument("--map-s-per-mb", type=non_negative_float, default=0.8, help="f(x) = this * x")
+    length.add_argument("--reduce-s-per-mb", type=non_negative_float, default=0.9, help="g(x) = this * x")
+    length.add_argument("--read-mb-s", type=positive_float, default=100.0, help="V_i, data read rate")
+    length.add_argument("--write-mb-s", type=positive_float, default=100.0, help="V_o, data output rate")
+    length.add_argument("--network-mb-s", type=positive_float, default=10.0, help="V_n, network transfer rate")
+
+
+def add_signal_arguments(parser: argparse.ArgumentParser) -> None:
+    """Energy model and carbon/price signal options shared by replay and sweep."""
+    from energy.power import MODELS
+    from energy.signal import UNITS
+
+    energy = parser.add_argument_group("energy and a carbon or price signal")
+    energy.add_argument("--power-model", choices=list(MODELS), default="table-iii", help="power model for kWh: the paper's Table III, or Cloud Carbon Footprint's AWS averages for 1 vCPU")
+    energy.add_argument("--boot-s", type=boot_seconds, default=300.0, help="seconds a started node draws idle power before it works, 0 to 3600")
+    energy.add_argument(
+        "--carbon", default=None, metavar="SOURCE",
+        help="per-slot carbon intensity or price: a file or http(s) URL (CSV time,value; WattTime v3, Electricity Maps or "
+        "UK Carbon Intensity JSON); offline and hold become carbon-aware, every policy is costed under it",
+    )  # fmt: skip
+    energy.add_argument("--carbon-unit", choices=list(UNITS), default=None, help="unit of a CSV --carbon (JSON names its own); lbs/MWh is converted to gCO2eq/kWh")
+    energy.add_argument(
+        "--forecast", default="persistence", metavar="persistence|perfect|SOURCE",
+        help="what the online policy knows of later slots: persistence (the same slot a day before), perfect (the actual "
+        "values), or a forecast file or URL (in the slots it covers; persistence elsewhere)",
+    )  # fmt: skip
+    energy.add_argument(
+        "--start", default=None, metavar="TIME",
+        help="ISO-8601 time with a zone of the trace's first slot in the signal (default: a day after the signal's first "
+        "time when it covers that day and the replay, else its first time)",
+    )  # fmt: skip
+
+
+def cost_and_length_model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
+    params = CostParams(e0=args.e0, e1=args.e1, beta=args.beta, max_servers=args.max_servers)
+    length_model = LengthModel(
+        block_bytes=args.block_mb * MIB,
+        map_s_per_mb=args.map_s_per_mb,
+        reduce_s_per_mb=args.reduce_s_per_mb,
+        read_mb_s=args.read_mb_s,
+        write_mb_s=args.write_mb_s,
+        network_mb_s=args.network_mb_s,
+    )
+    return params, length_model
+
+
+def parse_deadlines(text: str, slot_s: float = 300.0) -> list[int]:
+    """'1-12' (slots), or '2,4,8' or '1h,2h,6h' (each slots or a duration, :func:`deadline_slots` at
+    ``slot_s``) -> whole numbers of slots >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
+    forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0 (slots), or of durations like 1h,2h,6h"
+    span = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", text)
+    if span:
+        low, high = int(span.group(1)), int(span.group(2))
+        if low < 0 or high < 0:
+            raise ConfigError(f"--deadlines: {text!r} has a negative deadline; expected {forms}")
+        if low > high:
+            raise ConfigError(f"--deadlines: the range {text!r} runs backwards ({low} > {high}); write it smaller first: {high}-{low}")
+        if high - low > 10_000:
+            raise ConfigError(f"--deadlines: {text!r} is {high - low + 1:,} deadlines to sweep; expected at most 10,001")
+        return list(range(low, high + 1))
+    parts = text.split(",")
+    if len(parts) > 1 and not all(part.strip() for part in parts):
+        raise ConfigError(f"--deadlines: {text!r} has an empty item; expected {forms}")
+    both = " (a range or a list, not both)" if "-" in text and "," in text else ""
+    values = []
+    for part in (p.strip() for p in parts if p.strip()):
+        if re.fullmatch(r"-?\d+", part):
+            values.append(int(part))
+        elif not both and re.search(r"[dhms]\Z", part) and parse_duration_s(part) is not None:
+            values.append(deadline_slots(part, slot_s, "--deadlines"))
+        else:
+            raise ConfigError(f"--deadlines: expected {forms}{both}, got {text!r}")
+    if not values:
+        raise ConfigError(f"--deadlines: expected {forms}, got {text!r}")
+    if min(values) < 0:
+        raise ConfigError(f"--deadlines: {text!r} has a negative deadline ({min(values)}); expected {forms}")
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ConfigError(f"--deadlines: {text!r} gives D = {', '.join(map(str, repeated))} more than once; give each deadline once")
+    return values

@@ -1,0 +1,272 @@
+"""``autoscaler submit``, ``autoscaler jobs`` and ``autoscaler run``: the job queue and the daemon
+that drains it (live, as a dry run, or driven by a replayed trace)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from autoscaler.app.cli.arguments import (
+    HelpFormatter,
+    add_store_arguments,
+    non_negative_float,
+    non_negative_int,
+    open_store,
+    positive_float,
+    positive_int,
+)
+from autoscaler.app.cli.trace_inputs import note_shadowed_file
+from autoscaler.app.traces import TRACE_NAMES_HELP
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.intake import SAME_DEADLINE_RULE
+from autoscaler.core.lateness import LATE_HELP
+from autoscaler.core.model import DEFAULT_MAX_NODES, JOB_STATES
+from autoscaler.core.readable import count_text
+
+
+def add_parsers(commands) -> None:
+    """The submit, jobs and run commands."""
+    submit = commands.add_parser(
+        "submit",
+        help="queue a job with a deadline for the daemon to release as an EMR step",
+        description="Queue a job. Give its length (--length-s) or its three SWIM sizes (--sizes) to estimate it "
+        "from, and its step: --command (run with command-runner.jar) or --jar with --args. "
+        "With --id the submission is idempotent: the same id and content again changes nothing, and the "
+        f"same id with other content is refused, saying what differs. For the deadline, {SAME_DEADLINE_RULE}.",
+        formatter_class=HelpFormatter,
+    )
+    add_store_arguments(submit)
+    submit.add_argument("--id", dest="job_id", default=None, help="client job id ([A-Za-z0-9._-], up to 64); makes resubmission safe")
+    submit.add_argument("--name", required=True, help="job name")
+    submit.add_argument("--tenant", required=True, help="tenant the job belongs to")
+    submit.add_argument(
+        "--deadline", required=True,
+        help="a duration from now (90m, 2h, 1h30m, 600) or an ISO-8601 time with zone; retried with the same --id, "
+        "the same duration keeps the first submission's deadline",
+    )  # fmt: skip
+    length_or_sizes = submit.add_mutually_exclusive_group(required=True)
+    length_or_sizes.add_argument("--length-s", type=positive_float, help="estimated run time in seconds")
+    length_or_sizes.add_argument(
+        "--sizes", type=non_negative_float, nargs=3, metavar=("MAP_IN", "SHUFFLE", "REDUCE_OUT"),
+        help="map input, shuffle and reduce output bytes; the length is estimated from them (§V-A)",
+    )
+    submit.add_argument("--jar", help="jar to run (a path on the cluster or s3://...); its arguments follow --args")
+    submit.add_argument("--main-class", default=None, help="main class for --jar")
+    submit.add_argument(
+        "--command", nargs=argparse.REMAINDER, default=None,
+        help="last option: everything after it is the command for command-runner.jar, dashes included "
+        "(--command spark-submit --deploy-mode cluster app.py)",
+    )  # fmt: skip
+    submit.add_argument(
+        "--args", nargs=argparse.REMAINDER, default=[],
+        help="last option: everything after it is the arguments for --jar, dashes included",
+    )  # fmt: skip
+    submit.set_defaults(handler=_run_submit)
+
+    jobs = commands.add_parser(
+        "jobs",
+        help="list the queued, released, running, done, failed and late jobs",
+        description=f"List the jobs of the store with their state, and whether each is late. A job is {LATE_HELP}.",
+        formatter_class=HelpFormatter,
+    )
+    add_store_arguments(jobs)
+    jobs.add_argument(
+        "--state", choices=["queued", "released", "running", "done", "failed", "late"], default=None,
+        help="only jobs in this state, or only the late ones (in any state)",
+    )  # fmt: skip
+    jobs.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
+    jobs.add_argument("--by-tenant", action="store_true", help="one row per tenant: jobs by state, late jobs (missed deadlines), dominant share")
+    jobs.set_defaults(handler=_run_jobs)
+
+    run = commands.add_parser(
+        "run",
+        help="run the daemon: every slot, decide capacity, resize the TASK group and release jobs",
+        description="Run the slot loop against the EMR cluster of --config. --dry-run runs the same loop on a "
+        "shadow of the store and a simulated cluster that starts from EMR's TASK group and follows the dry "
+        "run's own decisions: it logs what the daemon would do, slot after slot, and changes nothing on the "
+        "cluster or in the store. --replay TRACE drives the same slot loop from a recorded trace with a "
+        "simulated clock against an in-memory cluster, and checks its capacity against `autoscaler replay`. "
+        "Settings come from --config and AUTOSCALER_* variables in every mode. With [carbon] source set and policy "
+        "hold, run and run --dry-run decide as hold+carbon on that signal; run --replay is carbon-blind (it ignores [carbon]).",
+        formatter_class=HelpFormatter,
+    )
+    run.add_argument("--config", type=Path, default=None, help="TOML config (fields also from AUTOSCALER_* variables)")
+    run.add_argument("--dry-run", action="store_true", help="decide every slot as the daemon would, change nothing (with --replay: keep no store at all)")
+    run.add_argument("--decisions-out", type=Path, default=None, metavar="FILE", help="append one JSON line per slot: slot, m_t, nodes, released job ids, reason")
+    run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon, carbon-blind: {TRACE_NAMES_HELP}")
+    run.add_argument("--speedup", type=positive_float, default=1e9, help="replay: simulated seconds per real second")
+    run.add_argument("--policy", choices=["hold", "gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else hold)")
+    run.add_argument("--deadline", "-D", type=non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
+    run.add_argument("--store", type=Path, default=None, help="replay: job store file, kept (default: a temporary one, removed at exit)")
+    run.add_argument("--keep-store", action="store_true", help="replay: keep the temporary store and print where it is")
+    run.add_argument("--max-nodes", type=positive_int, default=None, help=f"replay: most task nodes (default: the config's cluster.max_nodes, else {DEFAULT_MAX_NODES})")
+    run.add_argument("--tenants", type=positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
+    run.set_defaults(handler=_run_daemon)
+
+
+def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import time
+
+    from autoscaler.core.intake import build_job
+    from autoscaler.core.readable import utc_text
+
+    if (args.command is None) == (args.jar is None):
+        raise ConfigError("submit: give the step as --command ... (last) or as --jar JAR [--args ...]")
+    if args.command is not None and not args.command:
+        raise ConfigError("submit: --command needs the command after it")
+    store, settings = open_store(args)
+    with store:
+        job = build_job(
+            job_id=args.job_id,
+            name=args.name,
+            tenant=args.tenant,
+            now_s=time.time(),
+            deadline=args.deadline,
+            length_s=args.length_s,
+            sizes=tuple(args.sizes) if args.sizes else None,
+            jar=args.jar,
+            args=list(args.args),
+            command=args.command,
+            main_class=args.main_class,
+            known_tenants=set(settings.known_tenants) if settings and settings.known_tenants else None,
+        )
+        added = store.submit(job)
+        if not added:
+            job = next(j for j in store.all_jobs() if j.job_id == job.job_id)
+    out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
+    kept = "" if added else " (the first submission's)"
+    err.print(f"deadline {utc_text(job.deadline_s)}{kept}", highlight=False)
+    return 0
+
+
+def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import time
+
+    from rich.table import Table
+
+    from autoscaler.core.controller import ControllerConfig
+    from autoscaler.core.lateness import slots_late
+
+    store, settings = open_store(args, must_exist=True)
+    with store:
+        jobs = store.all_jobs()
+        saved = store.load_state()
+        last_slot = store.last_slot()
+    config = settings.controller_config(0.0) if settings else ControllerConfig()
+    now_s = time.time()
+    late = {job.job_id: slots_late(job, config, now_s, last_slot) for job in jobs}
+
+    if args.by_tenant:
+        if args.state:
+            raise ConfigError("jobs: --by-tenant counts jobs in every state; leave out --state")
+        return _print_tenants(jobs, late, saved or {}, args.format, out)
+    if args.state == "late":
+        jobs = [job for job in jobs if late[job.job_id]]
+    elif args.state:
+        jobs = [job for job in jobs if job.state == args.state]
+    if args.format == "json":
+        rows = [{**dataclasses.asdict(job), "shown_state": job.state, "late": late[job.job_id] > 0, "slots_late": late[job.job_id]} for job in jobs]
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return 0
+    n_late = sum(1 for job in jobs if late[job.job_id])
+    table = Table(title=f"{count_text(len(jobs), 'job')}, {n_late:,} late", caption=LATE_HELP if n_late else None)
+    for column in ["id", "name", "tenant", "state", "late", "submitted (UTC)", "deadline (UTC)", "length s", "step"]:
+        table.add_column(column, no_wrap=True)
+    for job in jobs:
+        behind = late[job.job_id]
+        shown_late = "" if not behind else f"by {count_text(behind, 'slot')}"
+        table.add_row(job.job_id, job.name, job.tenant, job.state, shown_late, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:,.0f}", job.step_id or "")
+    out.print(table)
+    return 0
+
+
+
+def _print_tenants(jobs: list, late: dict[str, int], saved_state: dict, fmt: str, out: Console) -> int:
+    """Per tenant: jobs by state, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), dominant share."""
+    from rich.table import Table
+
+    shares = dict(zip(saved_state.get("tenants", []), saved_state.get("dominant_shares", [])))
+    rows = {}
+    for job in jobs:
+        row = rows.setdefault(job.tenant, {"tenant": job.tenant, "jobs": 0, **{s: 0 for s in JOB_STATES}, "missed": 0})
+        row["jobs"] += 1
+        row[job.state] += 1
+        row["missed"] += late[job.job_id] > 0
+    for tenant, row in rows.items():
+        row["dominant_share"] = shares.get(tenant)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(list(rows.values())) + "\n")
+        return 0
+    table = Table(title=f"{count_text(len(rows), 'tenant')} (in order of arrival; shares once the daemon has run)", caption=LATE_HELP)
+    for column in ["tenant", "jobs", *JOB_STATES, "late (missed deadline)", "dominant share"]:
+        table.add_column(column, justify="left" if column == "tenant" else "right")
+    arrival = {tenant: i for i, tenant in enumerate(saved_state.get("tenants", []))}
+    for tenant in sorted(rows, key=lambda t: (arrival.get(t, len(arrival)), t)):
+        row = rows[tenant]
+        share = "" if row["dominant_share"] is None else f"{row['dominant_share']:.4f}"
+        table.add_row(tenant, f"{row['jobs']:,}", *(f"{row[s]:,}" for s in JOB_STATES), f"{row['missed']:,}", share)
+    out.print(table)
+    return 0
+
+
+def _utc(seconds: float) -> str:
+    import datetime
+
+    try:
+        return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds:.0f} s"
+
+
+def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler.app import compose
+    from autoscaler.app.logs import configure_logging
+
+    if args.decisions_out is not None:
+        compose.require_folder(args.decisions_out, "--decisions-out")
+        compose.require_writable(args.decisions_out, "--decisions-out")
+    if args.replay is not None:
+        from autoscaler.app.replay_daemon import replay_through_daemon
+
+        settings = compose.settings(args.config, cluster_required=False)
+        configure_logging(settings.log_format)
+        note_shadowed_file(args.replay, "--replay", err)
+        return replay_through_daemon(args, settings, out, err)
+    if args.config is None:
+        raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--keep-store", args.keep_store or None)):
+        if value is not None:
+            raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
+    import structlog
+
+    from autoscaler.adapters.health import Telemetry, serve
+    from autoscaler.app.daemon import DecisionsFile, run_forever
+
+    settings = compose.settings(args.config)
+    configure_logging(settings.log_format)
+    decisions = DecisionsFile(args.decisions_out) if args.decisions_out is not None else None  # checked above
+    telemetry = Telemetry(settings.slot_s)
+    try:
+        with compose.daemon_runner(settings, dry_run=args.dry_run, telemetry=telemetry, on_decision=decisions) as runner:
+            server = serve(telemetry, settings.health_host, settings.health_port)
+            structlog.get_logger("autoscaler").info("serving", healthz=f"http://{settings.health_host}:{server.server_port}/healthz", metrics=f"http://{settings.health_host}:{server.server_port}/metrics")
+            daily = None
+            if settings.report.daily and not args.dry_run:
+                from autoscaler.app.reporting import daily_report, mail_sender
+
+                if settings.report.email_to:
+                    mail_sender(settings)  # a missing SMTP password stops the daemon now, not at 00:10
+                daily = lambda: daily_report(settings)  # noqa: E731
+            try:
+                run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily)
+            finally:
+                server.shutdown()
+    finally:
+        if decisions is not None:
+            decisions.close()
+    return 0
