@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from pathlib import Path
 
 from autoscaler.core.budget import DEFAULT_MEMORY_BUDGET_MB
@@ -26,6 +27,9 @@ def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = m
             value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if isinstance(value, int) and abs(value) > sys.float_info.max:
+            # Every whole number the commands take is used beside floats; past this one it cannot be.
+            raise argparse.ArgumentTypeError(f"expected {noun} {bound} that fits a float (below 1.8e308), got {text!r}")
         if not math.isfinite(value) or value < minimum or (strict and value == minimum) or value > maximum:
             raise argparse.ArgumentTypeError(f"expected {'a finite number' if convert is float else noun} {bound}, got {text!r}")
         return value

@@ -56,7 +56,8 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
             if last is None:
                 raise ConfigError(f"{store.path}: no slot decided yet in this store")
             slot = args.slot if args.slot is not None else last
-            record = store.decision(slot)
+            # Past the last slot there is nothing to look up (and past 2**63 - 1, SQLite cannot look).
+            record = store.decision(slot) if slot <= last else None
             first = store.decisions()[0]["slot"] if record is None else None
         where = f"{store.path} (slots {first:,} to {last:,})" if record is None else str(store.path)
     if record is None:
