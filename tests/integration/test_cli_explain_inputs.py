@@ -7,6 +7,9 @@ Workload A's first two hours through the daemon (a SWIM file of its own), in pro
 
 from __future__ import annotations
 
+import json
+import tracemalloc
+
 import pytest
 
 from autoscaler.app.cli import main
@@ -50,3 +53,51 @@ def test_a_slot_number_past_what_a_float_holds_is_refused_by_the_parser(replayed
     with pytest.raises(SystemExit):
         main(["run", "--replay", "A", "--tenants", "9" * 400])
     assert "argument --tenants: expected a whole number >= 1" in capsys.readouterr().err
+
+
+def _lines(decisions) -> list[dict]:
+    return [json.loads(line) for line in decisions.read_text().splitlines()]
+
+
+def test_explain_reads_a_large_decisions_file_in_bounded_memory(replayed, tmp_path, capsys):
+    _, decisions = replayed
+    lines = _lines(decisions)
+    big = tmp_path / "big.jsonl"
+    with big.open("w") as file:
+        for slot in range(16_000):
+            file.write(json.dumps({**lines[slot % len(lines)], "slot": slot}) + "\n")
+    size = big.stat().st_size
+    assert size > 8_000_000
+    # Once, so that the modules explain imports are not counted below.
+    assert main(["explain", "--decisions", str(decisions), "--slot", "3"]) == 0
+    capsys.readouterr()
+    tracemalloc.start()
+    try:
+        assert main(["explain", "--decisions", str(big), "--slot", "12345", "--format", "json"]) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["slot"] == 12345 and shown["nodes"] == lines[12345 % len(lines)]["nodes"]
+    # Reading the whole file would hold it at least once (and its parsed lines several times over).
+    assert peak < size / 8, f"peak {peak:,} bytes for a {size:,}-byte file"
+
+
+def test_a_torn_last_line_is_skipped_with_a_note(replayed, tmp_path, capsys):
+    _, decisions = replayed
+    text = decisions.read_text()
+    complete = text.splitlines()
+    torn = tmp_path / "torn.jsonl"
+    # A daemon killed mid-append leaves the start of its last line, with no newline.
+    torn.write_text(text + complete[-1][: len(complete[-1]) // 2].replace(f'"slot": {SLOTS - 1}', f'"slot": {SLOTS}'))
+    capsys.readouterr()
+    assert main(["explain", "--decisions", str(torn)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"slot {json.loads(complete[-1])['slot']}:")
+    assert f"{torn}:{len(complete) + 1}:" in err and "cut short" in err and "skipped" in err
+    assert main(["explain", "--decisions", str(torn), "--slot", "3"]) == 0
+    assert capsys.readouterr().out.startswith("slot 3:")
+    # The same text followed by a newline was written whole: it is a bad line, not a torn one.
+    torn.write_text(torn.read_text() + "\n")
+    assert main(["explain", "--decisions", str(torn)]) == 2
+    assert f"{torn}:{len(complete) + 1}: not a JSON line" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -36,19 +37,22 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.core.controller import Decision, explain
 
     if args.decisions is not None:
-        records = _read_decision_lines(args.decisions)
-        if not records:
+        scan = scan_decisions(args.decisions, args.slot)
+        if scan.torn_line is not None:
+            err.print(
+                f"note: {args.decisions}:{scan.torn_line}: the last line is cut short (no newline at its end, as when "
+                "a daemon is stopped mid-write); skipped",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        if scan.last_slot is None:
             raise ConfigError(f"{args.decisions}: no decisions in this file (expected one JSON line per slot, as --decisions-out writes)")
-        by_slot: dict[int, dict] = {}
-        seen: dict[int, int] = {}
-        for slot_number, record in records:
-            by_slot[slot_number] = record
-            seen[slot_number] = seen.get(slot_number, 0) + 1
-        slot = args.slot if args.slot is not None else max(by_slot)
-        record = by_slot.get(slot)
-        where = f"{args.decisions} (slots {min(by_slot):,} to {max(by_slot):,})"
-        if seen.get(slot, 0) > 1:
-            err.print(f"note: slot {slot:,} is in {args.decisions} {seen[slot]} times (runs appended to one file); showing the last", highlight=False)
+        slot = scan.slot
+        record = scan.record
+        where = f"{args.decisions} (slots {scan.first_slot:,} to {scan.last_slot:,})"
+        if scan.times > 1:
+            err.print(f"note: slot {slot:,} is in {args.decisions} {scan.times} times (runs appended to one file); showing the last", highlight=False)
     else:
         store, _ = open_store(args, must_exist=True)
         with store:
@@ -73,26 +77,68 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
-def _read_decision_lines(path: Path) -> list[tuple[int, dict]]:
-    """(slot, record) of each line of a --decisions-out file; a line that is not a decision is named with its number."""
+MAX_DECISION_LINE_CHARS = 16 * 1024 * 1024
+"""The longest line ``explain --decisions`` reads: far past a slot's decision (a few KiB with a thousand
+job ids), short enough that a file that is no decisions file cannot fill memory as one line."""
+
+
+@dataclass(frozen=True)
+class DecisionScan:
+    """What :func:`scan_decisions` kept of a --decisions-out file: one slot's line and the range of slots."""
+
+    slot: int | None
+    """The slot asked for, or the largest in the file (None: the file has no decisions)."""
+    record: dict | None
+    """That slot's last line, parsed (None: not in the file)."""
+    times: int
+    """Lines of that slot (several when runs appended to one file)."""
+    first_slot: int | None
+    last_slot: int | None
+    """The smallest and largest slot in the file (None: no decisions)."""
+    torn_line: int | None
+    """The number of a last line cut short and skipped, else None."""
+
+
+def scan_decisions(path: Path, slot: int | None) -> DecisionScan:
+    """Read a --decisions-out file line by line, keeping only ``slot``'s last line (None: the largest
+    slot's), so memory stays one line however long the file.
+
+    A last line with no newline at its end that is not JSON was cut short by a writer stopped
+    mid-append: it is skipped and its number returned as ``torn_line``. Raises ConfigError naming
+    the file and line for a line that is not a JSON object with a whole 'slot' >= 0, a line longer
+    than :data:`MAX_DECISION_LINE_CHARS`, a file that is not UTF-8 text, or one that cannot be read.
+    """
     expected = "expected one JSON object per line with a whole 'slot' >= 0, as --decisions-out writes"
+    chosen, record, times, first, last, torn = slot, None, 0, None, None, None
+    number = 0
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8") as file:
+            while line := file.readline(MAX_DECISION_LINE_CHARS + 1):
+                number += 1
+                whole = line.endswith("\n")
+                if not whole and len(line) > MAX_DECISION_LINE_CHARS:
+                    raise ConfigError(f"{path}:{number}: longer than {MAX_DECISION_LINE_CHARS:,} characters; {expected}")
+                if not line.strip():
+                    continue
+                try:
+                    parsed = json.loads(line)
+                except (json.JSONDecodeError, RecursionError) as error:
+                    if not whole:  # the last line (readline stops short of a newline only at the end)
+                        torn = number
+                        break
+                    why = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
+                    raise ConfigError(f"{path}:{number}: not a JSON line ({why}); {expected}") from None
+                found = parsed.get("slot") if isinstance(parsed, dict) else None
+                if isinstance(found, bool) or not isinstance(found, int) or found < 0:
+                    raise ConfigError(f"{path}:{number}: {expected}; got {line.rstrip()[:60]!r}")
+                first = found if first is None else min(first, found)
+                last = found if last is None else max(last, found)
+                if slot is None and (chosen is None or found > chosen):
+                    chosen, times = found, 0
+                if found == chosen:
+                    record, times = parsed, times + 1
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file ({expected})") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read the decisions file: {error.strerror or error}") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as error:
-            why = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
-            raise ConfigError(f"{path}:{number}: not a JSON line ({why}); {expected}") from None
-        slot = record.get("slot") if isinstance(record, dict) else None
-        if isinstance(slot, bool) or not isinstance(slot, int) or slot < 0:
-            raise ConfigError(f"{path}:{number}: {expected}; got {line[:60]!r}")
-        records.append((slot, record))
-    return records
+    return DecisionScan(slot=chosen, record=record, times=times, first_slot=first, last_slot=last, torn_line=torn)
