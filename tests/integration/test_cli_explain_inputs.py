@@ -101,3 +101,12 @@ def test_a_torn_last_line_is_skipped_with_a_note(replayed, tmp_path, capsys):
     torn.write_text(torn.read_text() + "\n")
     assert main(["explain", "--decisions", str(torn)]) == 2
     assert f"{torn}:{len(complete) + 1}: not a JSON line" in capsys.readouterr().err
+
+
+def test_explain_after_a_dry_run_says_a_dry_run_records_nothing(tmp_path, capsys):
+    store = tmp_path / "jobs.db"
+    assert main(["submit", "--store", str(store), "--name", "n", "--tenant", "t", "--deadline", "2h", "--length-s", "60", "--command", "true"]) == 0
+    capsys.readouterr()
+    assert main(["explain", "--store", str(store)]) == 2
+    error = capsys.readouterr().err
+    assert "no slot decided yet" in error and "--dry-run" in error and "--decisions-out" in error

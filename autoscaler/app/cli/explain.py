@@ -58,7 +58,10 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
         with store:
             last = store.last_slot()
             if last is None:
-                raise ConfigError(f"{store.path}: no slot decided yet in this store")
+                raise ConfigError(
+                    f"{store.path}: no slot decided yet in this store (a run --dry-run records nothing here: give it "
+                    "--decisions-out FILE and read that with explain --decisions FILE)"
+                )
             slot = args.slot if args.slot is not None else last
             # Past the last slot there is nothing to look up (and past 2**63 - 1, SQLite cannot look).
             record = store.decision(slot) if slot <= last else None
