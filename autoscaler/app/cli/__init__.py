@@ -57,13 +57,16 @@ def _attach_dash_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_attach_dash_values(sys.argv[1:] if argv is None else list(argv)))
-    out = Console()
+    # Every string printed is plain text: file names, line numbers (bad.tsv:100: is an emoji code to
+    # rich), job names and messages carry colons and brackets that rich would take for markup.
+    plain = {"markup": False, "emoji": False}
+    out = Console(**plain)
     if not out.is_terminal:
         # Piped or redirected: rich would assume 80 columns and squeeze the tables.
-        out = Console(width=240)
-    err = Console(stderr=True)
+        out = Console(width=240, **plain)
+    err = Console(stderr=True, **plain)
     if not err.is_terminal:
-        err = Console(stderr=True, width=200)
+        err = Console(stderr=True, width=200, **plain)
     try:
         _check_out_folder(getattr(args, "out", None))
         return args.handler(args, out, err)

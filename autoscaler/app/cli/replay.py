@@ -137,7 +137,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             workload, names, args.deadline, params, progress=lambda n: status.update(f"running {n}"), delta=args.delta,
             signal=placed, power=power_model(args.power_model), boot_s=args.boot_s,
         )  # fmt: skip
-    err.print(f"[dim]{render.workload_summary(result)}[/dim]", highlight=False)
+    err.print(render.workload_summary(result), style="dim", highlight=False)
     for name, policy in result.policies.items():
         if policy.note:
             err.print(f"note: {policy.note}", markup=False, highlight=False)

@@ -1,0 +1,60 @@
+"""What the commands print is the text they mean: a file name, a line number or a job's name shows as
+given (never as an emoji code or a vanished [style] tag), a malformed trace line names the flag that
+skips it, and a value pasted by mistake is not echoed whole."""
+
+from __future__ import annotations
+
+import json
+
+from autoscaler.app.cli import main
+
+ODD = "[bold]nightly:100:[/]"
+"""Text rich would read as markup and an emoji code (:100: is U+1F4AF)."""
+
+
+def _swim(path, bad_line: int, lines: int = 120) -> None:
+    """A SWIM trace of ``lines`` good jobs but line ``bad_line``, whose column 2 is not a number."""
+    rows = []
+    for number in range(1, lines + 1):
+        submit = "soon" if number == bad_line else f"{number * 30}"
+        rows.append(f"job{number}\t{submit}\t30\t1000000\t1000000\t1000000\n")
+    path.write_text("".join(rows))
+
+
+def test_an_error_naming_a_file_and_line_is_printed_as_written(tmp_path, capsys):
+    trace = tmp_path / "bad.tsv"
+    _swim(trace, bad_line=100)
+    assert main(["replay", "--trace", str(trace), "--policy", "follow"]) == 2
+    error = capsys.readouterr().err
+    assert f"{trace}:100: column 2" in error and "\N{HUNDRED POINTS SYMBOL}" not in error
+    # Brackets in a path are not a style tag.
+    folder = tmp_path / "[red]in"
+    folder.mkdir()
+    assert main(["replay", "--trace", str(folder / "missing.tsv")]) == 2
+    assert f"{folder / 'missing.tsv'}: no such file" in capsys.readouterr().err
+
+
+def test_notes_and_written_files_are_printed_as_written(tmp_path, capsys):
+    curve = tmp_path / "curve.csv"
+    curve.write_text("slot,released\n0,3\n1,3\n2,3\n")
+    out = tmp_path / "[b]out:100:"
+    assert main(["replay", "--trace", str(curve), "--policy", "hold", "--out", str(out)]) == 0
+    assert f"wrote {out / 'replay.png'}" in capsys.readouterr().err
+    decisions = tmp_path / "[bold]d:100:.jsonl"
+    line = {"slot": 0, "capacity": 1.0, "assigned": 1.0, "nodes": 1}
+    decisions.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
+    assert main(["explain", "--decisions", str(decisions)]) == 0
+    assert f"is in {decisions} 2 times" in capsys.readouterr().err
+
+
+def test_names_in_tables_are_printed_as_written(tmp_path, capsys):
+    store = tmp_path / "jobs.db"
+    assert main(["submit", "--store", str(store), "--name", ODD, "--tenant", "t", "--deadline", "2h", "--length-s", "60", "--command", "true"]) == 0
+    capsys.readouterr()
+    assert main(["jobs", "--store", str(store)]) == 0
+    assert ODD in capsys.readouterr().out
+    demands = tmp_path / "demands.csv"
+    demands.write_text(f"agent,cpu,mem\n{ODD},0.5,0.1\nb,0.1,0.5\n")
+    assert main(["drf", "--demands", str(demands)]) == 0
+    assert ODD in capsys.readouterr().out
+
