@@ -37,7 +37,7 @@ horizon's switches; float64 ends at 1.8e308, so a larger total turns costs and s
 inf and NaN. No real load comes near it: a total this large is bytes or an overflow upstream."""
 
 
-def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace:
+def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False, skip_flag: str | None = None) -> Trace:
     """Read a SWIM trace: 6 tab-separated columns per line, one job per line.
 
     An optional 7th column gives each job's deadline in slots (on every line or none).
@@ -50,7 +50,8 @@ def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace
     A malformed line (wrong column count, empty or duplicate job id, a field that is not a
     finite number >= 0) raises ``TraceError(path, line, message)`` with the 1-based line and
     the column at fault. With ``skip_bad_lines=True`` such lines are dropped and counted in
-    ``skipped_lines`` instead; of duplicate ids the first is kept.
+    ``skipped_lines`` instead; of duplicate ids the first is kept. ``skip_flag``, if given, is the
+    option that sets ``skip_bad_lines``, named in a malformed line's message.
 
     A file that starts with gzip's magic bytes is decompressed first (``trace.tsv.gz``).
 
@@ -80,7 +81,8 @@ def read_swim(path: str | os.PathLike, *, skip_bad_lines: bool = False) -> Trace
                 )
         except ValueError as exc:
             if not skip_bad_lines:
-                raise TraceError(name, line_no, str(exc)) from None
+                hint = f"; {skip_flag} skips such lines and counts them" if skip_flag else ""
+                raise TraceError(name, line_no, f"{exc}{hint}") from None
             if not skipped:
                 first_bad = (line_no, str(exc))
             skipped += 1

@@ -58,3 +58,18 @@ def test_names_in_tables_are_printed_as_written(tmp_path, capsys):
     assert main(["drf", "--demands", str(demands)]) == 0
     assert ODD in capsys.readouterr().out
 
+
+def test_a_malformed_trace_line_names_the_flag_that_skips_it_where_there_is_one(tmp_path, capsys):
+    trace = tmp_path / "bad.tsv"
+    _swim(trace, bad_line=100)
+    for command in (["replay", "--policy", "follow"], ["sweep", "--deadlines", "1-2", "--policy", "hold"]):
+        assert main([*command, "--trace", str(trace)]) == 2
+        error = capsys.readouterr().err
+        assert f"{trace}:100: column 2" in error and "--skip-bad-lines" in error, command
+    # With the flag the line is skipped and the rest replayed.
+    assert main(["replay", "--policy", "follow", "--trace", str(trace), "--skip-bad-lines", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["skipped_lines"] == 1
+    # report --replay has no such flag: its message does not offer one.
+    assert main(["report", "--replay", str(trace)]) == 2
+    error = capsys.readouterr().err
+    assert f"{trace}:100: column 2" in error and "--skip-bad-lines" not in error

@@ -55,9 +55,11 @@ def load_workload(
     classes_optional: bool = False,
     flag: str = "--trace",
     check_size=None,
+    skip_flag: str | None = None,
 ):
     """Read the trace into workload curves: ``trace`` is a name or a path as :func:`open_trace`
-    reads it (None: Workload A); ``flag`` names the option in errors.
+    reads it (None: Workload A); ``flag`` names the option in errors, ``skip_flag`` the option that
+    sets ``skip_bad_lines`` (named in a malformed line's message; None: the command has none).
 
     With ``deadline_classes`` (and a SWIM trace without a deadline column) each job
     gets a k-means class deadline (§VI-A) and the workload carries L_{d,t}; with
@@ -81,7 +83,7 @@ def load_workload(
                 check_size(WorkloadSize(n_slots=load.shape[0], slot_s=slot_s, curve=True))
             result = workload.workload_from_curve(load, slot_s=slot_s, source=source)
         else:
-            parsed = workload.read_swim(path, skip_bad_lines=skip_bad_lines)
+            parsed = workload.read_swim(path, skip_bad_lines=skip_bad_lines, skip_flag=skip_flag)
             deadlines = None
             window = window_slots or max(1, round(workload.TRACE_DAY_S / slot_s))
             if deadline_classes and parsed.jobs[0].deadline_slots is None:
