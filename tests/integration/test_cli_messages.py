@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from autoscaler.app.cli import main
 
 ODD = "[bold]nightly:100:[/]"
@@ -73,3 +75,37 @@ def test_a_malformed_trace_line_names_the_flag_that_skips_it_where_there_is_one(
     assert main(["report", "--replay", str(trace)]) == 2
     error = capsys.readouterr().err
     assert f"{trace}:100: column 2" in error and "--skip-bad-lines" not in error
+
+
+LONG = "a" * 10_000
+
+
+def _last_error_line(argv: list[str], capsys) -> str:
+    """The one-line error of a refused run (argparse's usage before it, if any, left out)."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # refused by argparse
+        code = exit_.code
+    assert code == 2
+    return capsys.readouterr().err.rstrip("\n").split("\n")[-1]
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["submit", "--id", LONG, "--name", "n", "--tenant", "t", "--deadline", "2h", "--length-s", "60", "--command", "true"], "job_id"),
+        (["submit", "--name", "n", "--tenant", "t", "--deadline", LONG, "--length-s", "60", "--command", "true"], "deadline"),
+        (["replay", "--policy", LONG], "--policy"),
+        (["replay", "--deadline", LONG], "--deadline"),
+        (["sweep", "--deadlines", LONG], "--deadlines"),
+        (["replay", f"--window={LONG}"], "--window"),
+        (["run", "--policy", LONG], "--policy"),
+        (["replay", LONG], "unrecognized arguments"),
+    ],
+)
+def test_a_long_value_is_echoed_by_its_start_and_its_length(argv, flag, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # submit's default store
+    line = _last_error_line(argv, capsys)
+    assert flag in line and "(10,000 characters)" in line and "a" * 200 in line
+    assert len(line) < 600, line[:300]
+

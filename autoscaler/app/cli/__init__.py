@@ -19,7 +19,7 @@ from rich.console import Console
 
 from autoscaler.app.cli.arguments import deadline_slots, parse_deadlines
 from autoscaler.app.cli.drf import read_demands_csv
-from autoscaler.app.cli.parser import build_parser
+from autoscaler.app.cli.parser import build_parser, shortened
 from autoscaler.app.cli.trace_inputs import load_workload
 from autoscaler.core.errors import AutoscalerError, ConfigError
 
@@ -56,7 +56,8 @@ def _attach_dash_values(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_attach_dash_values(sys.argv[1:] if argv is None else list(argv)))
+    given = _attach_dash_values(sys.argv[1:] if argv is None else list(argv))
+    args = parser.parse_args(given)
     # Every string printed is plain text: file names, line numbers (bad.tsv:100: is an emoji code to
     # rich), job names and messages carry colons and brackets that rich would take for markup.
     plain = {"markup": False, "emoji": False}
@@ -76,10 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     except AutoscalerError as exc:
         # 2 for bad input or a wrong setting (a restart cannot mend it); 75 (EX_TEMPFAIL) for an AWS
         # outage that outlasted the start-up wait. deploy/autoscaler.service restarts on 75, not 2.
-        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"autoscaler: error: {shortened(str(exc), given)}", markup=False, highlight=False, soft_wrap=True)
         return exc.exit_status
     except OSError as exc:
-        err.print(f"autoscaler: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"autoscaler: error: {shortened(str(exc), given)}", markup=False, highlight=False, soft_wrap=True)
         return 2
 
 
