@@ -120,6 +120,11 @@ def emr_cluster(
         check_region("emr", configured, "cluster.region", session)
     elif session.region_name is not None:
         check_region("emr", session.region_name, "the AWS region (AWS_DEFAULT_REGION, AWS_REGION or the profile; cluster.region is not set)", session)
+    else:
+        raise ConfigError(
+            "no AWS region for the EMR cluster: set cluster.region in the config (or AUTOSCALER_CLUSTER__REGION), "
+            "or AWS_DEFAULT_REGION, AWS_REGION or the profile's region"
+        )
 
     def new_client():
         return emr_client(configured, settings.cluster.endpoint_url, session)

@@ -109,3 +109,13 @@ def test_a_long_value_is_echoed_by_its_start_and_its_length(argv, flag, tmp_path
     assert flag in line and "(10,000 characters)" in line and "a" * 200 in line
     assert len(line) < 600, line[:300]
 
+
+def test_no_region_names_the_setting_and_its_variable(moto_endpoint, tmp_path, monkeypatch, capsys):
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))  # no profile's region either
+    config = tmp_path / "config.toml"
+    config.write_text(f'store_path = "{tmp_path / "jobs.db"}"\nhealth_port = 0\n[cluster]\nid = "j-ANY"\nendpoint_url = "{moto_endpoint}"\n')
+    assert main(["run", "--config", str(config)]) == 2
+    error = capsys.readouterr().err
+    assert "cluster.region" in error and "AUTOSCALER_CLUSTER__REGION" in error and "AWS_DEFAULT_REGION" in error
