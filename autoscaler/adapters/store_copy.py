@@ -1,0 +1,288 @@
+"""Copies of a job store: ``backup_store`` (``autoscaler store backup``) and ``restore_store``
+(``autoscaler store restore``), both through SQLite's online backup API into a file staged beside
+its target, checked whole, synced, and only then renamed into place.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from autoscaler.adapters.lock import StoreLock
+from autoscaler.adapters.store_check import (
+    SQLITE_HEADER_BYTES,
+    SQLITE_MAGIC,
+    StoreSummary,
+    check_file,
+    connect_read_only,
+    quick_check,
+    summary_of,
+)
+from autoscaler.adapters.store_files import beside, marker_path, new_marker, os_store_error, read_marker, store_error, write_marker
+from autoscaler.adapters.store_schema import APPLICATION, schema_verdict
+from autoscaler.core.errors import StoreError
+from autoscaler.core.readable import utc_text
+
+_SHM_DMS_BYTE = 128
+"""The byte of ``<store>-shm`` every SQLite connection to a WAL database holds a shared POSIX lock on
+for as long as it is open (the unix VFS's "dead man switch", UNIX_SHM_DMS in sqlite3.c)."""
+
+
+def backup_store(
+    connection: Callable[[], AbstractContextManager[sqlite3.Connection]], store_path: Path, dest: str | os.PathLike, force: bool = False
+) -> StoreSummary:
+    """Copy the store at ``store_path`` to a new file ``dest``: what ``SqliteJobStore.backup`` does
+    (see there). ``connection()`` holds the store's open connection for the copy."""
+    dest = Path(dest)
+    if os.path.realpath(dest) == os.path.realpath(store_path):
+        raise StoreError(f"{dest}: is the job store itself; back it up to another file")
+    if dest.is_dir():
+        raise StoreError(f"{dest}: is a folder; give the backup's file name")
+    if not dest.parent.is_dir():
+        raise StoreError(f"{dest}: cannot write the backup: folder {dest.parent} does not exist")
+    if (dest.exists() or dest.is_symlink()) and not force:
+        raise StoreError(f"{dest}: exists; give --force to replace it, or another file name")
+    staged = _staging_file(dest, dest, ".tmp", "cannot write the backup")
+    try:
+        with connection() as conn:
+            summary = _copy_database(conn, staged, dest)
+        _copy_mode(Path(os.path.realpath(store_path)), staged)
+        _place(staged, dest, replace=force)
+    finally:
+        _remove_staged(staged)
+    return summary
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """A restore: the restored store's summary, and the files of the store it replaced, kept under
+    new names (``<store>.before-restore-<UTC time>`` and its ``-wal``), oldest name first."""
+
+    summary: StoreSummary
+    kept: tuple[Path, ...]
+
+
+def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> RestoreResult:
+    """Replace the store at ``store_path`` with a copy of the store ``source`` (a backup).
+
+    ``source`` must be one of our stores that checks out whole (quick_check, schema); it is read
+    only. The store being replaced must be absent, empty, one of ours (even damaged) or have our
+    marker: another program's file is never replaced. While holding the store's lock (so no daemon
+    runs on it) and the SQLite lock every connection holds while open (so no dry run, ``submit`` or
+    ``jobs`` has it open), the copy, staged and synced beside the store, is renamed into place.
+    The replaced store and its ``-wal`` are renamed aside first, together, so no WAL of the old
+    store is ever beside the new one; its ``-shm`` is left for SQLite, which rebuilds it at the next
+    open. The marker beside the store is then written, noting the restore.
+
+    Raises StoreError (ConfigError when a daemon holds the lock) with the store unchanged when the
+    source is not a whole store of ours, the store is another program's file or in use, or the
+    copy cannot be written ("disk full: ..." when that is why). Not to be called by a process that
+    has the store open itself: POSIX locks do not set a process's own connections apart.
+    """
+    source, path = Path(source), Path(store_path)
+    real = Path(os.path.realpath(path))
+    if os.path.realpath(source) == str(real):
+        raise StoreError(f"{source}: is the job store itself; restore from a backup file")
+    verdict, _ = check_file(source, None, to_write=False)
+    if verdict == "new":
+        raise StoreError(f"{source}: not a job store to restore from (no file, an empty file, or an SQLite file without tables)")
+    _require_replaceable(path, real)
+    with StoreLock(path):
+        staged = _staging_file(real, path, ".restore.tmp", "cannot stage the copy")
+        try:
+            try:
+                conn = connect_read_only(Path(os.path.realpath(source)))
+            except sqlite3.Error as exc:
+                raise StoreError(f"{source}: cannot open the backup read-only: {exc}") from None
+            try:
+                summary = _copy_database(conn, staged, path)
+            finally:
+                conn.close()
+            _copy_mode(real, staged)
+            with _nothing_else_open(path, real):
+                try:
+                    kept = _move_aside(real)
+                    os.replace(staged, real)
+                except OSError as exc:
+                    raise os_store_error(path, exc, "cannot put the copy in place") from None
+                _fsync_folder(real.parent)
+        finally:
+            _remove_staged(staged)
+        marker = marker_path(path)
+        document = read_marker(marker) or {}
+        if document.get("application") != APPLICATION:
+            document = new_marker(path)
+        now_s = time.time()
+        document.update(restored_s=now_s, restored=utc_text(now_s), restored_from=os.path.realpath(source))
+        try:
+            write_marker(marker, document)
+        except StoreError as exc:
+            raise StoreError(f"{path}: the store was restored from {source}, but its marker was not updated: {exc}") from None
+    return RestoreResult(summary, kept)
+
+
+def _require_replaceable(path: Path, real: Path) -> None:
+    """Nothing if restore may replace what is at ``path``; StoreError naming it otherwise."""
+    if not real.exists():
+        return
+    if real.is_dir():
+        raise StoreError(f"{path}: is a folder, expected a job store file")
+    if marker_path(path).exists() or real.stat().st_size == 0:
+        return
+    refusal = f"restore replaces only a job store (or a file with its marker {marker_path(path)}): move it away or give another --store"
+    with open(real, "rb") as handle:
+        header = handle.read(SQLITE_HEADER_BYTES)
+    if not header.startswith(SQLITE_MAGIC):
+        raise StoreError(f"{path}: not an SQLite database; {refusal}")
+    try:
+        conn = connect_read_only(real)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot be read ({exc}); {refusal}") from None
+    try:
+        schema_verdict(conn, path)
+    except StoreError as exc:
+        raise StoreError(f"{exc}; {refusal}") from None
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: a corrupt SQLite file that nothing says is a job store ({exc}); {refusal}") from None
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _nothing_else_open(path: Path, real: Path) -> Iterator[None]:
+    """Hold the store's ``-shm`` dead man switch exclusively: refused (StoreError) while any SQLite
+    connection has the store open, and, while held, any that tries to open it waits (and after ~10 s
+    fails with "locking protocol") instead of reading or writing the file being replaced. A POSIX
+    lock: it is dropped if this process closes any descriptor of the -shm, so nothing else here
+    opens it meanwhile."""
+    shm = beside(real, "-shm")
+    try:
+        fd = os.open(shm, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise os_store_error(path, exc, "cannot open its -shm file to see whether it is in use") from None
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS_BYTE)
+        except OSError:
+            raise StoreError(
+                f"{path}: the job store is open in another program (a dry run, `autoscaler jobs` or `submit`); "
+                "restore replaces it only while nothing has it open: stop them and retry"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _move_aside(real: Path) -> tuple[Path, ...]:
+    """Rename the store file, then its -wal and -journal, to ``<store>.before-restore-<UTC time>``
+    (plus the same suffixes), never over an existing file; returns the new names."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside, n = real.with_name(f"{real.name}.before-restore-{stamp}"), 1
+    while any(os.path.lexists(f"{aside}{suffix}") for suffix in ("", "-wal", "-journal")):
+        aside, n = real.with_name(f"{real.name}.before-restore-{stamp}-{n}"), n + 1
+    kept = []
+    for suffix in ("", "-wal", "-journal"):
+        current = Path(f"{real}{suffix}")
+        if os.path.lexists(current):
+            os.rename(current, f"{aside}{suffix}")
+            kept.append(Path(f"{aside}{suffix}"))
+    return tuple(kept)
+
+
+def _copy_database(source: sqlite3.Connection, staged: Path, named: Path) -> StoreSummary:
+    """Copy ``source`` into the file ``staged`` (SQLite's backup API, one step), as one file in
+    rollback-journal mode, check the copy whole and fsync it; its summary is named ``named``."""
+    try:
+        target = sqlite3.connect(staged, isolation_level=None)
+        try:
+            source.backup(target)
+            target.execute("PRAGMA journal_mode=DELETE")
+            problem = quick_check(target, full=True)
+            if problem:
+                raise StoreError(
+                    f"{named}: the copy does not check out ({problem}); run `autoscaler store check` on the store it was copied from"
+                )
+            summary = summary_of(target, named)
+        finally:
+            target.close()
+        fd = os.open(staged, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except sqlite3.Error as exc:
+        raise store_error(named, exc, "cannot write the copy") from None
+    except OSError as exc:
+        raise os_store_error(named, exc, "cannot write the copy") from None
+    return summary
+
+
+def _place(staged: Path, dest: Path, replace: bool) -> None:
+    """Give the complete file ``staged`` the name ``dest``: atomically replacing it when ``replace``,
+    else only if ``dest`` does not exist (a hard link refuses an existing name)."""
+    try:
+        if replace:
+            os.replace(staged, dest)
+        else:
+            try:
+                os.link(staged, dest)
+            except FileExistsError:
+                raise StoreError(f"{dest}: exists (it appeared while the copy was written); give --force to replace it") from None
+            except OSError:  # a file system without hard links
+                if os.path.lexists(dest):
+                    raise StoreError(f"{dest}: exists; give --force to replace it") from None
+                os.replace(staged, dest)
+        _fsync_folder(dest.parent)
+    except OSError as exc:
+        raise os_store_error(dest, exc, "cannot write the backup") from None
+
+
+def _staging_file(target: Path, named: Path, suffix: str, what: str) -> Path:
+    """An empty temporary file in ``target``'s folder (so that renaming it onto ``target`` is atomic);
+    a failure is a StoreError naming ``named`` and ``what`` could not be done."""
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+    except OSError as exc:
+        raise os_store_error(named, exc, what) from None
+    os.close(fd)
+    return Path(name)
+
+
+def _copy_mode(real: Path, staged: Path) -> None:
+    try:
+        mode = real.stat().st_mode & 0o777 if real.exists() else 0o644 & ~_umask()
+        os.chmod(staged, mode)
+    except OSError:
+        pass
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _remove_staged(staged: Path) -> None:
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        Path(f"{staged}{suffix}").unlink(missing_ok=True)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable; a file system that cannot sync a folder is let be."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
