@@ -18,10 +18,12 @@ from pathlib import Path
 
 from autoscaler.core.errors import ConfigError
 
+LOCK_SUFFIX = ".lock"
+
 
 def lock_path(store_path: str | os.PathLike) -> Path:
     """The lock file of the store at ``store_path``: ``<realpath>.lock``, the same for every name of it."""
-    return Path(os.path.realpath(store_path) + ".lock")
+    return Path(os.path.realpath(store_path) + LOCK_SUFFIX)
 
 
 class StoreLock:

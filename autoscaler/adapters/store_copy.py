@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +26,17 @@ from autoscaler.adapters.store_check import (
     quick_check,
     summary_of,
 )
-from autoscaler.adapters.store_files import beside, marker_path, new_marker, os_store_error, read_marker, store_error, write_marker
+from autoscaler.adapters.store_files import (
+    beside,
+    file_kind,
+    marker_path,
+    new_marker,
+    os_store_error,
+    read_marker,
+    side_file_role,
+    store_error,
+    write_marker,
+)
 from autoscaler.adapters.store_schema import APPLICATION, schema_verdict
 from autoscaler.core.errors import StoreError
 from autoscaler.core.readable import utc_text
@@ -41,14 +52,7 @@ def backup_store(
     """Copy the store at ``store_path`` to a new file ``dest``: what ``SqliteJobStore.backup`` does
     (see there). ``connection()`` holds the store's open connection for the copy."""
     dest = Path(dest)
-    if os.path.realpath(dest) == os.path.realpath(store_path):
-        raise StoreError(f"{dest}: is the job store itself; back it up to another file")
-    if dest.is_dir():
-        raise StoreError(f"{dest}: is a folder; give the backup's file name")
-    if not dest.parent.is_dir():
-        raise StoreError(f"{dest}: cannot write the backup: folder {dest.parent} does not exist")
-    if (dest.exists() or dest.is_symlink()) and not force:
-        raise StoreError(f"{dest}: exists; give --force to replace it, or another file name")
+    _require_backup_dest(dest, store_path, force)
     staged = _staging_file(dest, dest, ".tmp", "cannot write the backup")
     try:
         with connection() as conn:
@@ -58,6 +62,30 @@ def backup_store(
     finally:
         _remove_staged(staged)
     return summary
+
+
+def _require_backup_dest(dest: Path, store_path: Path, force: bool) -> None:
+    """Nothing if a backup may be written at ``dest``; StoreError naming it otherwise: it is the
+    store, one of the store's side files (its WAL, -shm, journal, lock or marker: replacing one
+    loses commits or guards), a folder, in a missing folder, exists without ``force``, or exists
+    and is not a regular file (a FIFO or a device, which a rename would replace by a plain file)."""
+    if os.path.realpath(dest) == os.path.realpath(store_path):
+        raise StoreError(f"{dest}: is the job store itself; back it up to another file")
+    role = side_file_role(dest, store_path)
+    if role is not None:
+        raise StoreError(f"{dest}: is the job store's {role} (beside {store_path}); back the store up to another file")
+    if dest.is_dir():
+        raise StoreError(f"{dest}: is a folder; give the backup's file name")
+    if not dest.parent.is_dir():
+        raise StoreError(f"{dest}: cannot write the backup: folder {dest.parent} does not exist")
+    if os.path.lexists(dest) and not force:
+        raise StoreError(f"{dest}: exists; give --force to replace it, or another file name")
+    try:
+        mode = os.stat(dest).st_mode  # through a symlink: what a reader of dest would get
+    except OSError:
+        return  # nothing there, or a dangling symlink, which the backup replaces
+    if not stat.S_ISREG(mode):
+        raise StoreError(f"{dest}: is {file_kind(mode)}, not a regular file; the backup is written only as a new file or over one")
 
 
 @dataclass(frozen=True)

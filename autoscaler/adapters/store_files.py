@@ -14,16 +14,27 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import time
 from pathlib import Path
 
 from autoscaler.adapters.files import write_all_atomic
+from autoscaler.adapters.lock import LOCK_SUFFIX
 from autoscaler.adapters.store_schema import APPLICATION, APPLICATION_ID, is_number
 from autoscaler.core.errors import AutoscalerError, StoreError
 from autoscaler.core.readable import utc_text
 
 MARKER_SUFFIX = ".created"
 """The marker beside a store (``<store's real path>.created``): JSON with the creation time."""
+
+SIDE_FILES = {
+    "-wal": "WAL",
+    "-shm": "shared-memory index",
+    "-journal": "rollback journal",
+    LOCK_SUFFIX: "daemon lock",
+    MARKER_SUFFIX: "marker",
+}
+"""The files beside a store, by the suffix added to its real path: SQLite's, then this program's."""
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -39,6 +50,28 @@ def sqlite_uri(path: Path, query: str) -> str:
 
 def beside(real: Path, suffix: str) -> Path:
     return Path(f"{real}{suffix}")
+
+
+def side_file_role(path: str | os.PathLike, store_path: str | os.PathLike) -> str | None:
+    """What ``path`` (any name of it: symlinks followed) is to the store at ``store_path``: one of
+    ``SIDE_FILES``' roles ("WAL", "marker" ...), or None if it is none of its side files."""
+    real, store = os.path.realpath(path), os.path.realpath(store_path)
+    return next((role for suffix, role in SIDE_FILES.items() if real == store + suffix), None)
+
+
+def file_kind(mode: int) -> str:
+    """The kind of file an ``st_mode`` says, as words: "a FIFO", "a character device" ..."""
+    for test, words in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return words
+    return "not a file"
 
 
 def file_bytes(path: Path) -> int:

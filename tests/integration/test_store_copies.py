@@ -1,0 +1,81 @@
+"""Backup and restore of the job store against what an operator may give them, on real SQLite files:
+a DEST that is the store's own side file or not a regular file, a backup with a damaged row, a
+store another program holds open in either journal mode, a live store newer than the backup, and
+the files a killed backup or restore leaves behind."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.app.cli import main
+from autoscaler.core.errors import StoreError
+from autoscaler.core.model import Job, StepSpec
+
+
+def job(job_id: str, submit_s: float = 1000.0) -> Job:
+    return Job(job_id, "etl", "analytics", submit_s, submit_s + 7200.0, 600.0, StepSpec(args=("spark-submit", "x.py")))
+
+
+def store_with_jobs(path: Path, n: int = 20, slot: int | None = 7) -> None:
+    with SqliteJobStore(path) as store:
+        store.submit_many([job(f"j{i:04d}", 1000.0 + i) for i in range(n)])
+        if slot is not None:
+            store.commit_slot(slot, {"last_slot": slot}, {"j0000": (2000.0, "s-1")}, {"slot": slot})
+
+
+def job_ids(path: Path) -> list[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [row[0] for row in conn.execute("SELECT job_id FROM jobs ORDER BY seq")]
+    finally:
+        conn.close()
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True, timeout=120)
+
+
+# -- finding 1: a backup never lands on the store's own files, nor on what is not a regular file --
+
+
+def test_a_backup_onto_the_stores_side_files_is_refused_and_they_stay_as_they_were(tmp_path, capsys):
+    path = tmp_path / "jobs.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.submit(job("in-the-wal"))  # committed, not checkpointed: only in jobs.db-wal while the store is open
+        (tmp_path / "jobs.db.lock").write_bytes(b"")
+        (tmp_path / "jobs.db-journal").write_bytes(b"")
+        sides = {suffix: tmp_path / f"jobs.db{suffix}" for suffix in ("-wal", "-shm", "-journal", ".lock", ".created")}
+        assert sides["-wal"].stat().st_size > 0
+        before = {suffix: side.read_bytes() for suffix, side in sides.items()}
+        (tmp_path / "to-wal").symlink_to(sides["-wal"])
+        for dest in [*sides.values(), tmp_path / "to-wal"]:
+            with pytest.raises(StoreError, match=r"is the job store's (WAL|shared-memory index|rollback journal|daemon lock|marker)"):
+                store.backup(dest, force=True)
+        assert {suffix: side.read_bytes() for suffix, side in sides.items()} == before
+        assert main(["store", "backup", "--force", "--store", str(path), str(sides[".lock"])]) == 2
+        assert f"{sides['.lock']}: is the job store's daemon lock" in capsys.readouterr().err
+    assert "in-the-wal" in job_ids(path)  # closing checkpointed the WAL, which nothing replaced
+
+
+def test_a_backup_onto_a_fifo_or_a_device_is_refused_and_leaves_it_as_it_was(tmp_path):
+    path = tmp_path / "jobs.db"
+    store_with_jobs(path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "null").symlink_to("/dev/null")
+    with SqliteJobStore(path) as store:
+        for dest, kind in [(fifo, "a FIFO"), (tmp_path / "null", "a character device")]:
+            with pytest.raises(StoreError, match=f"{dest}: is {kind}, not a regular file"):
+                store.backup(dest, force=True)
+    assert fifo.is_fifo() and os.readlink(tmp_path / "null") == "/dev/null"
+    assert Path("/dev/null").is_char_device()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing staged is left
