@@ -239,6 +239,14 @@ def check_rows(path: Path) -> None:
     are sound pages but whose content cannot be read (bad JSON, bad UTF-8) is a StoreError naming it."""
     conn = connect_read_only(Path(os.path.realpath(path)))
     try:
+        read_every_row(conn, path)
+    finally:
+        conn.close()
+
+
+def read_every_row(conn: sqlite3.Connection, path: Path) -> None:
+    """``check_rows`` on an open connection to the store named ``path``."""
+    try:
         for row in conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs"):
             job_from_row(row)
         for (state,) in conn.execute("SELECT state FROM controller_state"):
@@ -247,5 +255,3 @@ def check_rows(path: Path) -> None:
             loads_stored(decision, f"the decision of slot {slot}", path)
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: a row cannot be read ({exc}); restore the store from a backup (`autoscaler store restore BACKUP`)") from None
-    finally:
-        conn.close()

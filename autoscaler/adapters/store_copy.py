@@ -22,8 +22,10 @@ from autoscaler.adapters.store_check import (
     SQLITE_MAGIC,
     StoreSummary,
     check_file,
+    check_rows,
     connect_read_only,
     quick_check,
+    read_every_row,
     summary_of,
 )
 from autoscaler.adapters.store_files import (
@@ -121,6 +123,10 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> R
     verdict, _ = check_file(source, None, to_write=False)
     if verdict == "new":
         raise StoreError(f"{source}: not a job store to restore from (no file, an empty file, or an SQLite file without tables)")
+    try:
+        check_rows(source)  # with check_file above: what `autoscaler store check` runs
+    except StoreError as exc:
+        raise StoreError(f"{source}: the backup does not pass `autoscaler store check`, so it is not restored: {exc}") from None
     _require_replaceable(path, real)
     with StoreLock(path):
         staged = _staging_file(real, path, ".restore.tmp", "cannot stage the copy")
@@ -130,7 +136,7 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> R
             except sqlite3.Error as exc:
                 raise StoreError(f"{source}: cannot open the backup read-only: {exc}") from None
             try:
-                summary = _copy_database(conn, staged, path)
+                summary = _copy_database(conn, staged, path, every_row=True)
             finally:
                 conn.close()
             _copy_mode(real, staged)
@@ -224,9 +230,10 @@ def _move_aside(real: Path) -> tuple[Path, ...]:
     return tuple(kept)
 
 
-def _copy_database(source: sqlite3.Connection, staged: Path, named: Path) -> StoreSummary:
+def _copy_database(source: sqlite3.Connection, staged: Path, named: Path, every_row: bool = False) -> StoreSummary:
     """Copy ``source`` into the file ``staged`` (SQLite's backup API, one step), as one file in
-    rollback-journal mode, check the copy whole and fsync it; its summary is named ``named``."""
+    rollback-journal mode, check the copy whole (``every_row``: and read every row back, as the
+    source may have changed since it was checked) and fsync it; its summary is named ``named``."""
     try:
         target = sqlite3.connect(staged, isolation_level=None)
         try:
@@ -237,6 +244,8 @@ def _copy_database(source: sqlite3.Connection, staged: Path, named: Path) -> Sto
                 raise StoreError(
                     f"{named}: the copy does not check out ({problem}); run `autoscaler store check` on the store it was copied from"
                 )
+            if every_row:
+                read_every_row(target, named)
             summary = summary_of(target, named)
         finally:
             target.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.adapters.sqlite_store import SqliteJobStore, check_store, restore_store
 from autoscaler.app.cli import main
 from autoscaler.core.errors import StoreError
 from autoscaler.core.model import Job, StepSpec
@@ -79,3 +79,26 @@ def test_a_backup_onto_a_fifo_or_a_device_is_refused_and_leaves_it_as_it_was(tmp
     assert fifo.is_fifo() and os.readlink(tmp_path / "null") == "/dev/null"
     assert Path("/dev/null").is_char_device()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing staged is left
+
+
+# -- finding 2: restore checks the backup as `store check` does ------------------------------
+
+
+def test_restore_refuses_a_backup_that_store_check_refuses_and_leaves_the_store_as_it_was(tmp_path, capsys):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+    conn = sqlite3.connect(backup, isolation_level=None)
+    conn.execute("UPDATE jobs SET step = 'not json {' WHERE job_id = 'j0003'")
+    conn.close()
+    assert main(["store", "check", "--store", str(backup)]) == 2
+    checked = capsys.readouterr().err
+    assert "job 'j0003': its row in the job store is damaged" in checked
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert main(["store", "restore", "--store", str(path), str(backup)]) == 2
+    assert "job 'j0003': its row in the job store is damaged" in capsys.readouterr().err
+    with pytest.raises(StoreError, match=f"{backup}: .*job 'j0003'"):
+        restore_store(backup, path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert check_store(path).jobs == 20 and main(["jobs", "--store", str(path)]) == 0
