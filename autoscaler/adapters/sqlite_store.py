@@ -467,11 +467,13 @@ class SqliteJobStore:
         """Copy the store to a new file ``dest`` with SQLite's online backup API, in one step: one
         read transaction, so the copy is the store as of one commit while other connections go on
         writing (a WAL reader does not block them; this store's own connection waits). The copy is
-        one self-contained file (rollback-journal mode; a store opened on it goes back to WAL), is
-        checked whole with quick_check, synced, and only then appears at ``dest``.
+        one self-contained file in WAL mode (its WAL checkpointed into it), as the store is, so a
+        store restored from it is at once one whose readers a restore sees; it is checked whole with
+        quick_check, synced, and only then appears at ``dest``.
 
         Returns the copy's summary. Raises StoreError if ``dest`` exists (unless ``force``: then it
-        is replaced at once, atomically), is a folder, is the store itself, or its folder is
+        is replaced at once, atomically, if it is a regular file), is a folder, a FIFO or a device,
+        is the store itself or one of its side files (``store_files.SIDE_FILES``), or its folder is
         missing, or if writing fails ("disk full: ..." when that is why); ``dest`` is then untouched.
         """
         return backup_store(self._connection, self.path, dest, force)

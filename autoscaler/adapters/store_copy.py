@@ -46,6 +46,10 @@ from autoscaler.core.readable import utc_text
 _SHM_DMS_BYTE = 128
 """The byte of ``<store>-shm`` every SQLite connection to a WAL database holds a shared POSIX lock on
 for as long as it is open (the unix VFS's "dead man switch", UNIX_SHM_DMS in sqlite3.c)."""
+_DB_LOCK_BYTE = 0x40000000
+_DB_LOCK_BYTES = 2 + 510
+"""The bytes of the database file SQLite's POSIX locks are on: PENDING_BYTE (2**30), the RESERVED byte
+after it, then the 510 SHARED bytes (os_unix.c). A file this small never has data there."""
 
 
 def backup_store(
@@ -102,11 +106,12 @@ class RestoreResult:
 def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> RestoreResult:
     """Replace the store at ``store_path`` with a copy of the store ``source`` (a backup).
 
-    ``source`` must be one of our stores that checks out whole (quick_check, schema); it is read
-    only. The store being replaced must be absent, empty, one of ours (even damaged) or have our
-    marker: another program's file is never replaced. While holding the store's lock (so no daemon
-    runs on it) and the SQLite lock every connection holds while open (so no dry run, ``submit`` or
-    ``jobs`` has it open), the copy, staged and synced beside the store, is renamed into place.
+    ``source`` must be one of our stores that passes ``check_store`` (quick_check of every page,
+    schema, every row read back); it is read only. The store being replaced must be absent, empty,
+    one of ours (even damaged) or have our marker: another program's file is never replaced. While
+    holding the store's lock (so no daemon runs on it) and the SQLite locks its connections hold
+    (so no dry run, ``submit`` or ``jobs`` has it open, nor, in rollback-journal mode, is in a
+    transaction on it), the copy, staged and synced beside the store, is renamed into place.
     The replaced store and its ``-wal`` are renamed aside first, together, so no WAL of the old
     store is ever beside the new one; its ``-shm`` is left for SQLite, which rebuilds it at the next
     open. The marker beside the store is then written, noting the restore.
@@ -191,27 +196,37 @@ def _require_replaceable(path: Path, real: Path) -> None:
 
 @contextmanager
 def _nothing_else_open(path: Path, real: Path) -> Iterator[None]:
-    """Hold the store's ``-shm`` dead man switch exclusively: refused (StoreError) while any SQLite
-    connection has the store open, and, while held, any that tries to open it waits (and after ~10 s
-    fails with "locking protocol") instead of reading or writing the file being replaced. A POSIX
-    lock: it is dropped if this process closes any descriptor of the -shm, so nothing else here
-    opens it meanwhile."""
-    shm = beside(real, "-shm")
+    """Hold, exclusively, the locks SQLite's connections hold on the store: the ``-shm`` dead man
+    switch (every connection to a store in WAL mode, for as long as it is open) and the database
+    file's lock bytes (a reader or writer in a transaction, in either journal mode; in WAL mode every
+    connection that has read). Refused (StoreError) while any is held; while held, a connection that
+    tries to open or read the store waits (SQLite's busy wait) instead of reading or writing the file
+    being replaced. POSIX locks: they are dropped if this process closes any descriptor of these
+    files, so nothing else here opens them meanwhile.
+
+    An idle connection to a store in rollback-journal mode holds no lock and cannot be seen; the
+    stores this program writes, backups included, are in WAL mode."""
+    in_use = StoreError(
+        f"{path}: the job store is open in another program (a dry run, `autoscaler jobs`, `submit` or an sqlite3 shell); "
+        "restore replaces it only while nothing has it open: stop them and retry"
+    )
+    fds = []
     try:
-        fd = os.open(shm, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise os_store_error(path, exc, "cannot open its -shm file to see whether it is in use") from None
-    try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS_BYTE)
-        except OSError:
-            raise StoreError(
-                f"{path}: the job store is open in another program (a dry run, `autoscaler jobs` or `submit`); "
-                "restore replaces it only while nothing has it open: stop them and retry"
-            ) from None
+        for name, offset, length in ((beside(real, "-shm"), _SHM_DMS_BYTE, 1), (real, _DB_LOCK_BYTE, _DB_LOCK_BYTES)):
+            if name == real and not real.exists():
+                continue
+            try:
+                fds.append(os.open(name, os.O_RDWR | os.O_CREAT, 0o644))
+            except OSError as exc:
+                raise os_store_error(path, exc, f"cannot open {name} to see whether the store is in use") from None
+            try:
+                fcntl.lockf(fds[-1], fcntl.LOCK_EX | fcntl.LOCK_NB, length, offset)
+            except OSError:
+                raise in_use from None
         yield
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
 
 
 def _move_aside(real: Path) -> tuple[Path, ...]:
@@ -232,13 +247,17 @@ def _move_aside(real: Path) -> tuple[Path, ...]:
 
 def _copy_database(source: sqlite3.Connection, staged: Path, named: Path, every_row: bool = False) -> StoreSummary:
     """Copy ``source`` into the file ``staged`` (SQLite's backup API, one step), as one file in
-    rollback-journal mode, check the copy whole (``every_row``: and read every row back, as the
+    WAL mode, check the copy whole (``every_row``: and read every row back, as the
     source may have changed since it was checked) and fsync it; its summary is named ``named``."""
     try:
         target = sqlite3.connect(staged, isolation_level=None)
         try:
             source.backup(target)
-            target.execute("PRAGMA journal_mode=DELETE")
+            # WAL, as the store itself: a store restored from it is at once one whose readers the
+            # next restore sees. Closing the copy checkpoints and removes its WAL: one file.
+            mode = target.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{named}: SQLite could not put the copy in WAL mode (got {mode!r})")
             problem = quick_check(target, full=True)
             if problem:
                 raise StoreError(

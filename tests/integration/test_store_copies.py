@@ -102,3 +102,75 @@ def test_restore_refuses_a_backup_that_store_check_refuses_and_leaves_the_store_
         restore_store(backup, path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     assert check_store(path).jobs == 20 and main(["jobs", "--store", str(path)]) == 0
+
+
+# -- finding 3: restore is refused while another program has the store open, in either journal mode --
+
+_HOLDER = """
+import sqlite3, sys
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+path, how = sys.argv[1], sys.argv[2]
+if how == "reader":  # `autoscaler jobs` or a dry run, between two reads
+    store = SqliteJobStore(path, read_only=True)
+    store.max_seq()
+else:  # another program in the middle of a write transaction
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('written by', 'another program')")
+print("open", flush=True)
+sys.stdin.read()
+if how == "writer":
+    conn.execute("COMMIT")
+"""
+
+
+def _hold(path: Path, how: str) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path), how], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "open"
+    return holder
+
+
+def _release(holder: subprocess.Popen) -> None:
+    holder.stdin.close()
+    assert holder.wait(timeout=60) == 0
+
+
+def test_a_backup_keeps_wal_mode_so_a_reader_of_the_restored_store_is_seen_by_the_next_restore(tmp_path):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+    assert backup.read_bytes()[18:20] == b"\x02\x02"  # the header's write and read versions: 2 is WAL
+    assert not Path(f"{backup}-wal").exists()  # still one file
+    restore_store(backup, path)
+    assert path.read_bytes()[18:20] == b"\x02\x02"
+    holder = _hold(path, "reader")
+    try:
+        before = path.read_bytes()
+        with pytest.raises(StoreError, match="open in another program"):
+            restore_store(backup, path)
+        assert path.read_bytes() == before
+    finally:
+        _release(holder)
+    assert restore_store(backup, path).summary.jobs == 20
+
+
+def test_restore_is_refused_while_another_program_writes_to_a_store_in_rollback_journal_mode(tmp_path):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+    conn = sqlite3.connect(path, isolation_level=None)  # as a store restored from a rollback-journal backup is
+    assert conn.execute("PRAGMA journal_mode=DELETE").fetchone() == ("delete",)
+    conn.close()
+    holder = _hold(path, "writer")
+    try:
+        assert Path(f"{path}-journal").exists()
+        before = path.read_bytes()
+        with pytest.raises(StoreError, match="open in another program"):
+            restore_store(backup, path)
+        assert path.read_bytes() == before and not list(tmp_path.glob("*.before-restore-*"))
+    finally:
+        _release(holder)  # its transaction commits: the file under it was never moved
+    assert check_store(path).jobs == 20
+    assert restore_store(backup, path).summary.jobs == 20
