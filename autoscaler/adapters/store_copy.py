@@ -28,6 +28,7 @@ from autoscaler.adapters.store_check import (
     read_every_row,
     summary_of,
 )
+from autoscaler.adapters.store_difference import backup_lacks
 from autoscaler.adapters.store_files import (
     beside,
     file_kind,
@@ -101,9 +102,12 @@ class RestoreResult:
 
     summary: StoreSummary
     kept: tuple[Path, ...]
+    lacking: str | None = None
+    """What the replaced store had that the backup lacked (see ``store_difference.backup_lacks``),
+    lost from the store by a forced restore, or None."""
 
 
-def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> RestoreResult:
+def restore_store(source: str | os.PathLike, store_path: str | os.PathLike, force: bool = False) -> RestoreResult:
     """Replace the store at ``store_path`` with a copy of the store ``source`` (a backup).
 
     ``source`` must be one of our stores that passes ``check_store`` (quick_check of every page,
@@ -116,8 +120,13 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> R
     store is ever beside the new one; its ``-shm`` is left for SQLite, which rebuilds it at the next
     open. The marker beside the store is then written, noting the restore.
 
+    A store that can be read is compared with the backup first: when it has what the backup lacks
+    (jobs submitted after it, jobs further along, slots decided since), the restore is refused
+    naming them, unless ``force`` (the result then says what was lost from the store).
+
     Raises StoreError (ConfigError when a daemon holds the lock) with the store unchanged when the
-    source is not a whole store of ours, the store is another program's file or in use, or the
+    source is not a whole store of ours, the store is another program's file or in use, has what
+    the backup lacks (without ``force``), changed while the copy was made, or the
     copy cannot be written ("disk full: ..." when that is why). Not to be called by a process that
     has the store open itself: POSIX locks do not set a process's own connections apart.
     """
@@ -134,6 +143,14 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> R
         raise StoreError(f"{source}: the backup does not pass `autoscaler store check`, so it is not restored: {exc}") from None
     _require_replaceable(path, real)
     with StoreLock(path):
+        seen = _file_state(real)
+        lacking = _what_the_backup_lacks(real, source)
+        if lacking is not None and not force:
+            raise StoreError(
+                f"{path}: the store has what the backup {source} lacks: {lacking}. A restore takes them out of the store "
+                f"(they stay in the replaced file, kept beside it as {real.name}.before-restore-<UTC time>): "
+                "give --force to restore anyway, or take a newer backup"
+            )
         staged = _staging_file(real, path, ".restore.tmp", "cannot stage the copy")
         try:
             try:
@@ -146,6 +163,8 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> R
                 conn.close()
             _copy_mode(real, staged)
             with _nothing_else_open(path, real):
+                if _file_state(real) != seen:
+                    raise StoreError(f"{path}: the store changed while the backup was being copied (another program wrote to it); restore again")
                 try:
                     kept = _move_aside(real)
                     os.replace(staged, real)
@@ -164,7 +183,32 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike) -> R
             write_marker(marker, document)
         except StoreError as exc:
             raise StoreError(f"{path}: the store was restored from {source}, but its marker was not updated: {exc}") from None
-    return RestoreResult(summary, kept)
+    return RestoreResult(summary, kept, lacking)
+
+
+def _what_the_backup_lacks(real: Path, source: Path) -> str | None:
+    """``backup_lacks`` for a store that can be read; None for one that is absent, empty or cannot
+    be read (a cut or damaged store: nothing in it can be compared, and its files are kept)."""
+    if not real.exists() or real.stat().st_size == 0:
+        return None
+    try:
+        return backup_lacks(real, source)
+    except sqlite3.Error:
+        return None
+
+
+def _file_state(real: Path) -> tuple:
+    """What tells that the store or its WAL was written to: their inode, size and modification time
+    (not the change time, which SQLite's read-only open of a WAL changes)."""
+    state = []
+    for name in (real, beside(real, "-wal")):
+        try:
+            status = os.stat(name)
+        except FileNotFoundError:
+            state.append(None)
+            continue
+        state.append((status.st_ino, status.st_size, status.st_mtime_ns))
+    return tuple(state)
 
 
 def _require_replaceable(path: Path, real: Path) -> None:

@@ -174,3 +174,49 @@ def test_restore_is_refused_while_another_program_writes_to_a_store_in_rollback_
         _release(holder)  # its transaction commits: the file under it was never moved
     assert check_store(path).jobs == 20
     assert restore_store(backup, path).summary.jobs == 20
+
+
+# -- finding 16: restore says what the live store has that the backup lacks ------------------
+
+
+def test_restore_names_what_the_store_has_that_the_backup_lacks_and_needs_force_to_lose_it(tmp_path, capsys):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)  # 20 jobs, slot 7, j0000 released
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+        store.submit_many([job(f"late{i}", 5000.0 + i) for i in range(5)])  # after the backup
+        store.commit_slot(8, {"last_slot": 8}, {"late0": (6000.0, "s-2"), "late1": (6000.0, "s-3"), "j0005": (6000.0, "s-4")}, {"slot": 8})
+        store.commit_slot(9, {"last_slot": 9}, {}, {"slot": 9}, states={"j0000": "done"})
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(StoreError) as refused:
+        restore_store(backup, path)
+    said = str(refused.value)
+    assert said.startswith(f"{path}: the store has what the backup {backup} lacks: 5 jobs submitted after it")
+    for part in (
+        "(2 of them released to the cluster, their steps named autoscaler:<job id>)",
+        "late0, late1, late2, late3, late4",
+        "2 jobs further along than in the backup (released, running or finished since): j0000, j0005",
+        "slots 8 to 9 decided",
+        "give --force to restore anyway",
+    ):
+        assert part in said, said
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != "jobs.db.lock"} == before
+    assert main(["store", "restore", "--store", str(path), str(backup)]) == 2
+    assert "5 jobs submitted after it" in capsys.readouterr().err
+    assert main(["store", "restore", "--force", "--store", str(path), str(backup)]) == 0
+    err = capsys.readouterr().err
+    assert "the replaced store had what the backup lacks: 5 jobs submitted after it" in err and "kept as" in err
+    assert job_ids(path) == [f"j{i:04d}" for i in range(20)]
+    kept = next(p for p in tmp_path.iterdir() if p.name.startswith("jobs.db.before-restore-") and "-" not in p.name[-4:])
+    assert "late4" in job_ids(kept)  # what was lost is in the copy kept beside the store
+
+
+def test_restore_onto_a_store_that_has_nothing_the_backup_lacks_needs_no_force(tmp_path):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+        store.commit_slot(8, {"last_slot": 8}, {}, {"slot": 8}, prune_before_s=1e9, states={"j0001": "done"})
+    with SqliteJobStore(backup) as older:  # the backup is further along: the store lacks, the backup does not
+        older.commit_slot(9, {"last_slot": 9}, {}, {"slot": 9}, states={"j0001": "done", "j0002": "done"})
+    assert restore_store(backup, path).lacking is None
