@@ -9,7 +9,6 @@ import fcntl
 import os
 import sqlite3
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -41,6 +40,7 @@ from autoscaler.adapters.store_files import (
     write_marker,
 )
 from autoscaler.adapters.store_schema import APPLICATION, schema_verdict
+from autoscaler.adapters.store_staging import staged_file
 from autoscaler.core.errors import StoreError
 from autoscaler.core.readable import utc_text
 
@@ -60,14 +60,11 @@ def backup_store(
     (see there). ``connection()`` holds the store's open connection for the copy."""
     dest = Path(dest)
     _require_backup_dest(dest, store_path, force)
-    staged = _staging_file(dest, dest, ".tmp", "cannot write the backup")
-    try:
+    with staged_file(dest, dest, ".tmp", "cannot write the backup") as staged:
         with connection() as conn:
             summary = _copy_database(conn, staged, dest)
         _copy_mode(Path(os.path.realpath(store_path)), staged)
         _place(staged, dest, replace=force)
-    finally:
-        _remove_staged(staged)
     return summary
 
 
@@ -151,8 +148,7 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike, forc
                 f"(they stay in the replaced file, kept beside it as {real.name}.before-restore-<UTC time>): "
                 "give --force to restore anyway, or take a newer backup"
             )
-        staged = _staging_file(real, path, ".restore.tmp", "cannot stage the copy")
-        try:
+        with staged_file(real, path, ".restore.tmp", "cannot stage the copy") as staged:
             try:
                 conn = connect_read_only(Path(os.path.realpath(source)))
             except sqlite3.Error as exc:
@@ -171,8 +167,6 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike, forc
                 except OSError as exc:
                     raise os_store_error(path, exc, "cannot put the copy in place") from None
                 _fsync_folder(real.parent)
-        finally:
-            _remove_staged(staged)
         marker = marker_path(path)
         document = read_marker(marker) or {}
         if document.get("application") != APPLICATION:
@@ -344,17 +338,6 @@ def _place(staged: Path, dest: Path, replace: bool) -> None:
         raise os_store_error(dest, exc, "cannot write the backup") from None
 
 
-def _staging_file(target: Path, named: Path, suffix: str, what: str) -> Path:
-    """An empty temporary file in ``target``'s folder (so that renaming it onto ``target`` is atomic);
-    a failure is a StoreError naming ``named`` and ``what`` could not be done."""
-    try:
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
-    except OSError as exc:
-        raise os_store_error(named, exc, what) from None
-    os.close(fd)
-    return Path(name)
-
-
 def _copy_mode(real: Path, staged: Path) -> None:
     try:
         mode = real.stat().st_mode & 0o777 if real.exists() else 0o644 & ~_umask()
@@ -367,11 +350,6 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def _remove_staged(staged: Path) -> None:
-    for suffix in ("", "-journal", "-wal", "-shm"):
-        Path(f"{staged}{suffix}").unlink(missing_ok=True)
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -220,3 +220,84 @@ def test_restore_onto_a_store_that_has_nothing_the_backup_lacks_needs_no_force(t
     with SqliteJobStore(backup) as older:  # the backup is further along: the store lacks, the backup does not
         older.commit_slot(9, {"last_slot": 9}, {}, {"slot": 9}, states={"j0001": "done", "j0002": "done"})
     assert restore_store(backup, path).lacking is None
+
+
+# -- finding 18: what a killed backup or restore leaves behind -------------------------------
+
+_KILLED_COPY = """
+import os, signal, sys
+from pathlib import Path
+from autoscaler.adapters import store_copy
+from autoscaler.adapters.sqlite_store import SqliteJobStore, restore_store
+what, path, other, when = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+real_check = store_copy.quick_check
+
+
+def stop(conn, full):
+    # The copy is written and open in WAL mode (its -wal and -shm beside it), not yet checked.
+    if when == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    print("copying", flush=True)
+    sys.stdin.read()  # a copy still being written, until told to go on
+    return real_check(conn, full)
+
+
+store_copy.quick_check = stop
+if what == "backup":
+    with SqliteJobStore(path, read_only=True) as store:
+        store.backup(other, force=True)
+else:
+    restore_store(other, path, force=True)
+"""
+
+
+def _staged_names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def _kill_two(what: str, path: Path, backup: Path) -> list[str]:
+    for _ in range(2):
+        killed = run_python(_KILLED_COPY, what, str(path), str(backup), "kill")
+        assert killed.returncode == -9, killed.stderr
+    left = _staged_names(path.parent)
+    suffix = ".tmp" if what == "backup" else ".restore.tmp"
+    named = "backup.db" if what == "backup" else "jobs.db"
+    # The second removed what the first left, and left its own.
+    assert len([n for n in left if n.endswith(suffix)]) == 1 and all(n.startswith(f".{named}.") for n in left), left
+    assert any(n.endswith(f"{suffix}-wal") for n in left), left  # the copy's own WAL, left too
+    return left
+
+
+def test_the_files_of_a_killed_restore_are_removed_by_the_next_restore(tmp_path):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+    _kill_two("restore", path, backup)  # a second restore cannot run beside one: the store's lock
+    restore_store(backup, path)
+    assert _staged_names(tmp_path) == []
+    assert check_store(path).jobs == 20
+
+
+def test_the_files_of_a_killed_backup_are_removed_by_the_next_and_those_of_one_in_progress_are_not(tmp_path):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+    left = _kill_two("backup", path, backup)
+    live = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_COPY, "backup", str(path), str(backup), "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert live.stdout.readline().strip() == "copying"
+        in_progress = sorted(set(_staged_names(tmp_path)) - set(left))
+        assert in_progress
+        with SqliteJobStore(path) as store:
+            store.backup(backup, force=True)
+        assert _staged_names(tmp_path) == in_progress  # the killed ones' are gone, the live one's kept
+    finally:
+        live.stdin.close()
+        live.wait(timeout=60)
+    assert live.returncode == 0
+    assert _staged_names(tmp_path) == []
+    assert check_store(backup).jobs == 20
