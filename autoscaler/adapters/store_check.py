@@ -7,8 +7,11 @@ check``) runs it over every page and then reads every row back; ``summary_of`` c
 
 from __future__ import annotations
 
+import calendar
 import os
+import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from autoscaler.adapters.store_files import (
     read_marker,
     sqlite_uri,
 )
-from autoscaler.adapters.store_schema import ACTIVE_STATES, JOB_COLUMNS, SMALL_TABLES, job_from_row, loads_stored, schema_verdict
+from autoscaler.adapters.store_schema import ACTIVE_STATES, JOB_COLUMNS, SMALL_TABLES, is_number, job_from_row, loads_stored, schema_verdict
 from autoscaler.core.errors import StoreError
 
 FULL_CHECK_MAX_BYTES = 64 * 2**20
@@ -165,10 +168,44 @@ def _size_problem(header: bytes, size_bytes: int) -> str | None:
 
 def _gone_text(path: Path, marker: Path, state: str, wal: Path, wal_bytes: int) -> str:
     text = f"{path}: the job store was {created_text(read_marker(marker))} and {state}"
+    stopped = _stopped_restore(path, marker) if state == "is now missing" else None
+    if stopped:
+        return f"{text}; {stopped}"
     if wal_bytes:
         text += f"; its WAL {wal} still holds {wal_bytes:,} bytes (perhaps its last commits): keep a copy of both files first"
     afresh = f"{marker} and {wal}" if wal_bytes else str(marker)
     return f"{text}. Restore it with `autoscaler store restore BACKUP`, or, to start afresh on purpose, remove {afresh}"
+
+
+def _stopped_restore(path: Path, marker: Path) -> str | None:
+    """What to do when a restore was stopped (killed) after it moved the store aside and before the
+    copy took its name: the newest ``<store>.before-restore-<UTC time>`` beside it is newer than the
+    last restore the marker notes. None when there is no such file."""
+    real = Path(os.path.realpath(path))
+    stamped = re.compile(rf"{re.escape(real.name)}\.before-restore-(\d{{8}}T\d{{6}}Z)(-\d+)?")
+    try:
+        names = os.listdir(real.parent)
+    except OSError:
+        return None
+    found = sorted(
+        (calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%SZ")), int((m.group(2) or "-0")[1:]), name)
+        for name in names
+        if (m := stamped.fullmatch(name))
+    )
+    if not found:
+        return None
+    stamp_s, _, name = found[-1]
+    restored_s = (read_marker(marker) or {}).get("restored_s")
+    if is_number(restored_s) and restored_s >= stamp_s:
+        return None  # that restore finished: the marker was written after its renames
+    aside = real.parent / name
+    wal = beside(aside, "-wal")
+    move = f"mv {aside} {path}" + (f" && mv {wal} {beside(real, '-wal')}" if wal.exists() else "")
+    return (
+        f"a restore was stopped after it moved the store aside: the store as it was is {aside}"
+        + (f" (with its WAL {wal})" if wal.exists() else "")
+        + f", intact. To go back to it: {move}; or run the restore again"
+    )
 
 
 def _damaged_text(path: Path, marker: Path | None, problem: str, ours: bool) -> str:

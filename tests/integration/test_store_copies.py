@@ -301,3 +301,39 @@ def test_the_files_of_a_killed_backup_are_removed_by_the_next_and_those_of_one_i
     assert live.returncode == 0
     assert _staged_names(tmp_path) == []
     assert check_store(backup).jobs == 20
+
+
+_KILLED_BETWEEN_RENAMES = """
+import os, signal, sys
+from autoscaler.adapters.sqlite_store import restore_store
+
+
+def killed(*args):
+    # The store and its WAL are renamed aside; the copy was about to take the store's name.
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+os.replace = killed
+restore_store(sys.argv[2], sys.argv[1], force=True)
+"""
+
+
+def test_a_restore_killed_between_its_renames_names_the_store_it_moved_aside_and_how_to_put_it_back(tmp_path, capsys):
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+        store.submit(job("after-backup"))
+    killed = run_python(_KILLED_BETWEEN_RENAMES, str(path), str(backup))
+    assert killed.returncode == -9, killed.stderr
+    assert not path.exists()
+    aside = next(p for p in tmp_path.iterdir() if p.name.startswith("jobs.db.before-restore-") and not p.name.endswith("-wal"))
+    assert main(["jobs", "--store", str(path)]) == 2
+    said = capsys.readouterr().err
+    assert "is now missing" in said
+    assert f"a restore was stopped after it moved the store aside: the store as it was is {aside}" in said, said
+    assert f"mv {aside} {path}" in said
+    os.rename(aside, path)  # as it says
+    if Path(f"{aside}-wal").exists():
+        os.rename(f"{aside}-wal", f"{path}-wal")
+    assert "after-backup" in job_ids(path) and check_store(path).jobs == 21
