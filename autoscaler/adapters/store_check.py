@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoscaler.adapters.lock import hard_links_text
 from autoscaler.adapters.store_files import (
     BUSY_TIMEOUT_S,
     LOW_SPACE_BYTES,
@@ -85,11 +86,7 @@ def check_file(
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the job store: {exc.strerror or exc}") from None
     if to_write and status.st_nlink > 1:
-        raise StoreError(
-            f"{path}: the job store file has {status.st_nlink} hard links; SQLite keeps the WAL by name, so a "
-            f"program on another name of it would keep a second WAL and corrupt it: remove the other links "
-            f"(find / -samefile {real})"
-        )
+        raise StoreError(hard_links_text(path, "SQLite keeps the WAL by name, so a program on another name of it would keep a second WAL and corrupt it"))
     known = marker.exists()
     if not header:
         if known:
