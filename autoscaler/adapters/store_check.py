@@ -19,6 +19,7 @@ from autoscaler.adapters.lock import hard_links_text
 from autoscaler.adapters.store_files import (
     BUSY_TIMEOUT_S,
     LOW_SPACE_BYTES,
+    access_problem,
     beside,
     created_text,
     disk_full_text,
@@ -27,6 +28,7 @@ from autoscaler.adapters.store_files import (
     marker_path,
     read_marker,
     sqlite_uri,
+    store_error,
 )
 from autoscaler.adapters.store_schema import ACTIVE_STATES, JOB_COLUMNS, SMALL_TABLES, is_number, job_from_row, loads_stored, schema_verdict
 from autoscaler.core.errors import StoreError
@@ -109,7 +111,7 @@ def check_file(
     try:
         conn = connect_read_only(real)
     except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the job store read-only: {exc}") from None
+        raise store_error(path, exc, "cannot open the job store read-only") from None
     try:
         verdict = schema_verdict(conn, path)
         if verdict == "empty":
@@ -121,6 +123,9 @@ def check_file(
             raise StoreError(_damaged_text(path, marker if known else None, problem, ours=True))
         return verdict, (summary_of(conn, path) if summarise else None)
     except sqlite3.Error as exc:
+        problem = access_problem(path)  # not damaged: this user cannot make or write its -shm
+        if problem:
+            raise StoreError(f"{path}: cannot read the job store: {problem} (SQLite: {exc})") from None
         raise StoreError(_damaged_text(path, marker if known else None, str(exc), ours=known)) from None
     finally:
         conn.close()

@@ -139,9 +139,15 @@ def created_text(marker: dict | None) -> str:
 
 def store_error(path: Path, exc: sqlite3.Error, doing: str | None) -> StoreError:
     """SQLite's error as StoreError naming ``path``; "disk full: ..." for SQLITE_FULL, and for an I/O
-    error on a file system with almost no space left."""
+    error on a file system with almost no space left; for SQLite's "unable to open database file"
+    and "attempt to write a readonly database", the file or folder this user cannot write or read
+    (``access_problem``) when that is why."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
+    if primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM):
+        problem = access_problem(path)
+        if problem:
+            return StoreError(f"{path}: {doing or 'cannot use the job store'}: {problem} (SQLite: {exc})")
     said = f"{doing} ({exc})" if doing else str(exc)
     if primary == sqlite3.SQLITE_FULL or primary == sqlite3.SQLITE_IOERR:
         free = free_bytes(path)
@@ -170,3 +176,47 @@ def free_bytes(path: Path) -> int | None:
         return shutil.disk_usage(folder).free
     except OSError:
         return None
+
+
+def access_problem(path: str | os.PathLike) -> str | None:
+    """What this user may not do that SQLite needs to use the store at ``path``, as words naming the
+    file or folder and what to do, or None if nothing is in the way. SQLite needs to enter the
+    folder, read the store file (and write it, to change it), and write ``<store>-wal`` and
+    ``<store>-shm`` (reading a store in WAL mode too), making them in the folder when they are not
+    there, as it makes a new store's file."""
+    real = Path(os.path.realpath(path))
+    folder = real.parent
+    who = f"this user (uid {os.geteuid()})"
+    if not os.access(folder, os.X_OK):
+        return f"folder {folder} cannot be entered by {who}; give this user access to it, or move the store"
+    wanted = [real] + [beside(real, suffix) for suffix in ("-wal", "-shm")]
+    missing = [name.name for name in wanted if not os.path.lexists(name)]
+    if missing and not os.access(folder, os.W_OK):
+        kind = " (a read-only file system)" if _read_only_file_system(folder) else ""
+        needs = ", ".join(missing[:-1]) + f" and {missing[-1]}" if len(missing) > 1 else missing[0]
+        return (
+            f"folder {folder} cannot be written by {who}{kind}: SQLite makes {needs} in it, beside the store; "
+            "give this user write access to the folder, or move the store to a folder it can write"
+        )
+    for name in wanted:
+        if os.path.lexists(name):
+            for mode, verb, access in ((os.R_OK, "read", "read"), (os.W_OK, "written", "write")):
+                if not os.access(name, mode):
+                    return f"{name} cannot be {verb} by {who}{_owner_text(name)}; give this user {access} access to it"
+    return None
+
+
+def _owner_text(path: Path) -> str:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return ""
+    return f"; it is owned by uid {status.st_uid}, mode {stat.S_IMODE(status.st_mode):04o}"
+
+
+def _read_only_file_system(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,3 +52,60 @@ def test_a_hard_link_left_by_cp_al_is_named_with_a_remedy_that_keeps_the_copy(tm
     assert main(submit(path)) == 0
     with StoreLock(path):
         pass
+
+
+# -- finding 18: a folder this user cannot write ---------------------------------------------
+
+
+@pytest.fixture
+def unwritable_folder() -> Iterator[tuple[Path, list[str]]]:
+    """A folder with a store in it that the user who runs the command cannot write (mode 0555, and,
+    when the tests run as root, the command run as the unprivileged uid 65534), and how to run the CLI
+    as that user. Outside pytest's own temporary folder, which only its owner may enter."""
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: no unprivileged user to run as")
+        run_as = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        run_as = []
+    top = Path(tempfile.mkdtemp(prefix="store-access-"))
+    try:
+        top.chmod(0o755)
+        folder = top / "data"
+        folder.mkdir()
+        with SqliteJobStore(folder / "jobs.db") as store:
+            store.submit(job("a"))
+            # A daemon killed here leaves its WAL and no -shm (in this copy of its files).
+            (top / "left").mkdir()
+            for name in ("jobs.db", "jobs.db-wal", "jobs.db.created"):
+                shutil.copy2(folder / name, top / "left" / name)
+        for unwritable in (folder, top / "left"):
+            unwritable.chmod(0o555)
+        cli = [*run_as, sys.executable, "-c", "import sys; from autoscaler.app.cli import main; sys.exit(main(sys.argv[1:]))"]
+        yield folder, cli
+    finally:
+        for unwritable in (top / "data", top / "left"):
+            if unwritable.exists():
+                unwritable.chmod(0o755)
+        shutil.rmtree(top)
+
+
+def test_a_folder_the_user_cannot_write_is_named_with_what_sqlite_needs_there(unwritable_folder):
+    folder, cli = unwritable_folder
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    left = folder.parent / "left"
+    for argv, where in [
+        (submit(folder / "jobs.db"), folder),
+        (["jobs", "--store", str(folder / "jobs.db")], folder),
+        (submit(folder / "new.db"), folder),
+        (["jobs", "--store", str(left / "jobs.db")], left),  # was "corrupt or unreadable ... restore it"
+        (submit(left / "jobs.db"), left),
+    ]:
+        run = subprocess.run([*cli, *argv], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 2, run.stderr
+        said = run.stderr
+        assert "unable to open database file" not in said.split("(SQLite:")[0], said
+        assert f"folder {where} cannot be written by this user (uid {uid})" in said and "corrupt" not in said, said
+        assert "-shm in it" in said and "give this user write access to the folder" in said, said
+    assert sorted(p.name for p in folder.iterdir()) == ["jobs.db", "jobs.db.created"]  # nothing made, nothing changed
+    assert sorted(p.name for p in left.iterdir()) == ["jobs.db", "jobs.db-wal", "jobs.db.created"]
