@@ -21,7 +21,6 @@ from autoscaler.adapters.store_check import (
     SQLITE_MAGIC,
     StoreSummary,
     check_file,
-    check_rows,
     connect_read_only,
     quick_check,
     read_every_row,
@@ -134,10 +133,6 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike, forc
     verdict, _ = check_file(source, None, to_write=False)
     if verdict == "new":
         raise StoreError(f"{source}: not a job store to restore from (no file, an empty file, or an SQLite file without tables)")
-    try:
-        check_rows(source)  # with check_file above: what `autoscaler store check` runs
-    except StoreError as exc:
-        raise StoreError(f"{source}: the backup does not pass `autoscaler store check`, so it is not restored: {exc}") from None
     _require_replaceable(path, real)
     with StoreLock(path):
         seen = _file_state(real)
@@ -154,7 +149,8 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike, forc
             except sqlite3.Error as exc:
                 raise StoreError(f"{source}: cannot open the backup read-only: {exc}") from None
             try:
-                summary = _copy_database(conn, staged, path, every_row=True)
+                # With check_file above, what `autoscaler store check` runs: on the very copy put in place.
+                summary = _copy_database(conn, staged, path, rows_of=source)
             finally:
                 conn.close()
             _copy_mode(real, staged)
@@ -283,10 +279,10 @@ def _move_aside(real: Path) -> tuple[Path, ...]:
     return tuple(kept)
 
 
-def _copy_database(source: sqlite3.Connection, staged: Path, named: Path, every_row: bool = False) -> StoreSummary:
+def _copy_database(source: sqlite3.Connection, staged: Path, named: Path, rows_of: Path | None = None) -> StoreSummary:
     """Copy ``source`` into the file ``staged`` (SQLite's backup API, one step), as one file in
-    WAL mode, check the copy whole (``every_row``: and read every row back, as the
-    source may have changed since it was checked) and fsync it; its summary is named ``named``."""
+    WAL mode, check the copy whole (``rows_of``: and read every row back, a damaged one refused
+    naming ``rows_of``, the file copied) and fsync it; its summary is named ``named``."""
     try:
         target = sqlite3.connect(staged, isolation_level=None)
         try:
@@ -301,8 +297,11 @@ def _copy_database(source: sqlite3.Connection, staged: Path, named: Path, every_
                 raise StoreError(
                     f"{named}: the copy does not check out ({problem}); run `autoscaler store check` on the store it was copied from"
                 )
-            if every_row:
-                read_every_row(target, named)
+            if rows_of is not None:
+                try:
+                    read_every_row(target, rows_of)
+                except StoreError as exc:
+                    raise StoreError(f"{rows_of}: the backup does not pass `autoscaler store check`, so it is not restored: {exc}") from None
             summary = summary_of(target, named)
         finally:
             target.close()
