@@ -29,6 +29,7 @@ def add_parsers(commands) -> None:
     store_restore = store_actions.add_parser("restore", help="replace the store with a backup", formatter_class=HelpFormatter)
     add_store_arguments(store_restore)
     store_restore.add_argument("source", type=Path, metavar="SRC", help="the backup file to restore (a store written by store backup)")
+    store_restore.add_argument("--force", action="store_true", help="restore even when the store has what SRC lacks (jobs submitted after it, slots decided since)")
     store_check = store_actions.add_parser("check", help="check the whole store file and summarise it", formatter_class=HelpFormatter)
     add_store_arguments(store_check)
     store.set_defaults(handler=_run_store)
@@ -46,8 +47,10 @@ def _run_store(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(f"backed up {path} to {args.dest}: {summary.text()}", markup=False, highlight=False, soft_wrap=True)
     elif args.store_action == "restore":
         with err.status("restoring the store"):
-            result = restore_store(args.source, path)
+            result = restore_store(args.source, path, force=args.force)
         out.print(f"restored {path} from {args.source}: {result.summary.text()}", markup=False, highlight=False, soft_wrap=True)
+        if result.lacking:
+            err.print(f"the replaced store had what the backup lacks: {result.lacking}", markup=False, highlight=False, soft_wrap=True)
         if result.kept:
             err.print(f"the replaced store is kept as {', '.join(map(str, result.kept))}", markup=False, highlight=False, soft_wrap=True)
     else:
