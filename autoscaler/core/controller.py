@@ -98,7 +98,8 @@ REASONS = ("idle", "follow", "deadlines", "held", "valley", "carbon", "no_signal
 """What bound a slot's m_t or nodes (``Decision.reason``), the first that applies of, from last to first:
 
 * ``overloaded``: jobs are queued and the nodes wanted (ceil(m_t), or the running jobs plus those due)
-  exceed ``max_nodes``: the free nodes were shared among tenants by dynamic DRF share;
+  exceed ``max_nodes``: not all can be on time, so the free nodes went first to the jobs that can
+  still meet their deadlines, then to the overdue, each shared among tenants by dynamic DRF share;
 * ``max_nodes``: ceil(m_t) is above ``max_nodes`` (nothing queued): nodes capped;
 * ``due_jobs``: nodes raised above ceil(m_t) for jobs due: at (or past) their start-by slot, or
   within ``release_margin_slots`` of it;
@@ -981,6 +982,13 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
             f"more than max_nodes = {config.max_nodes}: the {count_text(max(free, 0), 'free node')} went by dynamic DRF share"
             + (f", released now: {shares}" if shares else ", none free")
             + (f"; nodes held: {held}" if held else "")
+            + (
+                f"; not all can be on time: the jobs that can still meet their deadlines went first "
+                f"({len(dispatched.release) - dispatched.overdue_released} released), then the overdue "
+                f"({dispatched.overdue_released} of {dispatched.overdue} released)"
+                if dispatched.overdue
+                else ""
+            )
         )
     if wanted > config.max_nodes:
         return "max_nodes", f"m_t = {capacity:.4g} wants {count_text(wanted, 'node')}, capped at max_nodes = {config.max_nodes}"

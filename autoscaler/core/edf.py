@@ -513,10 +513,15 @@ class JobQueue:
         """Tenants with queued jobs."""
         return list(self._by_tenant)
 
-    def tenant_queued(self, tenant: str) -> Iterator[Job]:
-        """A tenant's queued jobs in EDF order (none for a tenant with nothing queued)."""
-        keys = self._by_tenant.get(tenant, ())
-        return (self._jobs[key[3]] for key in keys)
+    def tenant_queued(self, tenant: str, start_by_from: int | None = None, start_by_before: int | None = None) -> Iterator[Job]:
+        """A tenant's queued jobs in EDF order (none for a tenant with nothing queued), only those whose
+        start-by slot is in [``start_by_from``, ``start_by_before``) when given: O(log n) to start."""
+        keys = self._by_tenant.get(tenant)
+        if keys is None:
+            return iter(())
+        start = 0 if start_by_from is None else keys.bisect_left((start_by_from,))
+        stop = len(keys) if start_by_before is None else keys.bisect_left((start_by_before,))
+        return (self._jobs[key[3]] for key in keys.islice(start, stop))
 
     def due_count(self, slot: int) -> int:
         """Queued jobs whose start-by slot is <= ``slot``: O(log n)."""
@@ -589,6 +594,8 @@ class Dispatch:
     missed: tuple[str, ...] = ()
     missed_by_tenant: dict[str, int] = field(default_factory=dict)
     nodes_by_tenant: dict[str, int] = field(default_factory=dict)
+    overdue: int = 0
+    overdue_released: int = 0
 
 
 def dispatch(
@@ -610,10 +617,15 @@ def dispatch(
     keeps on run queued jobs early, as its x_t does), and those due (``release_by_slot`` <= ``slot``:
     within ``release_margin_slots`` of their start-by slot, or past it) onto extra nodes up to
     ``max_nodes``. Under overload (``Dispatch.overloaded``: jobs are queued and the running jobs plus
-    those whose start-by slot has come, or ceil(m_t), exceed ``max_nodes``), every free node is filled
-    and the free nodes go to tenants by weighted fair sharing with their dynamic DRF dominant shares
-    as weights, EDF within each tenant (``fair_release``). ``dominant_shares``: {tenant: x_i}; a
-    tenant missing from it has weight 0.
+    those whose start-by slot has come, or ceil(m_t), exceed ``max_nodes``), not every job can be on
+    time; every free node is filled, first with the jobs that can still be (start-by slot at or after
+    ``slot``), then with the overdue ones (start-by slot passed: late whatever happens now), so that
+    the fewest go late. Within each of the two, the free nodes go to tenants by weighted fair sharing
+    with their dynamic DRF dominant shares as weights, EDF within each tenant (``fair_release``).
+    ``dominant_shares``: {tenant: x_i}; a tenant missing from it has weight 0. Without overload every
+    job at or past its start-by slot gets a node, so none that can be on time waits for an overdue one.
+    ``Dispatch.overdue``: queued jobs past their start-by slot; ``overdue_released``: how many of them
+    were released.
 
     Missed, each job once if every slot is decided: a queued job whose start-by slot is in
     (``last_slot``, ``slot``) (it passed while no slot was decided), or is ``slot`` and the job is
@@ -642,9 +654,17 @@ def dispatch(
     nodes_wanted = max(wanted, running + due)
     overloaded = nodes_wanted > limits.max_nodes and queued > 0
     policy_nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
+    overdue = count_by(slot - 1)
     if overloaded:
-        heads = {tenant: present(queue.tenant_queued(tenant)) for tenant in queue.queued_tenants()}
-        release = _fair_release(heads, Counter(queue.running_by_tenant()), limits.max_nodes - running, dominant_shares or {}, limits)
+        # Overdue jobs are late whatever is done now: the jobs that can still be on time go first.
+        held = Counter(queue.running_by_tenant())
+        free = limits.max_nodes - running
+        tenants = queue.queued_tenants()
+        can = {tenant: present(queue.tenant_queued(tenant, start_by_from=slot)) for tenant in tenants}
+        release = _fair_release(can, held, free, dominant_shares or {}, limits)
+        held.update(j.tenant for j in release)
+        late_anyway = {tenant: present(queue.tenant_queued(tenant, start_by_before=slot)) for tenant in tenants}
+        release += _fair_release(late_anyway, held, free - len(release), dominant_shares or {}, limits)
     else:
         release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.release_margin_slots, limits)
     nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
@@ -681,6 +701,8 @@ def dispatch(
         missed=tuple(j.job_id for j in missed_jobs),
         missed_by_tenant=dict(Counter(j.tenant for j in missed_jobs)),
         nodes_by_tenant=dict(Counter(queue.running_by_tenant()) + Counter(j.tenant for j in release)),
+        overdue=overdue,
+        overdue_released=sum(1 for s in release_start_by if s < slot),
     )
 
 
