@@ -21,12 +21,13 @@ from rich.console import Console
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.app.traces import TRACE_NAMES_HELP, open_trace, shadowed_file, shipped
 from autoscaler.app.traces import label as trace_label
+from autoscaler.core import defaults
 from autoscaler.core.budget import DEFAULT_MEMORY_BUDGET_MB
 from autoscaler.core.errors import AutoscalerError, ConfigError
 from autoscaler.core.intake import SAME_DEADLINE_RULE, parse_duration_s
 from autoscaler.core.lateness import LATE_HELP
 from autoscaler.core.model import DEFAULT_MAX_NODES, JOB_STATES, MAX_SLOTS, MIB, CostParams, LengthModel, Workload
-from autoscaler.core.policies import POLICIES
+from autoscaler.core.policies import ONLINE_POLICIES, POLICIES
 from autoscaler.core.readable import count_text, number_text
 
 
@@ -135,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"policy, comma list or 'all'; one of: {', '.join(POLICIES)} (follow is always run as the baseline)",
     )
     replay.add_argument(
-        "--deadline", "-D", type=_deadline_text, default="2",
+        "--deadline", "-D", type=_deadline_text, default=str(defaults.DEADLINE_SLOTS),
         help="uniform deadline D: slots (12), or a duration (6h, 90m, 1h30m, 1d) that is a whole number of slots of --slot-s",
     )  # fmt: skip
     _add_model_arguments(replay)
@@ -237,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--decisions-out", type=Path, default=None, metavar="FILE", help="append one JSON line per slot: slot, m_t, nodes, released job ids, reason")
     run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon, carbon-blind: {TRACE_NAMES_HELP}")
     run.add_argument("--speedup", type=_positive_float, default=1e9, help="replay: simulated seconds per real second")
-    run.add_argument("--policy", choices=["hold", "gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else hold)")
+    run.add_argument("--policy", choices=list(ONLINE_POLICIES), default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument("--deadline", "-D", type=_non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
     run.add_argument("--store", type=Path, default=None, help="replay: job store file, kept (default: a temporary one, removed at exit)")
     run.add_argument("--keep-store", action="store_true", help="replay: keep the temporary store and print where it is")
@@ -305,8 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--carbon-unit", default=None, choices=["gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour"], help="the signal's unit, needed for CSV (default: the config's [carbon] unit)")
     replay_group = report.add_argument_group("with --replay")
     replay_group.add_argument("--policy", default=REPORT_POLICIES, help="policies to compare, a comma list or 'all' (follow is always the baseline)")
-    replay_group.add_argument("--deadline", "-D", type=_deadline_text, default="2", help="uniform deadline D: slots (12), or a duration (6h, 90m) that is a whole number of slots of --slot-s")
-    replay_group.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
+    replay_group.add_argument("--deadline", "-D", type=_deadline_text, default=str(defaults.DEADLINE_SLOTS), help="uniform deadline D: slots (12), or a duration (6h, 90m) that is a whole number of slots of --slot-s")
+    replay_group.add_argument("--slot-s", type=_positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     replay_group.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     replay_group.add_argument("--start", default=None, help="ISO-8601 time with a zone where the trace's first slot is placed in the signal (default with --carbon: the signal's first point)")
     report.set_defaults(handler=_run_report)
@@ -360,8 +361,8 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """Cost, slot and job-length options shared by replay and sweep."""
     parser.add_argument("--e0", type=_non_negative_float, default=1.0, help="operating cost per server-slot, idle part")
     parser.add_argument("--e1", type=_non_negative_float, default=0.0, help="operating cost per server-slot at full load, load part")
-    parser.add_argument("--beta", type=_non_negative_float, default=12.0, help="switching cost per server turned on or off")
-    parser.add_argument("--slot-s", type=_positive_float, default=300.0, help="slot length in seconds")
+    parser.add_argument("--beta", type=_non_negative_float, default=defaults.BETA, help="switching cost per server turned on or off")
+    parser.add_argument("--slot-s", type=_positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     parser.add_argument("--window", type=_positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     parser.add_argument("--max-servers", type=_positive_float, default=None, help="cap M on servers on (default: none)")
     parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
@@ -385,7 +386,7 @@ def _add_signal_arguments(parser: argparse.ArgumentParser) -> None:
 
     energy = parser.add_argument_group("energy and a carbon or price signal")
     energy.add_argument("--power-model", choices=list(MODELS), default="table-iii", help="power model for kWh: the paper's Table III, or Cloud Carbon Footprint's AWS averages for 1 vCPU")
-    energy.add_argument("--boot-s", type=_boot_s, default=300.0, help="seconds a started node draws idle power before it works, 0 to 3600")
+    energy.add_argument("--boot-s", type=_boot_s, default=defaults.BOOT_S, help="seconds a started node draws idle power before it works, 0 to 3600")
     energy.add_argument(
         "--carbon", default=None, metavar="SOURCE",
         help="per-slot carbon intensity or price: a file or http(s) URL (CSV time,value; WattTime v3, Electricity Maps or "
@@ -447,7 +448,7 @@ def _model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
     return params, length_model
 
 
-def parse_deadlines(text: str, slot_s: float = 300.0) -> list[int]:
+def parse_deadlines(text: str, slot_s: float = defaults.SLOT_S) -> list[int]:
     """'1-12' (slots), or '2,4,8' or '1h,2h,6h' (each slots or a duration, :func:`deadline_slots` at
     ``slot_s``) -> whole numbers of slots >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
     forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0 (slots), or of durations like 1h,2h,6h"
