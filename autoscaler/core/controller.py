@@ -68,7 +68,7 @@ from autoscaler.core.policies.slot import SlotInput
 from autoscaler.core.policy_state import UNKNOWN_SEQ, FollowWatch, PolicyState
 from autoscaler.core.readable import count_text
 from autoscaler.core.slot_config import CONTROLLER_POLICIES, UNIFORM_DEADLINE_POLICIES, ControllerConfig
-from autoscaler.core.slot_work import counted_now, job_units, rebuild_cause, rebuild_future, with_units
+from autoscaler.core.slot_work import counted_now, flow_at, job_units, rebuild_cause, rebuild_future
 
 __all__ = [
     "CONTROLLER_POLICIES",
@@ -136,7 +136,8 @@ def tick(
     arrived, counted_seq, uncounted = counted_now(queue, state, slot, config)
     cause = rebuild_cause(state, slot, config)
     if cause is None:
-        future = with_units(state.future, arrived, slot, config)
+        future = dict(state.future)
+        joining = arrived
     else:
         # The saved work no longer describes the jobs: slots went undecided (jobs finished,
         # arrived and came due meanwhile) or the policy changed (its work vector has another
@@ -155,8 +156,11 @@ def tick(
             carbon=state.carbon.restarted() if gap and state.carbon is not None else None,
             follow_watch=state.follow_watch if gap else FollowWatch(),
         )
-        future = rebuild_future(queue.jobs(), slot, config)
-    arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1)))
+        future = rebuild_future(queue.jobs(), slot, config, submitted_now=False)
+        joining = queue.submitted_in(slot, slot)
+    # Jobs counted now join the flow of units: one a slot each until its length ends (job_units).
+    flowing, flow_ends = flow_at(state.flow, state.flow_ends, joining, slot, config)
+    arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1))) + flowing
     for s in [s for s in future if s < slot]:  # none after a rebuild; kept for states saved before it
         del future[s]
     policy = POLICY_TABLE[config.policy]
@@ -233,6 +237,8 @@ def tick(
         last_slot=slot,
         gcp=states["gcp"],
         future=future,
+        flow=tuple(float(u) for u in flowing),
+        flow_ends=flow_ends,
         counted_seq=counted_seq,
         vfw=states["vfw"],
         policy_key=config.policy_key,

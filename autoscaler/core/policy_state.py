@@ -49,8 +49,12 @@ class PolicyState:
     Its size does not grow with the queue.
 
     ``last_slot``: the slot last decided (-1 before the first). ``gcp``: GCP's unassigned
-    work y and m_{t-1}. ``hold``: hold's queues, capacities and its rules' costs. ``future``: units of already-submitted jobs still to arrive,
-    {slot: [units by deadline, shape (nu+1,)]}. ``tenants``: dynamic DRF's agents in arrival
+    work y and m_{t-1}. ``hold``: hold's queues, capacities and its rules' costs. ``future``: units still to arrive one slot at a time (the
+    work handed over after a rebuild, ``rebuild_future``), {slot: [units by deadline, shape (nu+1,)]}.
+    ``flow``: the units per slot of the jobs counted so far that are still running their course, by
+    deadline index (nu+1,) as of ``last_slot``, and ``flow_ends``: {slot: the units that leave the
+    flow from that slot on}; so a job adds two entries however long it runs (``slot_work.flow_at``).
+    ``tenants``: dynamic DRF's agents in arrival
     order, with their normalised demand vectors ``tenant_demands`` (k, 3) and dominant shares
     ``dominant_shares`` (k,), which never decrease.
 
@@ -67,6 +71,8 @@ class PolicyState:
     last_slot: int = -1
     gcp: GcpState | None = None
     future: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    flow: tuple[float, ...] = ()
+    flow_ends: dict[int, tuple[float, ...]] = field(default_factory=dict)
     counted_seq: int = 0
     vfw: VfwState | None = None
     policy_key: str = ""
@@ -85,6 +91,8 @@ class PolicyState:
             "unassigned": list(self.gcp.unassigned) if self.gcp else None,
             "previous_capacity": self.gcp.previous_capacity if self.gcp else 0.0,
             "future": {str(k): list(v) for k, v in sorted(self.future.items())},
+            "flow": list(self.flow),
+            "flow_ends": {str(k): list(v) for k, v in sorted(self.flow_ends.items())},
             "counted_seq": self.counted_seq,
             "uncounted": sorted(self.uncounted),
             "released_due": sorted(self.released_due),
@@ -107,6 +115,8 @@ class PolicyState:
             last_slot=int(document["last_slot"]),
             gcp=GcpState(tuple(unassigned), float(document["previous_capacity"])) if unassigned is not None else None,
             future={int(k): tuple(float(u) for u in v) for k, v in document.get("future", {}).items()},
+            flow=tuple(float(u) for u in document.get("flow", ())),
+            flow_ends={int(k): tuple(float(u) for u in v) for k, v in document.get("flow_ends", {}).items()},
             counted_seq=int(document["counted_seq"]) if document.get("counted_seq") is not None else UNKNOWN_SEQ,
             uncounted=frozenset(str(i) for i in document.get("uncounted", ())),
             released_due=frozenset(str(i) for i in document.get("released_due", ())),

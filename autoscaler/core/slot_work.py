@@ -11,19 +11,24 @@ import numpy as np
 
 from autoscaler.core.edf import QUEUED, JobQueue, job_length_slots, start_by_slot
 from autoscaler.core.model import Job
+from autoscaler.core.policies import POLICY_TABLE
 from autoscaler.core.policies.gcp import solve_gcp_opt
 from autoscaler.core.policy_state import PolicyState
 from autoscaler.core.slot_config import UNIFORM_DEADLINE_POLICIES, ControllerConfig
 
-__all__ = ["counted_now", "job_units", "rebuild_cause", "rebuild_future", "with_units"]
+__all__ = ["counted_now", "flow_at", "job_units", "rebuild_cause", "rebuild_future", "with_units"]
 
 
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
-    """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model)."""
+    """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model):
+    one unit in each slot from max(``first_slot``, its submit slot) to the slot its length ends in, at
+    least one, as ``autoscaler replay``'s active curve counts it. The deadline index is D for the
+    uniform-deadline policies, else the job's own slack in slots, at most ``max_deadline_slots``
+    (gcp's horizon: it bounds the deadline, never the work)."""
     submit_slot = config.slot_of(job.submit_s)
     start = max(first_slot, submit_slot)
     end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
-    end = max(start + 1, min(end_position, start + 10 * config.max_deadline_slots + 1))
+    end = max(start + 1, end_position)
     if config.policy in UNIFORM_DEADLINE_POLICIES:
         deadline = config.deadline_slots
     else:
@@ -63,6 +68,33 @@ def counted_now(queue: JobQueue, state: PolicyState, slot: int, config: Controll
     return list(found.values()), counted_seq, frozenset(later)
 
 
+def flow_at(
+    flow: tuple[float, ...], flow_ends: dict[int, tuple[float, ...]], jobs: Iterable[Job], slot: int, config: ControllerConfig
+) -> tuple[np.ndarray, dict[int, tuple[float, ...]]]:
+    """The counted jobs' units in ``slot`` (shape (nu+1,), by deadline index) and the new ``flow_ends``,
+    after the jobs that ended by ``slot`` leave the flow and ``jobs`` (counted in ``slot``) join it:
+    each from ``slot`` to the end ``job_units`` gives it. ``flow``, ``flow_ends``: as in ``PolicyState``
+    (() and {}: nothing flows). Cost: O(jobs + entries ended), whatever the jobs' lengths; counts
+    are whole numbers, so adding and taking them away is exact.
+    """
+    units = np.array(flow, dtype=float) if flow else np.zeros(config.nu + 1)
+    ends = dict(flow_ends)
+    for s in sorted(s for s in ends if s <= slot):
+        units -= np.asarray(ends.pop(s))
+    joining: dict[int, np.ndarray] = {}
+    for job in jobs:
+        start, end, deadline = job_units(job, config, slot)
+        if start > slot:  # not submitted yet: counted when it is
+            continue
+        units[deadline] += 1.0
+        leaving = joining.get(end)
+        if leaving is None:
+            leaving = joining[end] = np.array(ends.get(end, np.zeros(config.nu + 1)), dtype=float)
+        leaving[deadline] += 1.0
+    ends.update({s: tuple(float(u) for u in leaving) for s, leaving in joining.items()})
+    return units, ends
+
+
 def with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
     """``future`` with one unit per slot each of ``jobs`` would run from ``slot`` on (``job_units``)."""
     empty = (0.0,) * (config.nu + 1)
@@ -88,7 +120,9 @@ def rebuild_cause(state: PolicyState, slot: int, config: ControllerConfig) -> st
     return "gap" if slot > state.last_slot + 1 else None
 
 
-def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
+def rebuild_future(
+    jobs: Iterable[Job], slot: int, config: ControllerConfig, *, submitted_now: bool = True
+) -> dict[int, tuple[float, ...]]:
     """The policy's work rebuilt from the active jobs alone in ``slot``: {slot >= ``slot``: units by
     deadline index, shape (nu+1,)}, as ``PolicyState.future`` holds it (``tick`` after downtime, a
     policy change, and at the first slot).
@@ -96,7 +130,8 @@ def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> 
     Each job submitted by ``slot`` counts its remaining work, in slots of one unit each, and no more:
 
     * submitted in ``slot``: as in any slot (``job_units``), so a slot decided on time counts the
-      same whether the state was rebuilt or not;
+      same whether the state was rebuilt or not (left out with ``submitted_now`` False: ``tick``
+      adds them to ``PolicyState.flow`` instead, two entries a job however long it runs);
     * submitted earlier and running: one unit in each slot it still runs, ``slot`` up to the slot of
       released_s + length_s (none if that has passed; the job keeps its node anyway);
     * submitted earlier and queued: ell = ceil(length_s/slot_s) units (``job_length_slots``), the
@@ -114,30 +149,30 @@ def rebuild_future(jobs: Iterable[Job], slot: int, config: ControllerConfig) -> 
     more than rho, and a policy that runs what it holds at its flat rate (gcp-u, hold's r_t) asks for
     at most rho; for follow rho is the remaining work over the slots to its due slots, the largest
     such ratio over every horizon. Cost: O(n + u log u) for n active jobs with u units, once per
-    rebuild.
+    rebuild; the result holds a slot for each slot up to the last one handed over.
     """
     now: list[Job] = []
     due_slots: list[int] = []
-    longest = 10 * config.max_deadline_slots + 1  # job_units' cut
     for job in jobs:
         submit_slot = config.slot_of(job.submit_s)
         if submit_slot > slot:
             continue
         if submit_slot == slot:
-            now.append(job)
+            if submitted_now:
+                now.append(job)
         elif job.state == QUEUED:
             first = max(start_by_slot(job, config), slot)
-            due_slots.extend(range(first, first + min(job_length_slots(job.length_s, config.slot_s), longest)))
+            due_slots.extend(range(first, first + job_length_slots(job.length_s, config.slot_s)))
         else:
             released_s = config.epoch_s + slot * config.slot_s if job.released_s is None else job.released_s
             end = math.ceil((released_s - config.epoch_s + job.length_s) / config.slot_s)
-            due_slots.extend(range(slot, min(end, slot + longest)))
+            due_slots.extend(range(slot, end))
     future = with_units({}, now, slot, config)
     if not due_slots:
         return future
     uniform = config.policy in UNIFORM_DEADLINE_POLICIES
     due = np.sort(np.array(due_slots, dtype=np.int64))
-    if config.policy == "gcp":
+    if POLICY_TABLE[config.policy].deadlines == "per_job":
         latest = np.zeros_like(due)  # gcp holds each unit with its own deadline: all of it goes now
     else:
         latest = np.maximum(due - (config.deadline_slots if uniform else 0), slot) - slot  # sorted, as due is
