@@ -30,8 +30,8 @@ Policies. ``tick`` looks the configured policy up in the policy table
 (:data:`autoscaler.core.policies.POLICY_TABLE`) and runs its slot step
 (:mod:`autoscaler.core.policies.slot`); no list of policy names lives here.
 
-Cost. The jobs come as an :class:`~autoscaler.core.edf.JobQueue` (EDF order and release live in
-``autoscaler.core.edf``) kept by the caller between slots; a slot reads only the jobs that arrived
+Cost. The jobs come as an :class:`~autoscaler.core.edf.JobQueue` (EDF order in
+``autoscaler.core.edf``, release in ``autoscaler.core.release``) kept by the caller between slots; a slot reads only the jobs that arrived
 (``PolicyState.counted_seq``), those released or missed, and O(log n) of the queue, and its state
 does not grow with the queue. Every decision says which rule bound it (``Decision.reason``, one of
 ``REASONS``, and ``Decision.why``); :func:`explain` gives the lines for one slot.
@@ -48,16 +48,7 @@ import numpy as np
 
 from autoscaler.core.carbon_window import SIGNAL_FALLBACKS, CarbonWindow, SignalUnavailable
 from autoscaler.core.decision import REASON_WORDS, REASONS, Decision, explain
-from autoscaler.core.edf import (
-    Dispatch,
-    JobQueue,
-    as_queue,
-    demand_vector,
-    dispatch,
-    fair_release,
-    release_by_slot,
-    start_by_slot,
-)
+from autoscaler.core.edf import JobQueue, as_queue, demand_vector, release_by_slot, start_by_slot
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.fairshare import dynamic_drf_step
 from autoscaler.core.model import Job
@@ -67,6 +58,7 @@ from autoscaler.core.policies.gcp import GcpState
 from autoscaler.core.policies.slot import SlotInput
 from autoscaler.core.policy_state import UNKNOWN_SEQ, FollowWatch, PolicyState
 from autoscaler.core.readable import count_text
+from autoscaler.core.release import Dispatch, dispatch, fair_release
 from autoscaler.core.slot_config import CONTROLLER_POLICIES, UNIFORM_DEADLINE_POLICIES, ControllerConfig
 from autoscaler.core.slot_work import counted_now, flow_at, job_units, rebuild_cause, rebuild_future
 
@@ -98,7 +90,7 @@ __all__ = [
 """What other modules import from here. The parts live in role-named modules: the configuration
 (``slot_config``), the decision and its reasons (``decision``), the state between slots
 (``policy_state``), the policy's work (``slot_work``), each policy's slot (``policies.slot``, named
-by the policy table), EDF order and release (``edf``)."""
+by the policy table), EDF order and the job queue (``edf``), the release of a slot (``release``)."""
 
 
 def tick(
