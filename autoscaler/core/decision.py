@@ -18,13 +18,13 @@ NODE_REASONS = ("due_jobs", "running", "min_nodes", "max_nodes", "overloaded")
 POLICY_REASONS = tuple(
     dict.fromkeys(
         reason
-        for policy in POLICY_TABLE.values()
-        for rule in (policy.online, policy.carbon_online)
+        for rules in ([p.online for p in POLICY_TABLE.values()], [p.carbon_online for p in POLICY_TABLE.values()])
+        for rule in rules
         if rule is not None
         for reason in rule.reasons
     )
 )
-"""The policies' own rules for m_t, from the policy table."""
+"""The policies' own rules for m_t, from the policy table: the policies', then their carbon variants'."""
 
 REASONS = ("idle", *POLICY_REASONS, *NODE_REASONS)
 """What bound a slot's m_t or nodes (``Decision.reason``), the first that applies of, from last to first:

@@ -18,6 +18,9 @@ def test_the_lists_are_the_tables():
     assert CONTROLLER_POLICIES == ("hold", "gcp-u", "gcp", "vfw", "follow")
     assert CONTROLLER_POLICIES[0] == defaults.POLICY == ControllerConfig().policy
     assert UNIFORM_DEADLINE_POLICIES == ("hold", "gcp-u", "vfw")
+    assert REASONS == (
+        "idle", "follow", "deadlines", "held", "valley", "carbon", "no_signal", "due_jobs", "running", "min_nodes", "max_nodes", "overloaded",
+    )  # fmt: skip
     for name in CONTROLLER_POLICIES:
         for rule in (POLICY_TABLE[name].online, POLICY_TABLE[name].carbon_online):
             if rule is not None:
