@@ -18,7 +18,10 @@ __all__ = ["CONTROLLER_POLICIES", "UNIFORM_DEADLINE_POLICIES", "ControllerConfig
 
 @dataclass(frozen=True)
 class ControllerConfig:
-    """What the controller needs to know; times in seconds, deadlines in slots.
+    """What the controller needs to know; times in seconds, deadlines in slots; defaults from
+    :mod:`autoscaler.core.defaults`. ``policy``: one of the policy table's online policies
+    (``CONTROLLER_POLICIES``). ``max_deadline_slots``: the largest deadline gcp tracks; a job's work
+    is never cut by it (``slot_work.job_units``).
 
     ``tenants_n``: n, the number of tenants dynamic DRF divides the cluster for (a tenant
     arriving beyond n shares only what the first n left). ``node_disk_bytes_s`` and
@@ -40,7 +43,7 @@ class ControllerConfig:
 
     ``carbon``: run ``hold`` as hold+carbon (:mod:`autoscaler.core.policies.carbon`), deferring work
     inside its deadline into the slots where a cost signal (``tick``'s ``carbon_window``) is low;
-    only ``hold`` has a carbon-aware variant (ConfigError for another policy).
+    only a policy whose table row has one (``hold``) has a carbon-aware variant (ConfigError for another).
     """
 
     policy: str = defaults.POLICY
