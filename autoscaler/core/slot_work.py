@@ -74,7 +74,7 @@ def flow_at(
     """The counted jobs' units in ``slot`` (shape (nu+1,), by deadline index) and the new ``flow_ends``,
     after the jobs that ended by ``slot`` leave the flow and ``jobs`` (counted in ``slot``) join it:
     each from ``slot`` to the end ``job_units`` gives it. ``flow``, ``flow_ends``: as in ``PolicyState``
-    (() and {}: nothing flows). Cost: O(jobs + entries ended), whatever the jobs' lengths; counts
+    (() and {}: nothing flows). Cost: O(jobs + entries held), whatever the jobs' lengths; counts
     are whole numbers, so adding and taking them away is exact.
     """
     units = np.array(flow, dtype=float) if flow else np.zeros(config.nu + 1)
