@@ -29,13 +29,14 @@ from typing import Literal
 
 import numpy as np
 
+from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError, MetricsError, TraceError
 from autoscaler.core.readable import duration_text, number_text
 from cloudwatch.queries import METRIC_NAMES, InstanceMetrics, OutOfBounds, utc_text
 from energy.power import TABLE_III, PowerModel, measured_energy, modelled_energy_wh
 from energy.signal import GAP_FACTOR, Signal, resample, to_grams_per_kwh
 
-DEFAULT_BOOT_S = 300.0
+DEFAULT_BOOT_S = defaults.BOOT_S
 """Seconds a new task node draws idle power before it runs work: EMR provisions and bootstraps a
 node in a few minutes; one 5-minute slot is assumed. Configurable; the README shows 0 and 600 too."""
 

@@ -25,9 +25,11 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from autoscaler.core import defaults
 from autoscaler.core.controller import ControllerConfig
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import DEFAULT_MAX_NODES, CostParams
+from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
 from autoscaler.core.readable import number_text
 
 ENV_PREFIX = "AUTOSCALER_"
@@ -70,7 +72,7 @@ class ReportSettings(BaseModel):
 
     power_model: Literal["table-iii", "ccf-aws"] = "table-iii"
     node_vcpus: int = Field(default=1, ge=1, le=448)
-    boot_s: float = Field(default=300.0, ge=0, le=3600)
+    boot_s: float = Field(default=defaults.BOOT_S, ge=0, le=3600)
     max_hold_slots: int = Field(default=1, ge=0)
     daily: bool = False
     publish_metrics: bool = True
@@ -162,14 +164,14 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
     )
 
-    policy: Literal["hold", "gcp-u", "gcp", "vfw", "follow"] = "hold"
+    policy: Literal[ONLINE_POLICIES] = defaults.POLICY  # type: ignore[valid-type]
     delta: int | None = Field(default=None, ge=1, le=100_000)
-    deadline_slots: int = Field(default=2, ge=0, le=100_000)
-    slot_s: float = Field(default=300.0, ge=1, le=86_400)
-    max_deadline_slots: int = Field(default=288, ge=1, le=100_000)
-    e0: float = Field(default=1.0, ge=0)
-    e1: float = Field(default=0.0, ge=0)
-    beta: float = Field(default=12.0, ge=0)
+    deadline_slots: int = Field(default=defaults.DEADLINE_SLOTS, ge=0, le=100_000)
+    slot_s: float = Field(default=defaults.SLOT_S, ge=1, le=86_400)
+    max_deadline_slots: int = Field(default=defaults.MAX_DEADLINE_SLOTS, ge=1, le=100_000)
+    e0: float = Field(default=defaults.E0, ge=0)
+    e1: float = Field(default=defaults.E1, ge=0)
+    beta: float = Field(default=defaults.BETA, ge=0)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     store_path: Path = Path("autoscaler.db")
     log_format: Literal["auto", "json", "console"] = "auto"
@@ -186,7 +188,7 @@ class Settings(BaseSettings):
     startup_wait_s: float | None = Field(default=None, ge=0, le=86_400)
     """How long start-up keeps trying EMR through errors that pass (throttling, 5xx, no connection)
     before it gives up with exit status 75; default 300 (``compose.STARTUP_WAIT_S``)."""
-    release_margin_slots: int = Field(default=1, ge=0, le=100_000)
+    release_margin_slots: int = Field(default=defaults.RELEASE_MARGIN_SLOTS, ge=0, le=100_000)
     """Slots before its start-by slot (deadline - length) from which a queued job is due: released even
     beyond the policy's nodes, up to cluster.max_nodes. With 1, one slot that goes undecided (a restart,
     a slot skipped on a busy machine) never makes a job late; a job submitted with less slack is due at
@@ -248,9 +250,9 @@ class Settings(BaseSettings):
             max_deadline_slots=self.max_deadline_slots,
             cost=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
             delta=self.delta,
-            tenants_n=self.tenants_n or len(self.known_tenants) or 10,
+            tenants_n=self.tenants_n or len(self.known_tenants) or defaults.TENANTS_N,
             release_margin_slots=self.release_margin_slots,
-            carbon=bool(self.carbon.source) and self.policy == "hold",
+            carbon=bool(self.carbon.source) and POLICY_TABLE[self.policy].carbon_online is not None,
         )
 
 

@@ -38,7 +38,7 @@ from autoscaler.core.controller import Decision
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
 from autoscaler.core.model import CostParams, Job, StepSpec
-from autoscaler.core.policies import plan
+from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.readable import count_text
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
@@ -210,7 +210,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         if watch["worse"]:
             err.print(f"warning: {policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
     status = 0
-    if policy in ("hold", "gcp-u", "follow", "vfw"):
+    if policy in REPLAY_COMPARED_POLICIES:
         expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
         n = min(len(expected), len(capacity))
         if policy == "vfw":

@@ -25,6 +25,7 @@ import numpy as np
 import structlog
 from rich.console import Console
 
+from autoscaler.core import defaults
 from autoscaler.core.errors import ActuationError, AutoscalerError, ConfigError, DeliveryError, MetricsError
 from autoscaler.core.model import CostParams, Workload
 from autoscaler.core.readable import duration_text
@@ -41,7 +42,7 @@ class EnergyOptions:
     """Power model name, start-up seconds per node, and how many slots a missing datapoint is held."""
 
     power_model: str = "table-iii"
-    boot_s: float = 300.0
+    boot_s: float = defaults.BOOT_S
     max_hold_slots: int = 1
     node_vcpus: int = 1
 
@@ -57,7 +58,7 @@ def energy_options(args: argparse.Namespace, settings) -> EnergyOptions:
     report = settings.report if settings is not None else None
     options = EnergyOptions(
         power_model=args.power_model or (report.power_model if report else "table-iii"),
-        boot_s=args.boot_s if args.boot_s is not None else (report.boot_s if report else 300.0),
+        boot_s=args.boot_s if args.boot_s is not None else (report.boot_s if report else defaults.BOOT_S),
         max_hold_slots=report.max_hold_slots if report else 1,
         node_vcpus=report.node_vcpus if report else 1,
     )

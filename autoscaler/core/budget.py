@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.policies import WORK_VECTOR_POLICIES
 
 DEFAULT_MEMORY_BUDGET_MB = 2048
 """Memory a replay may plan to use unless ``--memory-budget-mb`` says otherwise: 2 GiB."""
@@ -109,7 +110,7 @@ def replay_estimate(size: WorkloadSize, policies: list[str], deadline_slots: int
         needs.append(Need(f"{name}'s schedule over {horizon:,} slots", 8 * horizon * 8))
         if name == "offline":
             needs.append(Need(f"offline LP over {horizon:,} slots", horizon * OFFLINE_BYTES_PER_SLOT))
-        if name in ("gcp", "gcp-u", "vfw"):
+        if name in WORK_VECTOR_POLICIES:
             updates[name] = (nu + 1) * horizon
     copies = 2 if files else 1
     needs.append(Need(f"{numbers:,} numbers of the document{' and files' if files else ''}", copies * numbers * NUMBER_BYTES))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 
 MIB = 1024 * 1024
@@ -22,7 +23,7 @@ MAX_SLOTS = 1_000_000
 hourly ones. Beyond it the arrays alone take gigabytes, so it is refused rather than attempted."""
 
 
-DEFAULT_MAX_NODES = 100
+DEFAULT_MAX_NODES = defaults.MAX_NODES
 """The most task nodes the daemon asks for unless told otherwise (``cluster.max_nodes``, ``--max-nodes``):
 the one default of every path (run, run --dry-run, run --replay, report)."""
 
@@ -170,9 +171,9 @@ class CostParams:
     Defaults are the paper's §VI-A choice (e0=1, e1=0, beta=12 for 5-minute slots).
     """
 
-    e0: float = 1.0
-    e1: float = 0.0
-    beta: float = 12.0
+    e0: float = defaults.E0
+    e1: float = defaults.E1
+    beta: float = defaults.BETA
     max_servers: float | None = None
 
     def __post_init__(self) -> None:

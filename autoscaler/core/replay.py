@@ -21,7 +21,7 @@ import numpy as np
 from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
 from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostBreakdown, CostParams, Schedule, Workload
-from autoscaler.core.policies import POLICIES, carbon, offline, plan, smallest_max_servers
+from autoscaler.core.policies import CARBON_AWARE, POLICIES, carbon, offline, plan, smallest_max_servers
 from autoscaler.core.readable import number_text
 from energy.accounting import DEFAULT_BOOT_S, ScheduleEnergy, modelled_schedule
 from energy.power import TABLE_III, PowerModel
@@ -31,9 +31,6 @@ BASELINE = "follow"
 
 WORSE_THAN_FOLLOW_RTOL = 1e-9
 """A schedule is worse than follow when it costs more by over this share of follow's cost (solver noise is not)."""
-
-CARBON_AWARE = ("offline", "hold")
-"""The policies with a carbon-aware variant; the others run carbon-blind under a signal."""
 
 DAY_S = 86400.0
 

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.model import MAX_SLOTS, MIB, LengthModel, LoadByDeadline, Trace, TraceJob, Workload
 
@@ -277,7 +278,7 @@ def estimate_demand_vector(
 def workload_from_trace(
     trace: Trace,
     *,
-    slot_s: float = 300.0,
+    slot_s: float = defaults.SLOT_S,
     window_slots: int | None = None,
     length_model: LengthModel = LengthModel(),
     deadline_slots: np.ndarray | None = None,
@@ -492,7 +493,7 @@ def _load_by_deadline(job_deadline: np.ndarray, first_slot: np.ndarray, end_slot
     return LoadByDeadline(deadlines=deadlines.astype(np.int64), load=steps[:, :window_slots])
 
 
-def workload_from_curve(load: np.ndarray, *, slot_s: float = 300.0, source: str = "curve") -> Workload:
+def workload_from_curve(load: np.ndarray, *, slot_s: float = defaults.SLOT_S, source: str = "curve") -> Workload:
     """Wrap a load curve L_t, shape (n_slots,), as a Workload with released = active = load, n_jobs = 0.
 
     Raises ConfigError if load is empty, not 1-D, or has a value that is not finite and >= 0,

@@ -85,7 +85,8 @@ def test_the_overloaded_replay_and_jobs_count_the_same_late_jobs(tmp_path, capsy
     counted_as_they_happened = sum(sum(d["missed_by_tenant"].values()) for d in decisions)
     assert main(["jobs", "--store", str(store_path), "--state", "late", "--format", "json"]) == 0
     listed = len(json.loads(capsys.readouterr().out))
-    assert summary == sum(per_tenant) == listed == counted_as_they_happened > 1000
+    # Hundreds late (372 since the jobs that can still be on time go before the overdue; 1,000+ before).
+    assert summary == sum(per_tenant) == listed == counted_as_they_happened > 100
 
     # Rounding m_t up costs node-slots, never saves them; what the node cap took away is its own row.
     def row(label: str) -> str:

@@ -2,12 +2,13 @@
 the controller as it was before them (every job scanned and sorted each slot, ``counted`` and
 ``missed`` kept as id sets): the same decisions, slot by slot, on random job sets.
 
-Two rules came after that copy and are added to it where they apply, so the comparison goes on
+Three rules came after that copy and are added to it where they apply, so the comparison goes on
 covering them: the release margin (a job is due ``release_margin_slots`` before its start-by slot;
-``_edf_release`` below) and the rebuild of the policy's work after undecided slots or a policy
-change (``rebuild_future``, shared with the controller, which a test of its own checks). With a
-margin of 0 and every slot decided under one policy the copy is the former controller unchanged
-(``test_with_no_margin_and_no_gap_tick_decides_as_before``)."""
+``_edf_release`` below), the rebuild of the policy's work after undecided slots or a policy
+change (``rebuild_future``, shared with the controller, which a test of its own checks), and, under
+overload, the jobs that can still be on time served before the overdue (``old_dispatch``). With a
+margin of 0 and every slot decided under one policy the copy is the former controller apart from
+that last rule (``test_with_no_margin_and_no_gap_tick_decides_as_before``)."""
 
 from __future__ import annotations
 
@@ -219,7 +220,12 @@ def old_dispatch(
     overloaded = nodes_wanted > config.max_nodes and bool(queued)
     nodes = min(config.max_nodes, max(config.min_nodes, wanted))
     if overloaded:
-        release = old_fair_release(queued, running, config.max_nodes - len(running), dominant_shares or {}, config)
+        # Added to the copy: the jobs that can still be on time first, then the overdue.
+        can = [j for j in queued if start_by_slot(j, config) >= slot]
+        release = old_fair_release(can, running, config.max_nodes - len(running), dominant_shares or {}, config)
+        chosen = [j for j in can if j.job_id in release]
+        overdue = [j for j in queued if start_by_slot(j, config) < slot]
+        release += old_fair_release(overdue, running + chosen, config.max_nodes - len(running) - len(release), dominant_shares or {}, config)
     else:
         release = _edf_release(queued, len(running), nodes, slot + config.release_margin_slots, config)
     nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))

@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+from autoscaler.core import defaults
 from autoscaler.core.budget import DEFAULT_MEMORY_BUDGET_MB
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.intake import parse_duration_s
@@ -129,8 +130,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """Cost, slot and job-length options shared by replay and sweep."""
     parser.add_argument("--e0", type=non_negative_float, default=1.0, help="operating cost per server-slot, idle part")
     parser.add_argument("--e1", type=non_negative_float, default=0.0, help="operating cost per server-slot at full load, load part")
-    parser.add_argument("--beta", type=non_negative_float, default=12.0, help="switching cost per server turned on or off")
-    parser.add_argument("--slot-s", type=positive_float, default=300.0, help="slot length in seconds")
+    parser.add_argument("--beta", type=non_negative_float, default=defaults.BETA, help="switching cost per server turned on or off")
+    parser.add_argument("--slot-s", type=positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     parser.add_argument("--window", type=positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     parser.add_argument("--max-servers", type=positive_float, default=None, help="cap M on servers on (default: none)")
     parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed trace lines (and count them) instead of stopping")
@@ -154,7 +155,7 @@ def add_signal_arguments(parser: argparse.ArgumentParser) -> None:
 
     energy = parser.add_argument_group("energy and a carbon or price signal")
     energy.add_argument("--power-model", choices=list(MODELS), default="table-iii", help="power model for kWh: the paper's Table III, or Cloud Carbon Footprint's AWS averages for 1 vCPU")
-    energy.add_argument("--boot-s", type=boot_seconds, default=300.0, help="seconds a started node draws idle power before it works, 0 to 3600")
+    energy.add_argument("--boot-s", type=boot_seconds, default=defaults.BOOT_S, help="seconds a started node draws idle power before it works, 0 to 3600")
     energy.add_argument(
         "--carbon", default=None, metavar="SOURCE",
         help="per-slot carbon intensity or price: a file or http(s) URL (CSV time,value; WattTime v3, Electricity Maps or "
@@ -186,7 +187,7 @@ def cost_and_length_model(args: argparse.Namespace) -> tuple[CostParams, LengthM
     return params, length_model
 
 
-def parse_deadlines(text: str, slot_s: float = 300.0) -> list[int]:
+def parse_deadlines(text: str, slot_s: float = defaults.SLOT_S) -> list[int]:
     """'1-12' (slots), or '2,4,8' or '1h,2h,6h' (each slots or a duration, :func:`deadline_slots` at
     ``slot_s``) -> whole numbers of slots >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
     forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0 (slots), or of durations like 1h,2h,6h"

@@ -26,6 +26,7 @@ from autoscaler.core.errors import ConfigError
 from autoscaler.core.intake import SAME_DEADLINE_RULE
 from autoscaler.core.lateness import LATE_HELP
 from autoscaler.core.model import DEFAULT_MAX_NODES, JOB_STATES
+from autoscaler.core.policies import ONLINE_POLICIES
 from autoscaler.core.readable import count_text
 
 
@@ -100,7 +101,7 @@ def add_parsers(commands) -> None:
     run.add_argument("--decisions-out", type=Path, default=None, metavar="FILE", help="append one JSON line per slot: slot, m_t, nodes, released job ids, reason")
     run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon, carbon-blind: {TRACE_NAMES_HELP}")
     run.add_argument("--speedup", type=positive_float, default=1e9, help="replay: simulated seconds per real second")
-    run.add_argument("--policy", choices=["hold", "gcp-u", "gcp", "vfw", "follow"], default=None, help="replay: policy (default: the config's, else hold)")
+    run.add_argument("--policy", choices=list(ONLINE_POLICIES), default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument("--deadline", "-D", type=non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
     run.add_argument("--store", type=Path, default=None, help="replay: job store file, kept (default: a temporary one, removed at exit)")
     run.add_argument("--keep-store", action="store_true", help="replay: keep the temporary store and print where it is")

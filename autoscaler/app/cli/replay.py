@@ -23,6 +23,7 @@ from autoscaler.app.cli.arguments import (
 from autoscaler.app.cli.trace_inputs import load_workload, note_shadowed_file, signal_inputs, wanted_slots
 from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.app.traces import label as trace_label
+from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.policies import POLICIES
 
@@ -49,7 +50,7 @@ def add_parsers(commands) -> None:
         help=f"policy, comma list or 'all'; one of: {', '.join(POLICIES)} (follow is always run as the baseline)",
     )
     replay.add_argument(
-        "--deadline", "-D", type=deadline_text, default="2",
+        "--deadline", "-D", type=deadline_text, default=str(defaults.DEADLINE_SLOTS),
         help="uniform deadline D: slots (12), or a duration (6h, 90m, 1h30m, 1d) that is a whole number of slots of --slot-s",
     )  # fmt: skip
     add_model_arguments(replay)

@@ -19,6 +19,7 @@ from autoscaler.app.cli.arguments import (
 )
 from autoscaler.app.cli.trace_inputs import load_workload, note_shadowed_file, wanted_slots
 from autoscaler.app.traces import TRACE_NAMES_HELP
+from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import CostParams, LengthModel
 
@@ -53,8 +54,8 @@ def add_parsers(commands) -> None:
     report.add_argument("--carbon-unit", default=None, choices=["gCO2eq/kWh", "lbs/MWh", "$/kWh", "$/node-hour"], help="the signal's unit, needed for CSV (default: the config's [carbon] unit)")
     replay_group = report.add_argument_group("with --replay")
     replay_group.add_argument("--policy", default=REPORT_POLICIES, help="policies to compare, a comma list or 'all' (follow is always the baseline)")
-    replay_group.add_argument("--deadline", "-D", type=deadline_text, default="2", help="uniform deadline D: slots (12), or a duration (6h, 90m) that is a whole number of slots of --slot-s")
-    replay_group.add_argument("--slot-s", type=positive_float, default=300.0, help="slot length in seconds")
+    replay_group.add_argument("--deadline", "-D", type=deadline_text, default=str(defaults.DEADLINE_SLOTS), help="uniform deadline D: slots (12), or a duration (6h, 90m) that is a whole number of slots of --slot-s")
+    replay_group.add_argument("--slot-s", type=positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     replay_group.add_argument("--window", type=positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     replay_group.add_argument("--start", default=None, help="ISO-8601 time with a zone where the trace's first slot is placed in the signal (default with --carbon: the signal's first point)")
     report.set_defaults(handler=_run_report)

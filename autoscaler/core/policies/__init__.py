@@ -9,7 +9,7 @@ the (nu+1, n_slots) matrix that have work), and schedules over n_slots + nu slot
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -18,17 +18,84 @@ from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import MAX_SLOTS, CostParams, LoadByDeadline, Schedule
 from autoscaler.core.policies import follow, gcp, hold, offline, vfw
+from autoscaler.core.policies import slot as slot_steps
+from autoscaler.core.policies.carbon import NAME as HOLD_CARBON
 
-UNIFORM: dict[str, Callable[[np.ndarray, int, CostParams], Schedule]] = {
-    "follow": follow.plan,
-    "hold": hold.plan,
-    "offline": offline.plan,
-    "gcp-u": gcp.plan_uniform,
-    "vfw": vfw.plan,
-}
+
+@dataclass(frozen=True)
+class SlotRule:
+    """How the controller runs a policy slot by slot: ``step(before, slot)`` (:mod:`autoscaler.core.policies.slot`),
+    the ``PolicyState`` field holding its state (None: it keeps none), and the reason codes its step gives."""
+
+    step: Callable[[object, slot_steps.SlotInput], slot_steps.SlotStep]
+    state_field: str | None
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One row of the policy table: what the replay, the controller, the command line and the config know of a policy.
+
+    ``deadlines``: "uniform" (every unit of work gets the one deadline D), "per_job" (each job's own
+    slack, up to ``max_deadline_slots``) or "none" (nothing is deferred). ``plan``: the replay's
+    planner of L_t (n_slots,) and D, None for gcp (it plans L_{d,t}). ``online``: how the controller
+    runs it (None: replay only); ``online_rank``: its place in the daemon's list, the default first.
+    ``carbon``: the name of its carbon-aware variant (None: none); ``carbon_online``: how the
+    controller runs that variant, None if only the replay has it. ``work_vector``: its slot updates
+    a vector of nu + 1 values (the memory estimate counts them).
+    """
+
+    name: str
+    deadlines: str
+    plan: Callable[[np.ndarray, int, CostParams], Schedule] | None
+    online: SlotRule | None = None
+    online_rank: int | None = None
+    carbon: str | None = None
+    carbon_online: SlotRule | None = None
+    work_vector: bool = False
+
+
+_GCP_RULE = SlotRule(slot_steps.gcp_slot, "gcp", ("deadlines",))
+
+POLICY_TABLE: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        Policy("follow", "none", follow.plan, SlotRule(slot_steps.follow_slot, None, ("follow",)), online_rank=4),
+        Policy(
+            "hold", "uniform", hold.plan, SlotRule(slot_steps.hold_slot, "hold", ("deadlines", "held")), online_rank=0,
+            carbon=HOLD_CARBON, carbon_online=SlotRule(slot_steps.hold_carbon_slot, "carbon", ("carbon", "no_signal", "deadlines", "held")),
+        ),
+        Policy("offline", "uniform", offline.plan, carbon="offline"),
+        Policy("gcp-u", "uniform", gcp.plan_uniform, _GCP_RULE, online_rank=1, work_vector=True),
+        Policy("vfw", "uniform", vfw.plan, SlotRule(slot_steps.vfw_slot, "vfw", ("deadlines", "valley")), online_rank=3, work_vector=True),
+        Policy("gcp", "per_job", None, _GCP_RULE, online_rank=2, work_vector=True),
+    )
+}  # fmt: skip
+"""Every policy, once; the lists below (and the command line's, the config's and the controller's) derive from it.
+In the replay's order: after the baseline ``follow``, ``hold`` (the default) comes first."""
+
+UNIFORM: dict[str, Callable[[np.ndarray, int, CostParams], Schedule]] = {p.name: p.plan for p in POLICY_TABLE.values() if p.plan is not None}
 """Policies for a uniform deadline D; after the baseline ``follow``, ``hold`` (the default) comes first."""
 
-POLICIES: tuple[str, ...] = (*UNIFORM, "gcp")
+POLICIES: tuple[str, ...] = (*UNIFORM, *(name for name, p in POLICY_TABLE.items() if p.plan is None))
+"""Every policy the replay runs, in its order."""
+
+ONLINE_POLICIES: tuple[str, ...] = tuple(
+    sorted((name for name, p in POLICY_TABLE.items() if p.online is not None), key=lambda name: POLICY_TABLE[name].online_rank)
+)
+"""Policies the daemon can run, ``hold`` (the default) first."""
+
+UNIFORM_DEADLINE_POLICIES: tuple[str, ...] = tuple(name for name in ONLINE_POLICIES if POLICY_TABLE[name].deadlines == "uniform")
+"""Online policies that give every unit of work the one deadline D (the others: each job's own slack, or none)."""
+
+REPLAY_COMPARED_POLICIES: tuple[str, ...] = tuple(name for name in ONLINE_POLICIES if POLICY_TABLE[name].deadlines != "per_job")
+"""Online policies whose m_t through the daemon equals the replay's (gcp's replay takes k-means classes instead)."""
+
+CARBON_AWARE: tuple[str, ...] = tuple(name for name, p in POLICY_TABLE.items() if p.carbon is not None)
+"""Policies the replay also runs carbon-aware under a signal (offline's LP with weights, hold as hold+carbon)."""
+
+WORK_VECTOR_POLICIES: tuple[str, ...] = tuple(name for name, p in POLICY_TABLE.items() if p.work_vector)
+"""Policies whose slot updates a work vector of nu + 1 values."""
 
 
 def plan(

@@ -1,0 +1,43 @@
+"""The defaults every path starts from (the controller, the config file, the command line, the replay,
+the energy report), each stated once. Times in seconds, deadlines in slots, costs per server-slot.
+
+Source: the paper's simulation (paper: deferral, §VI-A): 5-minute slots, e0 = 1, e1 = 0, beta = 12,
+a two-slot deadline; the rest are the daemon's own choices, explained beside each.
+"""
+
+from __future__ import annotations
+
+POLICY = "hold"
+"""The policy the daemon runs unless told otherwise (the policy table's first online policy)."""
+
+SLOT_S = 300.0
+"""tau, the slot length: 5 minutes (paper: deferral, §VI-A)."""
+
+DEADLINE_SLOTS = 2
+"""D, the deadline hold, gcp-u and vfw give every unit of work, in slots."""
+
+MAX_DEADLINE_SLOTS = 288
+"""The largest deadline gcp tracks one by one, in slots (a day of 5-minute slots); a later one
+counts as due at that horizon."""
+
+E0 = 1.0
+"""e0, the operating cost of a server on for one slot (paper: deferral, eq. (1))."""
+
+E1 = 0.0
+"""e1, the operating cost of one unit of work run in a slot (paper: deferral, eq. (1))."""
+
+BETA = 12.0
+"""beta, the cost of switching one server on or off (paper: deferral, eq. (2))."""
+
+BOOT_S = 300.0
+"""Seconds a started node draws idle power before it does work (one slot of the default length)."""
+
+MAX_NODES = 100
+"""The most task nodes the daemon asks for unless told otherwise (``cluster.max_nodes``, ``--max-nodes``)."""
+
+RELEASE_MARGIN_SLOTS = 1
+"""g, how many slots before its start-by slot a queued job is due: one undecided slot (a restart)
+never makes a job late."""
+
+TENANTS_N = 10
+"""n, the tenants dynamic DRF plans for when any tenant may submit (no ``known_tenants``)."""

@@ -1,0 +1,229 @@
+"""Which queued jobs a slot releases (paper: deferral, §V-B; paper: dynamic DRF note, §2).
+
+``dispatch`` turns m_t into whole nodes and releases queued jobs in EDF order of their start-by slot
+(:mod:`autoscaler.core.edf`): onto the policy's nodes, the jobs due, from ``release_margin_slots``
+before their start-by slot on (``release_by_slot``), onto extra nodes up to the maximum. Under
+overload the jobs that can still be on time go first, then the overdue, each by dynamic DRF share
+(``fair_release``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, start_by_slot
+from autoscaler.core.model import Job
+
+__all__ = ["SHARE_TOLERANCE", "Dispatch", "dispatch", "fair_release"]
+
+SHARE_TOLERANCE = 1e-12
+"""A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """What EDF dispatch decided for one slot (``dispatch``); the controller's Decision carries it.
+
+    ``policy_nodes``: ceil(m_t) clamped to [min_nodes, max_nodes]. ``nodes``: that, raised to the
+    running jobs plus those released now (never beyond max_nodes). ``due``: queued jobs whose
+    start-by slot has come (the margin left out: what overload is judged on). Other fields as in
+    ``autoscaler.core.controller.Decision``.
+    """
+
+    slot: int
+    capacity: float
+    policy_nodes: int
+    nodes: int
+    release: tuple[str, ...]
+    late: tuple[str, ...]
+    at_risk: int
+    queue_depth: int
+    running: int
+    overloaded: bool
+    nodes_wanted: int
+    due: int
+    missed: tuple[str, ...] = ()
+    missed_by_tenant: dict[str, int] = field(default_factory=dict)
+    nodes_by_tenant: dict[str, int] = field(default_factory=dict)
+    overdue: int = 0
+    overdue_released: int = 0
+
+
+def dispatch(
+    slot: int,
+    capacity: float,
+    jobs: JobQueue | Iterable[Job],
+    limits: NodeLimits,
+    dominant_shares: dict[str, float] | None = None,
+    last_slot: int | None = None,
+    arrived: Iterable[Job] = (),
+    released_due: Iterable[str] = (),
+) -> Dispatch:
+    """Turn m_t (``capacity``, servers) into whole nodes and the jobs to release in ``slot`` (EDF,
+    non-preemptive; paper: deferral, §V-B).
+
+    ``jobs``: the active jobs, a :class:`JobQueue` on ``limits``' grid (read, never changed) or any
+    iterable of jobs; queued jobs submitted after ``slot`` wait. Without overload, queued jobs are
+    released in EDF order (earliest start-by slot first) onto the policy's nodes (so nodes ``hold``
+    keeps on run queued jobs early, as its x_t does), and those due (``release_by_slot`` <= ``slot``:
+    within ``release_margin_slots`` of their start-by slot, or past it) onto extra nodes up to
+    ``max_nodes``. Under overload (``Dispatch.overloaded``: jobs are queued and the running jobs plus
+    those whose start-by slot has come, or ceil(m_t), exceed ``max_nodes``), not every job can be on
+    time; every free node is filled, first with the jobs that can still be (start-by slot at or after
+    ``slot``), then with the overdue ones (start-by slot passed: late whatever happens now), so that
+    the fewest go late. Within each of the two, the free nodes go to tenants by weighted fair sharing
+    with their dynamic DRF dominant shares as weights, EDF within each tenant (``fair_release``).
+    ``dominant_shares``: {tenant: x_i}; a tenant missing from it has weight 0. Without overload every
+    job at or past its start-by slot gets a node, so none that can be on time waits for an overdue one.
+    ``Dispatch.overdue``: queued jobs past their start-by slot; ``overdue_released``: how many of them
+    were released.
+
+    Missed, each job once if every slot is decided: a queued job whose start-by slot is in
+    (``last_slot``, ``slot``) (it passed while no slot was decided), or is ``slot`` and the job is
+    not released; or one of ``arrived`` (jobs seen for the first time now) already past its start-by
+    slot; or one of ``released_due`` (released in their start-by slot by the decision of
+    ``last_slot``) still queued. ``last_slot`` None: ``slot - 1``.
+
+    Cost: O(log n + released + missed + queued jobs submitted after ``slot``), and under overload
+    O(free nodes x tenants) more, for n queued jobs (a list is first built into a JobQueue, O(n log n)).
+    """
+    queue = as_queue(jobs, limits)
+    last = slot - 1 if last_slot is None else last_slot
+    # Queued jobs submitted after this slot are not there yet: skipped, and taken off the counts.
+    waiting = {j.job_id: start_by_slot(j, limits) for j in queue.submitted_in(slot + 1, None) if j.state == QUEUED}
+
+    def present(jobs: Iterable[Job]) -> Iterator[Job]:
+        return (j for j in jobs if j.job_id not in waiting) if waiting else iter(jobs)
+
+    def count_by(start_by: int) -> int:
+        return queue.due_count(start_by) - sum(1 for s in waiting.values() if s <= start_by)
+
+    running = queue.running_count
+    queued = queue.queued_count - len(waiting)
+    wanted = math.ceil(capacity - 1e-9)
+    due = count_by(slot)
+    nodes_wanted = max(wanted, running + due)
+    overloaded = nodes_wanted > limits.max_nodes and queued > 0
+    policy_nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
+    overdue = count_by(slot - 1)
+    if overloaded:
+        # Overdue jobs are late whatever is done now: the jobs that can still be on time go first.
+        held = Counter(queue.running_by_tenant())
+        free = limits.max_nodes - running
+        tenants = queue.queued_tenants()
+        can = {tenant: present(queue.tenant_queued(tenant, start_by_from=slot)) for tenant in tenants}
+        release = _fair_release(can, held, free, dominant_shares or {}, limits)
+        held.update(j.tenant for j in release)
+        late_anyway = {tenant: present(queue.tenant_queued(tenant, start_by_before=slot)) for tenant in tenants}
+        release += _fair_release(late_anyway, held, free - len(release), dominant_shares or {}, limits)
+    else:
+        release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.release_margin_slots, limits)
+    nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
+    released = {j.job_id for j in release}
+    release_start_by = [start_by_slot(j, limits) for j in release]
+    late = tuple(j.job_id for j, s in zip(release, release_start_by) if s < slot)
+    at_risk = count_by(slot + 1) - sum(1 for s in release_start_by if s <= slot + 1)
+    # Released in its start-by slot is in time; held through it, or released after it, is missed.
+    missed = {
+        j.job_id: j
+        for j in present(queue.start_by_between(last + 1, slot))
+        if start_by_slot(j, limits) < slot or j.job_id not in released
+    }
+    for job in [*arrived, *(queue.get(job_id) for job_id in released_due)]:
+        if job is None or job.job_id in missed or job.job_id in waiting:
+            continue
+        current = queue.get(job.job_id)
+        if current is not None and current.state == QUEUED and start_by_slot(current, limits) <= min(last, slot - 1):
+            missed[job.job_id] = current
+    missed_jobs = sorted(missed.values(), key=lambda j: edf_key(j, limits))
+    return Dispatch(
+        slot=slot,
+        capacity=capacity,
+        policy_nodes=policy_nodes,
+        nodes=nodes,
+        release=tuple(j.job_id for j in release),
+        late=late,
+        at_risk=at_risk,
+        queue_depth=queued - len(release),
+        running=running + len(release),
+        overloaded=overloaded,
+        nodes_wanted=nodes_wanted,
+        due=due,
+        missed=tuple(j.job_id for j in missed_jobs),
+        missed_by_tenant=dict(Counter(j.tenant for j in missed_jobs)),
+        nodes_by_tenant=dict(Counter(queue.running_by_tenant()) + Counter(j.tenant for j in release)),
+        overdue=overdue,
+        overdue_released=sum(1 for s in release_start_by if s < slot),
+    )
+
+
+def _edf_release(queued: Iterable[Job], running: int, nodes: int, due_by: int, limits: NodeLimits) -> list[Job]:
+    """EDF onto the policy's ``nodes``; a job due (start-by slot <= ``due_by``) also onto extra nodes up to the maximum.
+
+    ``queued`` in EDF order; it is read only up to the first job not due that finds no node (jobs due
+    come first), so this costs the jobs released plus one, unless due jobs find no node (overload).
+    """
+    release: list[Job] = []
+    for job in queued:
+        due = start_by_slot(job, limits) <= due_by
+        if running + len(release) < nodes or (due and running + len(release) < limits.max_nodes):
+            release.append(job)
+        elif not due:
+            break
+    return release
+
+
+def fair_release(
+    queued: list[Job], running: list[Job], free_nodes: int, dominant_shares: dict[str, float], grid: SlotGrid
+) -> list[str]:
+    """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
+
+    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
+    held (running plus released now) per unit of dominant share is least, ties to the tenant
+    whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
+    This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
+    note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
+    Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
+    Returns job ids in EDF order. Cost: O(free_nodes x tenants) past grouping ``queued``.
+    """
+    by_tenant: dict[str, list[Job]] = {}
+    for job in queued:
+        by_tenant.setdefault(job.tenant, []).append(job)
+    heads = {tenant: iter(jobs) for tenant, jobs in by_tenant.items()}
+    chosen = {j.job_id for j in _fair_release(heads, Counter(j.tenant for j in running), free_nodes, dominant_shares, grid)}
+    return [j.job_id for j in queued if j.job_id in chosen]
+
+
+def _fair_release(
+    queues: dict[str, Iterator[Job]], held: Counter, free_nodes: int, dominant_shares: dict[str, float], grid: SlotGrid
+) -> list[Job]:
+    """``fair_release`` on each tenant's queued jobs in EDF order (read lazily) and the nodes each holds;
+    the jobs chosen, in EDF order."""
+    held = Counter(held)
+    heads: dict[str, tuple[tuple, Job]] = {}
+    for tenant, jobs in queues.items():
+        first = next(jobs, None)
+        if first is not None:
+            heads[tenant] = (edf_key(first, grid), first)
+
+    def load(tenant: str) -> tuple[float, tuple]:
+        weight = dominant_shares.get(tenant, 0.0)
+        # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
+        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, heads[tenant][0])
+
+    chosen: list[tuple[tuple, Job]] = []
+    for _ in range(max(0, free_nodes)):
+        if not heads:
+            break
+        tenant = min(heads, key=load)
+        chosen.append(heads[tenant])
+        held[tenant] += 1
+        following = next(queues[tenant], None)
+        if following is None:
+            del heads[tenant]
+        else:
+            heads[tenant] = (edf_key(following, grid), following)
+    return [job for _, job in sorted(chosen, key=lambda pair: pair[0])]

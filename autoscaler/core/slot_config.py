@@ -1,0 +1,117 @@
+"""What the controller is configured with (:class:`ControllerConfig`): the policy, its deadlines and
+costs, the node bounds, the tenants and the slot grid. Times in seconds, deadlines in slots."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from autoscaler.core import defaults
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import MIB, CostParams, require_positive
+from autoscaler.core.policies import ONLINE_POLICIES as CONTROLLER_POLICIES
+from autoscaler.core.policies import POLICY_TABLE, UNIFORM_DEADLINE_POLICIES
+from autoscaler.core.policies.vfw import default_delta
+
+__all__ = ["CONTROLLER_POLICIES", "UNIFORM_DEADLINE_POLICIES", "ControllerConfig"]
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """What the controller needs to know; times in seconds, deadlines in slots; defaults from
+    :mod:`autoscaler.core.defaults`. ``policy``: one of the policy table's online policies
+    (``CONTROLLER_POLICIES``). ``max_deadline_slots``: the largest deadline gcp tracks; a job's work
+    is never cut by it (``slot_work.job_units``).
+
+    ``tenants_n``: n, the number of tenants dynamic DRF divides the cluster for (a tenant
+    arriving beyond n shares only what the first n left). ``node_disk_bytes_s`` and
+    ``node_network_bytes_s``: one node's disk and network rates, which put a demand vector's
+    CPU seconds, disk bytes and network bytes on one scale (defaults: the §V-A rates of
+    ``LengthModel``, 100 MB/s disk, 10 MB/s network).
+
+    ``release_margin_slots``: g >= 0, how many slots before its start-by slot s (``start_by_slot``:
+    the slot of deadline - length) a queued job becomes *due*. A due job is released even beyond the
+    policy's nodes (up to ``max_nodes``, earliest start-by first); a job not due yet is released only
+    onto the policy's free nodes. So, nodes allowing, a job goes out by the first slot decided among
+    s-g .. s (``release_by_slot``: s - g), or earlier on the policy's nodes, and g slots in a row may
+    go undecided (the daemon down, a slot skipped) without it becoming late; a job submitted with less
+    slack than g (submit slot > s - g) is due in its first slot. Late and missed still count from s
+    itself (``autoscaler.core.lateness``), and ``Decision.at_risk`` too; overload (``Decision.overloaded``)
+    is judged on the jobs at or past s, so a job released early takes a node only if one is free
+    below ``max_nodes`` and never changes the DRF split. The margin moves releases, never m_t.
+    g = 0 is the rule without a margin: a job is due in its start-by slot exactly.
+
+    ``carbon``: run ``hold`` as hold+carbon (:mod:`autoscaler.core.policies.carbon`), deferring work
+    inside its deadline into the slots where a cost signal (``tick``'s ``carbon_window``) is low;
+    only a policy whose table row has one (``hold``) has a carbon-aware variant (ConfigError for another).
+    """
+
+    policy: str = defaults.POLICY
+    deadline_slots: int = defaults.DEADLINE_SLOTS
+    slot_s: float = defaults.SLOT_S
+    epoch_s: float = 0.0
+    min_nodes: int = 0
+    max_nodes: int = defaults.MAX_NODES
+    max_deadline_slots: int = defaults.MAX_DEADLINE_SLOTS
+    cost: CostParams = field(default_factory=CostParams)
+    delta: int | None = None
+    tenants_n: int = defaults.TENANTS_N
+    node_disk_bytes_s: float = 100.0 * MIB
+    node_network_bytes_s: float = 10.0 * MIB
+    release_margin_slots: int = defaults.RELEASE_MARGIN_SLOTS
+    carbon: bool = False
+
+    def __post_init__(self) -> None:
+        margin = self.release_margin_slots
+        if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
+            raise ConfigError(f"release_margin_slots must be a whole number of slots >= 0, got {margin!r}")
+        if self.policy not in CONTROLLER_POLICIES:
+            raise ConfigError(f"policy: expected one of {', '.join(CONTROLLER_POLICIES)}, got {self.policy!r}")
+        if self.carbon and POLICY_TABLE[self.policy].carbon_online is None:
+            carbon_aware = [name for name in CONTROLLER_POLICIES if POLICY_TABLE[name].carbon_online is not None]
+            variants = ", ".join(str(POLICY_TABLE[name].carbon) for name in carbon_aware)
+            only = " or ".join(repr(name) for name in carbon_aware)
+            raise ConfigError(
+                f"carbon: only policy {only} has a carbon-aware variant ({variants}), got policy {self.policy!r}: "
+                f"set policy = \"{carbon_aware[0]}\" or remove [carbon] source"
+            )
+        if not (0 <= self.min_nodes <= self.max_nodes):
+            raise ConfigError(f"nodes: expected 0 <= min_nodes <= max_nodes, got {self.min_nodes} and {self.max_nodes}")
+        if self.deadline_slots < 0 or self.max_deadline_slots < 1:
+            raise ConfigError("deadline_slots must be >= 0 and max_deadline_slots >= 1")
+        if self.tenants_n < 1:
+            raise ConfigError(f"tenants_n must be >= 1 (the tenants dynamic DRF plans for), got {self.tenants_n}")
+        for name in ("slot_s", "node_disk_bytes_s", "node_network_bytes_s"):
+            require_positive(name, getattr(self, name))
+        if self.policy == "vfw" and not (0 < self.vfw_delta < self.deadline_slots):
+            raise ConfigError(
+                f"vfw needs 0 < delta < deadline_slots, got delta = {self.vfw_delta} with deadline_slots = {self.deadline_slots}"
+            )
+
+    @property
+    def policy_key(self) -> str:
+        """What the saved policy state depends on; a restart with another key starts it afresh."""
+        key = f"{self.policy}/D={self.deadline_slots}/nu={self.nu}/delta={self.vfw_delta}/slot_s={self.slot_s:g}"
+        if self.policy == "hold":
+            # hold's learned rules (and so its state's shape) follow from beta/e0; its costs from e1 too.
+            key += f"/e0={self.cost.e0:g}/e1={self.cost.e1:g}/beta={self.cost.beta:g}"
+            if self.carbon:
+                key += "/carbon"
+        return key
+
+    @property
+    def policy_name(self) -> str:
+        """The policy as outputs name it: ``hold+carbon`` for hold with ``carbon``, else ``policy``."""
+        return str(POLICY_TABLE[self.policy].carbon) if self.carbon else self.policy
+
+    @property
+    def vfw_delta(self) -> int:
+        return self.delta if self.delta is not None else default_delta(self.deadline_slots)
+
+    @property
+    def nu(self) -> int:
+        """Largest deadline the policy's work vector holds."""
+        return self.deadline_slots if self.policy in UNIFORM_DEADLINE_POLICIES else self.max_deadline_slots
+
+    def slot_of(self, time_s: float) -> int:
+        return math.floor((time_s - self.epoch_s) / self.slot_s)

@@ -1,0 +1,198 @@
+"""The policy's work, slot by slot (paper: deferral, §VI-A's active-job model): which jobs a slot
+counts for the first time, the units each job adds, and the work rebuilt from the active jobs after
+undecided slots, a policy change or at the first slot (``rebuild_future``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from autoscaler.core.edf import QUEUED, JobQueue, job_length_slots, start_by_slot
+from autoscaler.core.model import Job
+from autoscaler.core.policies import POLICY_TABLE
+from autoscaler.core.policies.gcp import solve_gcp_opt
+from autoscaler.core.policy_state import PolicyState
+from autoscaler.core.slot_config import UNIFORM_DEADLINE_POLICIES, ControllerConfig
+
+__all__ = ["counted_now", "flow_at", "job_units", "rebuild_cause", "rebuild_future", "with_units"]
+
+
+def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
+    """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model):
+    one unit in each slot from max(``first_slot``, its submit slot) to the slot its length ends in, at
+    least one, as ``autoscaler replay``'s active curve counts it. The deadline index is D for the
+    uniform-deadline policies, else the job's own slack in slots, at most ``max_deadline_slots``
+    (gcp's horizon: it bounds the deadline, never the work)."""
+    submit_slot = config.slot_of(job.submit_s)
+    start = max(first_slot, submit_slot)
+    end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
+    end = max(start + 1, end_position)
+    if config.policy in UNIFORM_DEADLINE_POLICIES:
+        deadline = config.deadline_slots
+    else:
+        deadline = max(0, min(config.slot_of(job.deadline_s) - submit_slot, config.max_deadline_slots))
+    return start, end, deadline
+
+
+def counted_now(queue: JobQueue, state: PolicyState, slot: int, config: ControllerConfig) -> tuple[list[Job], int, frozenset[str]]:
+    """(jobs counted for the first time in ``slot``, the new ``counted_seq``, the new ``uncounted``).
+
+    A job with a seq above ``state.counted_seq`` is seen now: counted if its submit slot has come,
+    else kept in ``uncounted`` until it does. A job without a seq is counted in the first slot
+    decided at or after its submit slot: now iff its submit slot is in (``state.last_slot``, ``slot``].
+    Cost: O(log n + the jobs returned + uncounted).
+    """
+    since = None if state.last_slot < 0 else state.last_slot + 1
+    if state.counted_seq < 0:  # UNKNOWN_SEQ: the no-seq rule for every job, once
+        top = queue.max_seq()
+        later = frozenset(j.job_id for j in queue.submitted_in(slot + 1, None) if j.seq is not None)
+        return queue.submitted_in(since, slot), 0 if top is None else top, later
+    found = {j.job_id: j for j in queue.submitted_in(since, slot) if j.seq is None}
+    counted_seq = state.counted_seq
+    later: set[str] = set()
+    for job_id in state.uncounted:
+        job = queue.get(job_id)
+        if job is not None:
+            if config.slot_of(job.submit_s) <= slot:
+                found[job_id] = job
+            else:
+                later.add(job_id)
+    for job in queue.arrived_after(state.counted_seq):
+        counted_seq = max(counted_seq, job.seq)
+        if config.slot_of(job.submit_s) <= slot:
+            found[job.job_id] = job
+        else:
+            later.add(job.job_id)
+    return list(found.values()), counted_seq, frozenset(later)
+
+
+def flow_at(
+    flow: tuple[float, ...], flow_ends: dict[int, tuple[float, ...]], jobs: Iterable[Job], slot: int, config: ControllerConfig
+) -> tuple[np.ndarray, dict[int, tuple[float, ...]]]:
+    """The counted jobs' units in ``slot`` (shape (nu+1,), by deadline index) and the new ``flow_ends``,
+    after the jobs that ended by ``slot`` leave the flow and ``jobs`` (counted in ``slot``) join it:
+    each from ``slot`` to the end ``job_units`` gives it. ``flow``, ``flow_ends``: as in ``PolicyState``
+    (() and {}: nothing flows). Cost: O(jobs + entries held), whatever the jobs' lengths; counts
+    are whole numbers, so adding and taking them away is exact.
+    """
+    units = np.array(flow, dtype=float) if flow else np.zeros(config.nu + 1)
+    ends = dict(flow_ends)
+    for s in sorted(s for s in ends if s <= slot):
+        units -= np.asarray(ends.pop(s))
+    joining: dict[int, np.ndarray] = {}
+    for job in jobs:
+        start, end, deadline = job_units(job, config, slot)
+        if start > slot:  # not submitted yet: counted when it is
+            continue
+        units[deadline] += 1.0
+        leaving = joining.get(end)
+        if leaving is None:
+            leaving = joining[end] = np.array(ends.get(end, np.zeros(config.nu + 1)), dtype=float)
+        leaving[deadline] += 1.0
+    ends.update({s: tuple(float(u) for u in leaving) for s, leaving in joining.items()})
+    return units, ends
+
+
+def with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
+    """``future`` with one unit per slot each of ``jobs`` would run from ``slot`` on (``job_units``)."""
+    empty = (0.0,) * (config.nu + 1)
+    touched: dict[int, list[float]] = {}
+    for job in jobs:
+        start, end, deadline = job_units(job, config, slot)
+        for s in range(start, end):
+            units = touched.get(s)
+            if units is None:
+                units = touched[s] = list(future.get(s, empty))
+            units[deadline] += 1.0
+    return {**future, **{s: tuple(units) for s, units in touched.items()}}
+
+
+def rebuild_cause(state: PolicyState, slot: int, config: ControllerConfig) -> str | None:
+    """Why ``tick`` rebuilds the policy's work from the active jobs in ``slot`` (``rebuild_future``):
+    "start" (no slot decided yet), "policy" (``config.policy_key`` is not the state's), "gap" (a slot
+    between ``state.last_slot`` and ``slot`` went undecided), or None (the slot after the last one)."""
+    if state.last_slot < 0:
+        return "start"
+    if state.policy_key != config.policy_key:
+        return "policy"
+    return "gap" if slot > state.last_slot + 1 else None
+
+
+def rebuild_future(
+    jobs: Iterable[Job], slot: int, config: ControllerConfig, *, submitted_now: bool = True
+) -> dict[int, tuple[float, ...]]:
+    """The policy's work rebuilt from the active jobs alone in ``slot``: {slot >= ``slot``: units by
+    deadline index, shape (nu+1,)}, as ``PolicyState.future`` holds it (``tick`` after downtime, a
+    policy change, and at the first slot).
+
+    Each job submitted by ``slot`` counts its remaining work, in slots of one unit each, and no more:
+
+    * submitted in ``slot``: as in any slot (``job_units``), so a slot decided on time counts the
+      same whether the state was rebuilt or not (left out with ``submitted_now`` False: ``tick``
+      adds them to ``PolicyState.flow`` instead, two entries a job however long it runs);
+    * submitted earlier and running: one unit in each slot it still runs, ``slot`` up to the slot of
+      released_s + length_s (none if that has passed; the job keeps its node anyway);
+    * submitted earlier and queued: ell = ceil(length_s/slot_s) units (``job_length_slots``), the
+      k-th due by max(start-by slot, ``slot``) + k, its real deadline (not the margin's);
+    * done and failed jobs are not active and count nothing, nor does work of slots gone by.
+
+    The older jobs' units are not piled on ``slot``. gcp, which holds each unit with its own
+    deadline, is handed all of them now, each with the slots to its due slot (at most nu, gcp's
+    horizon), and runs them at its flat rate, max_j Y_j/(j+1). The other policies give a unit they
+    hold the one deadline D (hold, gcp-u, vfw) or run it at once (follow), so each unit must reach
+    them by its latest slot, its due slot minus D (minus 0 for follow); they are handed over in that
+    order at the flattest rate that is on time: the slopes of the least concave majorant of the
+    count of units latest by each slot (GCP-OPT (7)'s shape, ``solve_gcp_opt``), non-increasing from
+    rho = max_h (units latest by ``slot`` + h)/(h+1), in fractions of a unit. So no slot is handed
+    more than rho, and a policy that runs what it holds at its flat rate (gcp-u, hold's r_t) asks for
+    at most rho; for follow rho is the remaining work over the slots to its due slots, the largest
+    such ratio over every horizon. Cost: O(n + u log u) for n active jobs with u units, once per
+    rebuild; the result holds a slot for each slot up to the last one handed over.
+    """
+    now: list[Job] = []
+    due_slots: list[int] = []
+    for job in jobs:
+        submit_slot = config.slot_of(job.submit_s)
+        if submit_slot > slot:
+            continue
+        if submit_slot == slot:
+            if submitted_now:
+                now.append(job)
+        elif job.state == QUEUED:
+            first = max(start_by_slot(job, config), slot)
+            due_slots.extend(range(first, first + job_length_slots(job.length_s, config.slot_s)))
+        else:
+            released_s = config.epoch_s + slot * config.slot_s if job.released_s is None else job.released_s
+            end = math.ceil((released_s - config.epoch_s + job.length_s) / config.slot_s)
+            due_slots.extend(range(slot, end))
+    future = with_units({}, now, slot, config)
+    if not due_slots:
+        return future
+    uniform = config.policy in UNIFORM_DEADLINE_POLICIES
+    due = np.sort(np.array(due_slots, dtype=np.int64))
+    if POLICY_TABLE[config.policy].deadlines == "per_job":
+        latest = np.zeros_like(due)  # gcp holds each unit with its own deadline: all of it goes now
+    else:
+        latest = np.maximum(due - (config.deadline_slots if uniform else 0), slot) - slot  # sorted, as due is
+    on_time = np.cumsum(np.bincount(latest))  # units latest by each slot from now
+    handed = np.cumsum(solve_gcp_opt(on_time.astype(float), 0.0))  # >= on_time: the majorant
+    whole = np.round(handed)
+    handed = np.where(np.abs(handed - whole) <= 1e-9 * on_time[-1], whole, handed)  # no rounding dust
+    # Unit i (latest order) is [i, i+1) on the axis of work handed over, slot h hands [handed[h-1],
+    # handed[h]); cut the axis at both sets of edges: each piece is part of one unit in one slot,
+    # never after the unit's latest slot (on_time, below the majorant, has reached i+1 there).
+    n = due.shape[0]
+    edges = np.union1d(np.arange(n + 1, dtype=float), np.minimum(handed, n))
+    low, high = edges[:-1], edges[1:]
+    unit = np.minimum(low.astype(np.int64), n - 1)
+    given = np.minimum(np.searchsorted(handed, low, side="right"), latest[unit])
+    index = np.full(unit.shape[0], config.deadline_slots) if uniform else np.clip(due[unit] - slot - given, 0, config.nu)
+    units = np.zeros((int(given.max()) + 1, config.nu + 1))
+    np.add.at(units, (given, index), high - low)
+    empty = (0.0,) * (config.nu + 1)
+    for offset in np.flatnonzero(units.sum(axis=1)):
+        s = slot + int(offset)
+        future[s] = tuple(float(a + b) for a, b in zip(future.get(s, empty), units[offset]))
+    return future
