@@ -37,7 +37,7 @@ from autoscaler.app.traces import open_trace
 from autoscaler.core.controller import Decision
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
-from autoscaler.core.model import CostParams, Job, StepSpec
+from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.policies import plan
 from autoscaler.core.readable import count_text
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
@@ -211,7 +211,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
             err.print(f"warning: {policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
     status = 0
     if policy in ("hold", "gcp-u", "follow", "vfw"):
-        expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
+        # The replay is priced as the daemon decided: under the configured e0, e1 and beta, uncapped
+        # (the controller caps nodes, never the policy's m_t).
+        expected = plan(policy, workload.active, deadline_slots, dataclasses.replace(config.cost, max_servers=None)).capacity
         n = min(len(expected), len(capacity))
         if policy == "vfw":
             # Replay knows the horizon's end and runs VOPT over [t, T] in its last D+1 slots;
@@ -220,6 +222,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         difference = float(np.abs(capacity[:n] - expected[:n]).max(initial=0.0))
         table.add_row("max |m_t - autoscaler replay's m_t|", f"{difference:.3g}")
         status = 0 if difference <= 1e-6 else 1
+        if status:
+            err.print(
+                f"run --replay: the daemon's m_t differs from autoscaler replay's by up to {difference:.3g} "
+                f"({policy}, D = {deadline_slots}, e0 = {config.cost.e0:g}, e1 = {config.cost.e1:g}, beta = {config.cost.beta:g})",
+                highlight=False, markup=False, soft_wrap=True,
+            )
     else:
         table.add_row(
             "max |m_t - autoscaler replay's m_t|",
