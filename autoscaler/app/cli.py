@@ -711,8 +711,9 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         workloads[name] = workload
     shortest = min(w.n_slots for w in workloads.values())
-    if max(deadlines) > shortest:
-        raise ConfigError(f"--deadlines: D = {max(deadlines)} is longer than the window ({shortest} slots)")
+    from autoscaler.core.replay import require_deadline_within_window
+
+    require_deadline_within_window(max(deadlines), shortest, "--deadlines: D")
     signals = None
     if carbon_signal is not None:
         from autoscaler.core.replay import place_signal

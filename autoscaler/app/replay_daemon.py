@@ -40,6 +40,7 @@ from autoscaler.core.lateness import LATE_HELP, slots_late
 from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.policies import plan
 from autoscaler.core.readable import count_text
+from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
 
@@ -93,6 +94,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     window_slots = workload.n_slots
+    require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
     with contextlib.ExitStack() as stack:
         decisions_file = stack.enter_context(DecisionsFile(args.decisions_out)) if args.decisions_out is not None else None
