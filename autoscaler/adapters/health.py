@@ -44,7 +44,9 @@ class Telemetry:
         r = self.registry
         self.capacity = Gauge("autoscaler_capacity_servers", "m_t, the policy's capacity in the last slot", registry=r)
         self.nodes_decided = Gauge("autoscaler_nodes_decided", "task nodes the last slot decided on", registry=r)
-        self.nodes = Gauge("autoscaler_nodes_requested", "task nodes EMR's TASK group had requested, as last observed", registry=r)
+        self.nodes = Gauge(
+            "autoscaler_nodes_requested", "task nodes EMR's TASK group has requested after the last slot's resize, as last known", registry=r
+        )
         self.nodes_running = Gauge("autoscaler_nodes_running", "task nodes EMR's TASK group had running, as last observed", registry=r)
         self.observed = Gauge(
             "autoscaler_emr_observed_timestamp_seconds", "when EMR's TASK group was last read (Unix seconds)", registry=r
@@ -60,6 +62,11 @@ class Telemetry:
         self.energy = Counter("autoscaler_energy_modelled_wh", "modelled energy of the task nodes, Wh", registry=r)
         self.saved = Gauge("autoscaler_energy_saved_modelled_wh", "modelled energy saved against follow the workload, Wh", registry=r)
         self.failures = Counter("autoscaler_slot_failures", "slots that failed, or could not read or change EMR", registry=r)
+        self.unknown_steps = Gauge(
+            "autoscaler_steps_unknown_to_store",
+            "steps of ours on EMR for jobs the store does not hold, as the last start (or restart after a failure) found them",
+            registry=r,
+        )
         self.last_success = Gauge("autoscaler_last_success_timestamp_seconds", "when the last slot succeeded", registry=r)
         self.carbon_fallback = Counter(
             "autoscaler_carbon_signal_fallback",
@@ -91,8 +98,8 @@ class Telemetry:
         ``released`` and ``late``: the job ids whose steps were really added (default: the
         decision's). ``healthy``: False when the slot could not read or change something on EMR; it
         then counts as a failed slot, and /healthz turns 503 if no healthy slot follows within two.
-        ``group``: EMR's TASK group as the slot read it (``ports.TaskGroup``), or None when it could
-        not be read: the requested and running gauges then keep their last observed values, and
+        ``group``: EMR's TASK group as the slot left it (``ports.TaskGroup``; requested after the
+        slot's resize), or None when it could not be read: the requested and running gauges then keep their last observed values, and
         ``autoscaler_emr_observed_timestamp_seconds`` says how old those are. ``queued``: the jobs
         queued in the store after the slot (default: the decision's count of jobs held back).
         """
@@ -128,6 +135,10 @@ class Telemetry:
             self.carbon_value.remove(self._carbon_unit)
         self._carbon_unit = unit
         self.carbon_value.labels(unit=unit).set(value)
+
+    def steps_unknown(self, count: int) -> None:
+        """Record how many of our EMR steps name jobs the store does not hold (a restored store)."""
+        self.unknown_steps.set(count)
 
     def slot_ok(self) -> None:
         """A slot ran to the end (decided, or found already decided)."""

@@ -64,6 +64,9 @@ RECENT_STEPS = 256
 """Recorded step ids handed to the step listing after a start: EMR lists newest first and the
 listing stops at the first recorded one, so a few of the newest are enough."""
 
+UNKNOWN_STEPS_NAMED = 50
+"""Job ids named in the ``steps_unknown_to_store`` log line; the rest are counted."""
+
 DEFAULT_RETENTION_S = 30 * 86400.0
 """Finished jobs and decisions older than this are pruned from the store (30 days)."""
 
@@ -75,7 +78,8 @@ class Observation:
     ``steps``: our steps seen on the cluster, by job id. ``states``: job states that changed
     since the store last recorded them ({job id: 'released' | 'running' | 'done' | 'failed'}).
     ``found``: steps found for jobs with no step id recorded (added just before a crash),
-    {job id: (released_s, step id)}. ``group``: the TASK group, None when it could not be read.
+    {job id: (released_s, step id)}, released_s when EMR created the step (the slot's time where
+    the cluster does not say, or says a time after it). ``group``: the TASK group, None when it could not be read.
     """
 
     now_s: float
@@ -165,10 +169,10 @@ class SlotRunner:
             # What is about to be done is written first: a store that cannot write (a full disk)
             # stops the slot here, before EMR is touched, and the restart can see what was meant.
             self.store.record_intent(decision.slot, list(decision.release), decision.nodes)
-        released, refused = self._act(decision, observation)
+        released, refused, group = self._act(decision, observation)
         self._record(decision, new_state, observation, released, refused)
         self._fresh = False
-        self._after(decision, observation, released, started)
+        self._after(decision, group, released, started)
         return decision
 
     def start(self) -> None:
@@ -219,12 +223,16 @@ class SlotRunner:
             for job_id, state in step_states_to_job_states(steps.values()).items()
             if (job := self._queue.get(job_id)) is not None and job.state != state
         }
-        # Steps found for jobs the store has no step id for (added just before a crash).
+        # Steps found for jobs the store has no step id for (added just before a crash): released
+        # when EMR created the step, which may be slots before this restart found it. Never later
+        # than now: a replay's simulated clock is not EMR's (moto stamps steps with the wall time).
         found = {
-            job_id: (now_s, status.step_id)
+            job_id: (now_s if status.created_s is None else min(now_s, status.created_s), status.step_id)
             for job_id, status in steps.items()
             if (job := self._queue.get(job_id)) is not None and job.step_id is None
         }
+        if fresh:
+            self._report_unknown_steps(steps)
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
             self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id)
@@ -236,6 +244,26 @@ class SlotRunner:
             self._degraded = True
             group = None
         return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group)
+
+    def _report_unknown_steps(self, steps: dict[str, StepStatus]) -> None:
+        """Log and count our steps (named ``{prefix}<job id>``) for jobs the store does not hold, as
+        after a restore from an older backup: they are left alone, never released again, so what
+        ran on EMR outside the store's knowledge is said, at start-up and after each failure."""
+        candidates = [job_id for job_id in steps if self._queue.get(job_id) is None]
+        if candidates:
+            # Rare (start-up, after a failure): the whole store is read only when a step is in doubt.
+            stored = {job.job_id for job in self.store.all_jobs()}
+            candidates = [job_id for job_id in candidates if job_id not in stored]
+        if candidates:
+            log.warning(
+                "steps_unknown_to_store",
+                count=len(candidates),
+                job_ids=sorted(candidates)[:UNKNOWN_STEPS_NAMED],
+                detail="EMR has steps of ours for jobs this store does not hold (restored from an older backup?); they are left alone",
+                dry_run=self.dry_run,
+            )
+        if self.telemetry is not None:
+            self.telemetry.steps_unknown(len(candidates))
 
     def _reconcile(self) -> dict[str, StepStatus]:
         """Our steps by job id, after the first slot: pending and running steps, and the final state
@@ -278,13 +306,16 @@ class SlotRunner:
 
     # -- 3. act -------------------------------------------------------------------------------
 
-    def _act(self, decision: Decision, observation: Observation) -> tuple[dict[str, tuple[float, str]], list[str]]:
+    def _act(self, decision: Decision, observation: Observation) -> tuple[dict[str, tuple[float, str]], list[str], TaskGroup | None]:
         """Resize, then release. Returns ({job id: (released_s, step id)} of the jobs whose step is
-        on the cluster now, including those found at observe; the job ids EMR refused)."""
+        on the cluster now, including those found at observe; the job ids EMR refused; the TASK
+        group as EMR holds it after the resize: requested = the decision's nodes once EMR took the
+        request, the observed group otherwise)."""
         group = observation.group
         if group is not None and group.requested != decision.nodes:
             try:
                 self.cluster.resize(decision.nodes)
+                group = dataclasses.replace(group, requested=decision.nodes)
             except ActuationError as error:
                 # The jobs due still go out, on the nodes there are; the next slot finds the
                 # group at its old size and asks again. Nothing is scaled on a guess.
@@ -292,7 +323,7 @@ class SlotRunner:
                 self._degraded = True
         released = dict(observation.found)
         refused = self._release(decision, observation.steps, released, observation.now_s)
-        return released, refused
+        return released, refused, group
 
     def _release(self, decision: Decision, steps: dict, released: dict, now_s: float) -> list[str]:
         """Add the decision's steps in EDF order into ``released``. A step EMR refuses outright
@@ -392,8 +423,7 @@ class SlotRunner:
         """What "follow the workload" would have used in the slot: L_t busy nodes (eq. (13)-(14))."""
         return float(decision.load * self.power_model.power_w(1.0, 1.0, 1.0, 1.0) * self.config.slot_s / 3600)
 
-    def _after(self, decision: Decision, observation: Observation, released: dict, started: float) -> None:
-        group = observation.group
+    def _after(self, decision: Decision, group: TaskGroup | None, released: dict, started: float) -> None:
         energy_wh = self._slot_energy_wh(decision)
         log.info(
             "slot",

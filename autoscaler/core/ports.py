@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from autoscaler.core.model import Job
@@ -29,11 +29,13 @@ class TaskInstance:
 
 @dataclass(frozen=True)
 class StepStatus:
-    """An EMR step of ours: the job id read back from its name, the step id and EMR's state."""
+    """An EMR step of ours: the job id read back from its name, the step id, EMR's state, and when
+    EMR created the step (``created_s``, Unix seconds; None where the listing does not say)."""
 
     job_id: str
     step_id: str
     state: str  # PENDING | RUNNING | COMPLETED | CANCELLED | FAILED | INTERRUPTED | ...
+    created_s: float | None = field(default=None, compare=False)  # when, not which or in what state
 
 
 JOB_STATE_BY_STEP_STATE = {
