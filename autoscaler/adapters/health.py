@@ -1,7 +1,7 @@
 """The daemon's /healthz and Prometheus /metrics, on a small HTTP server beside the slot loop.
 
 ``Telemetry`` holds the metrics (prometheus-client, in its own registry) and the health rule: healthy
-while the last successful slot ran within two slots. ``serve`` answers GET /healthz (200 or 503,
+while the last successful slot ran within two slots (and not after now: a clock gone back is not green). ``serve`` answers GET /healthz (200 or 503,
 with a JSON body) and GET /metrics (Prometheus text format) on a daemon thread, bound to 127.0.0.1
 unless told otherwise.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
+from autoscaler.adapters.clock import WallClock
 from autoscaler.core.controller import SIGNAL_FALLBACKS
 from autoscaler.core.errors import ConfigError
 
@@ -35,11 +35,13 @@ class Telemetry:
     signal, by reason (``autoscaler.core.controller.SIGNAL_FALLBACKS``).
     """
 
-    def __init__(self, slot_s: float, registry: CollectorRegistry | None = None, clock=time.time) -> None:
+    def __init__(self, slot_s: float, registry: CollectorRegistry | None = None, clock=None) -> None:
         self.slot_s = slot_s
         self.registry = registry or CollectorRegistry()
-        self._clock = clock
-        self._started_s = clock()
+        # Unix seconds that never step back (the daemon's own clock), so a wall-clock step is not
+        # taken for a slot that succeeded in the future or long ago.
+        self._clock = clock if clock is not None else WallClock().now_s
+        self._started_s = self._clock()
         self._last_success_s: float | None = None
         r = self.registry
         self.capacity = Gauge("autoscaler_capacity_servers", "m_t, the policy's capacity in the last slot", registry=r)
@@ -149,13 +151,15 @@ class Telemetry:
         self.failures.inc()
 
     def health(self) -> tuple[bool, dict]:
-        """(healthy, details): healthy while the last success (or the start) is within two slots."""
+        """(healthy, details): healthy while the last success (or the start) is within two slots.
+        A negative age (the clock read went back past the last success) is not healthy: it says
+        nothing of when a slot last ran (``status``: "clock_went_back")."""
         now_s = self._clock()
         since_s = self._last_success_s if self._last_success_s is not None else self._started_s
         age_s = now_s - since_s
-        healthy = age_s <= HEALTHY_SLOTS * self.slot_s
+        healthy = 0 <= age_s <= HEALTHY_SLOTS * self.slot_s
         return healthy, {
-            "status": "ok" if healthy else "stale",
+            "status": "ok" if healthy else "clock_went_back" if age_s < 0 else "stale",
             "seconds_since_last_success": round(age_s, 3),
             "last_success_s": self._last_success_s,
             "limit_s": HEALTHY_SLOTS * self.slot_s,

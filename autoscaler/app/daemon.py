@@ -32,6 +32,7 @@ import dataclasses
 import json
 import math
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -520,70 +521,74 @@ class DecisionsFile:
         self.close()
 
 
-def slot_scheduler(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None, epoch_s: float | None = None):
-    """The APScheduler 3 BlockingScheduler :func:`run_forever` starts (not started; for tests).
+def next_boundary_s(now_s: float, slot_s: float, epoch_s: float) -> float:
+    """The first slot boundary epoch_s + k * slot_s after ``now_s`` (Unix seconds)."""
+    return epoch_s + (math.floor((now_s - epoch_s) / slot_s) + 1) * slot_s
 
-    ``runner.run_slot`` runs once at once (to decide the slot the daemon starts in) and then at
-    every slot boundary epoch_s + k * slot_s (``epoch_s``: the runner's ``config.epoch_s`` when
-    None), an interval trigger started on the boundary, not at the start's phase: fired a little
-    late on a busy machine it still runs inside its own slot, never in the one before or skipping
-    one. Runs go one at a time on one worker thread; a run due while another is under way waits
-    for it, and one that cannot start within ``misfire_grace_s`` of its boundary is dropped
-    (missed runs coalesced into one). ``daily_report``, if given, runs every day at 00:10 UTC on a
-    thread of its own.
+
+def run_slots(run_slot: Callable[[], object], clock: Clock, slot_s: float, epoch_s: float, misfire_grace_s: float, stop: threading.Event) -> None:
+    """Run ``run_slot`` at once (to decide the slot the daemon starts in), then at every slot
+    boundary epoch_s + k * slot_s on ``clock``, until ``stop`` is set; returns after the slot under
+    way when it is.
+
+    Waits are on ``clock``, which for the daemon follows the monotonic clock
+    (:class:`~autoscaler.adapters.clock.WallClock`): a step of the wall clock moves no boundary
+    (APScheduler's triggers wait on the wall clock, and after a step back of 600 s ran no slot for
+    600 s). Each wake-up asks the clock for a wall-clock step (``wall_jump_s``, logged) when it
+    has one. A boundary the loop reaches more than ``misfire_grace_s`` late (the slot before ran
+    long) is dropped, and the ones it passed coalesced: the next run is at the next boundary. A
+    failed slot is logged (``slot_failed``) and the next boundary tried.
     """
-    import datetime
-
-    from apscheduler.executors.pool import ThreadPoolExecutor
-    from apscheduler.schedulers.blocking import BlockingScheduler
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    epoch_s = runner.config.epoch_s if epoch_s is None else epoch_s
-    boundary = datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc)
-    scheduler = BlockingScheduler(
-        timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1), "report": ThreadPoolExecutor(max_workers=1)}
-    )
-    slot = _logged(runner.run_slot, "slot_failed")
-    scheduler.add_job(slot, "date", run_date=_now(), misfire_grace_time=None, id="first_slot")
-    scheduler.add_job(
-        slot,
-        IntervalTrigger(seconds=slot_s, start_date=boundary, timezone=datetime.timezone.utc),
-        max_instances=1,
-        coalesce=True,
-        misfire_grace_time=int(max(1, misfire_grace_s)),
-        id="slot",
-    )
-    if daily_report is not None:
-        scheduler.add_job(
-            _logged(daily_report, "report_failed"),
-            "cron",
-            hour=0,
-            minute=10,
-            coalesce=True,
-            misfire_grace_time=3600,
-            id="report",
-            executor="report",
-        )
-    return scheduler
+    run = _logged(run_slot, "slot_failed")
+    wall_jump_s = getattr(clock, "wall_jump_s", None)
+    run()
+    boundary_s = next_boundary_s(clock.now_s(), slot_s, epoch_s)
+    while not stop.is_set():
+        left_s = boundary_s - clock.now_s()
+        if left_s > 0:
+            stop.wait(left_s)
+            continue
+        if wall_jump_s is not None:
+            wall_jump_s()
+        now_s = clock.now_s()
+        if now_s - boundary_s <= misfire_grace_s:
+            run()
+        else:
+            log.warning("slot_skipped", boundary_s=boundary_s, late_s=round(now_s - boundary_s, 3), misfire_grace_s=misfire_grace_s)
+        boundary_s = next_boundary_s(max(now_s, clock.now_s()), slot_s, epoch_s)
 
 
 def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None) -> None:
-    """Run ``runner.run_slot`` at once and then at every slot boundary (:func:`slot_scheduler`)
-    until SIGTERM or SIGINT, which lets the current slot finish before returning. ``daily_report``,
-    if given, runs every day at 00:10 UTC."""
-    scheduler = slot_scheduler(runner, slot_s, misfire_grace_s, daily_report)
-    stopping = []
+    """Run ``runner.run_slot`` at once and then at every slot boundary on the runner's clock
+    (:func:`run_slots`) until SIGTERM or SIGINT, which lets the current slot finish before
+    returning. ``daily_report``, if given, runs every day at 00:10 UTC (wall time: APScheduler's
+    cron, on a thread of its own)."""
+    stop = threading.Event()
 
-    def stop(signum, _frame) -> None:
-        if stopping:  # a second signal while the slot finishes changes nothing
+    def on_signal(signum, _frame) -> None:
+        if stop.is_set():  # a second signal while the slot finishes changes nothing
             return
-        stopping.append(signum)
         log.info("stopping", signal=signal.Signals(signum).name)
-        scheduler.shutdown(wait=True)
+        stop.set()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    reports = _report_scheduler(daily_report) if daily_report is not None else None
+    try:
+        run_slots(runner.run_slot, runner.clock, slot_s, runner.config.epoch_s, misfire_grace_s, stop)
+    finally:
+        if reports is not None:
+            reports.shutdown(wait=True)
+
+
+def _report_scheduler(daily_report):
+    """The daily report every day at 00:10 UTC on an APScheduler background thread (started)."""
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    scheduler = BackgroundScheduler(timezone="UTC")
+    scheduler.add_job(_logged(daily_report, "report_failed"), "cron", hour=0, minute=10, coalesce=True, misfire_grace_time=3600, id="report")
     scheduler.start()
+    return scheduler
 
 
 def _logged(function, failure_event: str):
@@ -595,8 +600,3 @@ def _logged(function, failure_event: str):
 
     return run
 
-
-def _now():
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc)
