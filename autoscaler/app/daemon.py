@@ -43,12 +43,11 @@ import structlog
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.core.edf import JobQueue
 from autoscaler.core.errors import ActuationError
-from autoscaler.core.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, step_states_to_job_states
+from autoscaler.core.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
 
 if TYPE_CHECKING:
     from autoscaler.adapters.carbon_feed import CarbonFeed
-    from autoscaler.adapters.health import Telemetry
 
 log = structlog.get_logger("autoscaler")
 

@@ -156,3 +156,26 @@ def test_health_by_default_follows_a_clock_that_never_goes_back():
 
     telemetry = Telemetry(300.0)
     assert isinstance(getattr(telemetry._clock, "__self__", None), WallClock)
+
+
+def test_the_prometheus_telemetry_implements_the_port_the_daemon_takes():
+    """The slot loop knows telemetry by its port (``autoscaler.core.ports.Telemetry``), not by the
+    Prometheus adapter: the adapter has every method of the port, with the same parameters, and
+    the daemon's module imports no telemetry adapter."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from autoscaler.app import daemon
+    from autoscaler.core import ports
+
+    wanted = {name for name, member in vars(ports.Telemetry).items() if inspect.isfunction(member) and not name.startswith("_")}
+    assert wanted >= {"slot_done", "slot_ok", "slot_failed", "carbon_signal", "steps_unknown"}
+    for name in wanted:
+        port_parameters = list(inspect.signature(getattr(ports.Telemetry, name)).parameters)
+        assert list(inspect.signature(getattr(Telemetry, name)).parameters) == port_parameters, name
+    tree = ast.parse(Path(daemon.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert "autoscaler.adapters.health" not in imported
+    assert daemon.SlotRunner.__annotations__["telemetry"] == "Telemetry | None"
+    assert daemon.Telemetry is ports.Telemetry
