@@ -20,17 +20,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
-from autoscaler.adapters.lock import StoreLock
-from autoscaler.adapters.shadow import ShadowStore
-from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.adapters.fakes import FakeCluster
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.traces import open_trace
@@ -99,9 +95,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     with contextlib.ExitStack() as stack:
         decisions_file = stack.enter_context(DecisionsFile(args.decisions_out)) if args.decisions_out is not None else None
         store_path = None
-        if args.dry_run:
-            store = ShadowStore(None)
-        else:
+        if not args.dry_run:
             if args.store is not None:
                 store_path = args.store
             else:
@@ -109,14 +103,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                 if not args.keep_store:
                     stack.callback(shutil.rmtree, folder, ignore_errors=True)
                 store_path = Path(folder) / "replay.db"
-            stack.enter_context(StoreLock(store_path))
-            # A replay's store survives the replay being killed (it resumes), not a power cut: no fsync per commit.
-            store = stack.enter_context(SqliteJobStore(store_path, durable=False))
+        store = compose.replay_store(store_path, stack)
         kept = _kept(store_path, args)
         saved = store.load_state()
         first_slot = int(saved["last_slot"]) + 1 if saved else 0
-        clock = SimulatedClock(first_slot * slot_s)
-        cluster = _cluster(settings, clock)
+        clock = compose.replay_clock(first_slot * slot_s)
+        cluster = compose.replay_cluster(settings, clock)
         if saved and _foreign_jobs(store, jobs):
             raise ConfigError(
                 f"{store_path}: holds jobs that are not in {path.name} and a daemon's decisions (a daemon's store?); "
@@ -445,15 +437,3 @@ def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decisio
             "" if share is None else f"{share:.4f}",
         )
     return table
-
-
-
-def _cluster(settings, clock: SimulatedClock):
-    """The in-memory cluster, or EMR when the config's endpoint is on this machine (moto):
-    a replay never touches a real cluster."""
-    endpoint = settings.cluster.endpoint_url if settings is not None else None
-    if endpoint and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
-        from autoscaler.adapters.emr import EmrCluster, emr_client
-
-        return EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)
-    return FakeCluster(clock)
