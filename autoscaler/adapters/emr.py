@@ -238,7 +238,8 @@ class EmrCluster:
         return response["StepIds"][0]
 
     def steps(self, active_only: bool = False, newer_than: frozenset[str] | None = None) -> list[StepStatus]:
-        """Steps of ours on the cluster (ListSteps, following Marker over the pages), oldest first.
+        """Steps of ours on the cluster (ListSteps, following Marker over the pages), oldest first,
+        each with its creation time (``StepStatus.created_s``: EMR's Timeline.CreationDateTime).
 
         A step is ours when its name starts with ``step_prefix``; the rest of the name is the
         job id. EMR pages ListSteps at 50 steps and lists newest first; the order is reversed
@@ -258,11 +259,13 @@ class EmrCluster:
                         return statuses
                     name = step.get("Name", "")
                     if name.startswith(self.step_prefix):
+                        created = step["Status"].get("Timeline", {}).get("CreationDateTime")
                         statuses.append(
                             StepStatus(
                                 job_id=name[len(self.step_prefix):],
                                 step_id=step["Id"],
                                 state=step["Status"]["State"],
+                                created_s=None if created is None else created.timestamp(),
                             )
                         )
         statuses.reverse()

@@ -112,4 +112,4 @@ class FakeCluster:
         state = "COMPLETED" if self.clock.now_s() >= added_s + length_s else "RUNNING"
         if state == "COMPLETED":
             self._active.pop(step_id, None)  # a simulated clock never goes back: it stays completed
-        return StepStatus(job_id, step_id, state)
+        return StepStatus(job_id, step_id, state, created_s=added_s)

@@ -1,7 +1,7 @@
 """The daemon's /healthz and Prometheus /metrics, on a small HTTP server beside the slot loop.
 
 ``Telemetry`` holds the metrics (prometheus-client, in its own registry) and the health rule: healthy
-while the last successful slot ran within two slots. ``serve`` answers GET /healthz (200 or 503,
+while the last successful slot ran within two slots (and not after now: a clock gone back is not green). ``serve`` answers GET /healthz (200 or 503,
 with a JSON body) and GET /metrics (Prometheus text format) on a daemon thread, bound to 127.0.0.1
 unless told otherwise.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
+from autoscaler.adapters.clock import WallClock
 from autoscaler.core.controller import SIGNAL_FALLBACKS
 from autoscaler.core.errors import ConfigError
 
@@ -35,16 +35,20 @@ class Telemetry:
     signal, by reason (``autoscaler.core.controller.SIGNAL_FALLBACKS``).
     """
 
-    def __init__(self, slot_s: float, registry: CollectorRegistry | None = None, clock=time.time) -> None:
+    def __init__(self, slot_s: float, registry: CollectorRegistry | None = None, clock=None) -> None:
         self.slot_s = slot_s
         self.registry = registry or CollectorRegistry()
-        self._clock = clock
-        self._started_s = clock()
+        # Unix seconds that never step back (the daemon's own clock), so a wall-clock step is not
+        # taken for a slot that succeeded in the future or long ago.
+        self._clock = clock if clock is not None else WallClock().now_s
+        self._started_s = self._clock()
         self._last_success_s: float | None = None
         r = self.registry
         self.capacity = Gauge("autoscaler_capacity_servers", "m_t, the policy's capacity in the last slot", registry=r)
         self.nodes_decided = Gauge("autoscaler_nodes_decided", "task nodes the last slot decided on", registry=r)
-        self.nodes = Gauge("autoscaler_nodes_requested", "task nodes EMR's TASK group had requested, as last observed", registry=r)
+        self.nodes = Gauge(
+            "autoscaler_nodes_requested", "task nodes EMR's TASK group has requested after the last slot's resize, as last known", registry=r
+        )
         self.nodes_running = Gauge("autoscaler_nodes_running", "task nodes EMR's TASK group had running, as last observed", registry=r)
         self.observed = Gauge(
             "autoscaler_emr_observed_timestamp_seconds", "when EMR's TASK group was last read (Unix seconds)", registry=r
@@ -60,6 +64,11 @@ class Telemetry:
         self.energy = Counter("autoscaler_energy_modelled_wh", "modelled energy of the task nodes, Wh", registry=r)
         self.saved = Gauge("autoscaler_energy_saved_modelled_wh", "modelled energy saved against follow the workload, Wh", registry=r)
         self.failures = Counter("autoscaler_slot_failures", "slots that failed, or could not read or change EMR", registry=r)
+        self.unknown_steps = Gauge(
+            "autoscaler_steps_unknown_to_store",
+            "steps of ours on EMR for jobs the store does not hold, as the last start (or restart after a failure) found them",
+            registry=r,
+        )
         self.last_success = Gauge("autoscaler_last_success_timestamp_seconds", "when the last slot succeeded", registry=r)
         self.carbon_fallback = Counter(
             "autoscaler_carbon_signal_fallback",
@@ -91,8 +100,8 @@ class Telemetry:
         ``released`` and ``late``: the job ids whose steps were really added (default: the
         decision's). ``healthy``: False when the slot could not read or change something on EMR; it
         then counts as a failed slot, and /healthz turns 503 if no healthy slot follows within two.
-        ``group``: EMR's TASK group as the slot read it (``ports.TaskGroup``), or None when it could
-        not be read: the requested and running gauges then keep their last observed values, and
+        ``group``: EMR's TASK group as the slot left it (``ports.TaskGroup``; requested after the
+        slot's resize), or None when it could not be read: the requested and running gauges then keep their last observed values, and
         ``autoscaler_emr_observed_timestamp_seconds`` says how old those are. ``queued``: the jobs
         queued in the store after the slot (default: the decision's count of jobs held back).
         """
@@ -129,6 +138,10 @@ class Telemetry:
         self._carbon_unit = unit
         self.carbon_value.labels(unit=unit).set(value)
 
+    def steps_unknown(self, count: int) -> None:
+        """Record how many of our EMR steps name jobs the store does not hold (a restored store)."""
+        self.unknown_steps.set(count)
+
     def slot_ok(self) -> None:
         """A slot ran to the end (decided, or found already decided)."""
         self._last_success_s = self._clock()
@@ -138,13 +151,15 @@ class Telemetry:
         self.failures.inc()
 
     def health(self) -> tuple[bool, dict]:
-        """(healthy, details): healthy while the last success (or the start) is within two slots."""
+        """(healthy, details): healthy while the last success (or the start) is within two slots.
+        A negative age (the clock read went back past the last success) is not healthy: it says
+        nothing of when a slot last ran (``status``: "clock_went_back")."""
         now_s = self._clock()
         since_s = self._last_success_s if self._last_success_s is not None else self._started_s
         age_s = now_s - since_s
-        healthy = age_s <= HEALTHY_SLOTS * self.slot_s
+        healthy = 0 <= age_s <= HEALTHY_SLOTS * self.slot_s
         return healthy, {
-            "status": "ok" if healthy else "stale",
+            "status": "ok" if healthy else "clock_went_back" if age_s < 0 else "stale",
             "seconds_since_last_success": round(age_s, 3),
             "last_success_s": self._last_success_s,
             "limit_s": HEALTHY_SLOTS * self.slot_s,

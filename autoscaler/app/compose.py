@@ -220,3 +220,95 @@ def require_writable(path: Path, what: str) -> None:
             pass
     except OSError as error:
         raise ConfigError(f"{path}: cannot write {what}: {error.strerror or error}") from None
+
+
+# -- the report's adapters: the store read, EMR's TASK instances, CloudWatch, mail -------------------
+
+
+def report_store(settings: Settings):
+    """The job store of ``settings`` opened for the report to read its decisions (a context manager).
+    Raises StoreError when it cannot be opened or is not ours."""
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+
+    return SqliteJobStore(settings.store_path)
+
+
+def task_instances_source(settings: Settings, session=None):
+    """The EMR adapter of ``settings.cluster`` for listing its TASK instances (``task_instances``); not
+    checked now. ``session``: the boto3.Session its client is made from (default: a new one)."""
+    from autoscaler.adapters.emr import EmrCluster, emr_client
+
+    cluster = settings.cluster
+    return EmrCluster(emr_client(cluster.region, cluster.endpoint_url, session), cluster.id)
+
+
+def metrics_reader(settings: Settings, session=None):
+    """The CloudWatch reader of the TASK instances' metrics, in ``settings.cluster``'s region and endpoint."""
+    from cloudwatch.reader import CloudWatchMetricsReader, cloudwatch_client
+
+    return CloudWatchMetricsReader(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
+
+
+def energy_publisher(settings: Settings, session=None):
+    """The CloudWatch publisher of the report's EnergyWh and SavedWh (and CO2 or cost) datapoints."""
+    from cloudwatch.publish import EnergyPublisher
+    from cloudwatch.reader import cloudwatch_client
+
+    return EnergyPublisher(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
+
+
+def mail_sender(settings: Settings, session=None, ssl_context=None):
+    """The SMTP or SES sender the config's [report] names, its credentials read now. The daemon
+    calls it at start-up, so a missing password stops it then, not at the first daily report.
+    Raises ConfigError for an unset or unreadable password source."""
+    from autoscaler.adapters.mail import SesSender, SmtpSender, SmtpSettings, ses_client, smtp_password_from
+
+    options = settings.report
+    if options.transport == "ses":
+        return SesSender(ses_client(options.ses_region or settings.cluster.region, options.ses_endpoint_url, session))
+    password = None
+    if options.smtp_username is not None:
+        env_var = None if options.smtp_password_file is not None else options.smtp_password_env
+        password = smtp_password_from(env_var, options.smtp_password_file)
+    smtp = SmtpSettings(options.smtp_host, options.smtp_port, options.smtp_starttls, options.smtp_username, password)
+    return SmtpSender(smtp, ssl_context)
+
+
+# -- run --replay: a simulated clock, the in-memory cluster (or moto's EMR), its own store ---------
+
+
+def replay_clock(start_s: float):
+    """The simulated clock a replay moves slot by slot (Unix seconds)."""
+    from autoscaler.adapters.fakes import SimulatedClock
+
+    return SimulatedClock(start_s)
+
+
+def replay_cluster(settings: Settings | None, clock):
+    """The in-memory cluster on ``clock``, or EMR when the config's endpoint is on this machine
+    (moto): a replay never touches a real cluster."""
+    from urllib.parse import urlparse
+
+    from autoscaler.adapters.fakes import FakeCluster
+
+    endpoint = settings.cluster.endpoint_url if settings is not None else None
+    if endpoint and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
+        from autoscaler.adapters.emr import EmrCluster, emr_client
+
+        return EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)
+    return FakeCluster(clock)
+
+
+def replay_store(store_path: Path | None, stack):
+    """A replay's store: a shadow in memory when ``store_path`` is None (``--dry-run``), else the
+    SQLite store at ``store_path``, its lock held; both entered on ``stack`` (a contextlib.ExitStack),
+    so they close with it. A replay's store survives the replay being killed (it resumes), not a
+    power cut: no fsync per commit. Raises StoreError (and the lock's error when another holds it)."""
+    from autoscaler.adapters.lock import StoreLock
+    from autoscaler.adapters.shadow import ShadowStore
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+
+    if store_path is None:
+        return ShadowStore(None)
+    stack.enter_context(StoreLock(store_path))
+    return stack.enter_context(SqliteJobStore(store_path, durable=False))

@@ -32,6 +32,7 @@ import dataclasses
 import json
 import math
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,12 +43,11 @@ import structlog
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.core.edf import JobQueue
 from autoscaler.core.errors import ActuationError
-from autoscaler.core.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, step_states_to_job_states
+from autoscaler.core.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
 
 if TYPE_CHECKING:
     from autoscaler.adapters.carbon_feed import CarbonFeed
-    from autoscaler.adapters.health import Telemetry
 
 log = structlog.get_logger("autoscaler")
 
@@ -64,6 +64,9 @@ RECENT_STEPS = 256
 """Recorded step ids handed to the step listing after a start: EMR lists newest first and the
 listing stops at the first recorded one, so a few of the newest are enough."""
 
+UNKNOWN_STEPS_NAMED = 50
+"""Job ids named in the ``steps_unknown_to_store`` log line; the rest are counted."""
+
 DEFAULT_RETENTION_S = 30 * 86400.0
 """Finished jobs and decisions older than this are pruned from the store (30 days)."""
 
@@ -75,7 +78,8 @@ class Observation:
     ``steps``: our steps seen on the cluster, by job id. ``states``: job states that changed
     since the store last recorded them ({job id: 'released' | 'running' | 'done' | 'failed'}).
     ``found``: steps found for jobs with no step id recorded (added just before a crash),
-    {job id: (released_s, step id)}. ``group``: the TASK group, None when it could not be read.
+    {job id: (released_s, step id)}, released_s when EMR created the step (the slot's time where
+    the cluster does not say, or says a time after it). ``group``: the TASK group, None when it could not be read.
     """
 
     now_s: float
@@ -165,10 +169,10 @@ class SlotRunner:
             # What is about to be done is written first: a store that cannot write (a full disk)
             # stops the slot here, before EMR is touched, and the restart can see what was meant.
             self.store.record_intent(decision.slot, list(decision.release), decision.nodes)
-        released, refused = self._act(decision, observation)
+        released, refused, group = self._act(decision, observation)
         self._record(decision, new_state, observation, released, refused)
         self._fresh = False
-        self._after(decision, observation, released, started)
+        self._after(decision, group, released, started)
         return decision
 
     def start(self) -> None:
@@ -219,12 +223,16 @@ class SlotRunner:
             for job_id, state in step_states_to_job_states(steps.values()).items()
             if (job := self._queue.get(job_id)) is not None and job.state != state
         }
-        # Steps found for jobs the store has no step id for (added just before a crash).
+        # Steps found for jobs the store has no step id for (added just before a crash): released
+        # when EMR created the step, which may be slots before this restart found it. Never later
+        # than now: a replay's simulated clock is not EMR's (moto stamps steps with the wall time).
         found = {
-            job_id: (now_s, status.step_id)
+            job_id: (now_s if status.created_s is None else min(now_s, status.created_s), status.step_id)
             for job_id, status in steps.items()
             if (job := self._queue.get(job_id)) is not None and job.step_id is None
         }
+        if fresh:
+            self._report_unknown_steps(steps)
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
             self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id)
@@ -236,6 +244,26 @@ class SlotRunner:
             self._degraded = True
             group = None
         return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group)
+
+    def _report_unknown_steps(self, steps: dict[str, StepStatus]) -> None:
+        """Log and count our steps (named ``{prefix}<job id>``) for jobs the store does not hold, as
+        after a restore from an older backup: they are left alone, never released again, so what
+        ran on EMR outside the store's knowledge is said, at start-up and after each failure."""
+        candidates = [job_id for job_id in steps if self._queue.get(job_id) is None]
+        if candidates:
+            # Rare (start-up, after a failure): the whole store is read only when a step is in doubt.
+            stored = {job.job_id for job in self.store.all_jobs()}
+            candidates = [job_id for job_id in candidates if job_id not in stored]
+        if candidates:
+            log.warning(
+                "steps_unknown_to_store",
+                count=len(candidates),
+                job_ids=sorted(candidates)[:UNKNOWN_STEPS_NAMED],
+                detail="EMR has steps of ours for jobs this store does not hold (restored from an older backup?); they are left alone",
+                dry_run=self.dry_run,
+            )
+        if self.telemetry is not None:
+            self.telemetry.steps_unknown(len(candidates))
 
     def _reconcile(self) -> dict[str, StepStatus]:
         """Our steps by job id, after the first slot: pending and running steps, and the final state
@@ -278,13 +306,16 @@ class SlotRunner:
 
     # -- 3. act -------------------------------------------------------------------------------
 
-    def _act(self, decision: Decision, observation: Observation) -> tuple[dict[str, tuple[float, str]], list[str]]:
+    def _act(self, decision: Decision, observation: Observation) -> tuple[dict[str, tuple[float, str]], list[str], TaskGroup | None]:
         """Resize, then release. Returns ({job id: (released_s, step id)} of the jobs whose step is
-        on the cluster now, including those found at observe; the job ids EMR refused)."""
+        on the cluster now, including those found at observe; the job ids EMR refused; the TASK
+        group as EMR holds it after the resize: requested = the decision's nodes once EMR took the
+        request, the observed group otherwise)."""
         group = observation.group
         if group is not None and group.requested != decision.nodes:
             try:
                 self.cluster.resize(decision.nodes)
+                group = dataclasses.replace(group, requested=decision.nodes)
             except ActuationError as error:
                 # The jobs due still go out, on the nodes there are; the next slot finds the
                 # group at its old size and asks again. Nothing is scaled on a guess.
@@ -292,7 +323,7 @@ class SlotRunner:
                 self._degraded = True
         released = dict(observation.found)
         refused = self._release(decision, observation.steps, released, observation.now_s)
-        return released, refused
+        return released, refused, group
 
     def _release(self, decision: Decision, steps: dict, released: dict, now_s: float) -> list[str]:
         """Add the decision's steps in EDF order into ``released``. A step EMR refuses outright
@@ -392,8 +423,7 @@ class SlotRunner:
         """What "follow the workload" would have used in the slot: L_t busy nodes (eq. (13)-(14))."""
         return float(decision.load * self.power_model.power_w(1.0, 1.0, 1.0, 1.0) * self.config.slot_s / 3600)
 
-    def _after(self, decision: Decision, observation: Observation, released: dict, started: float) -> None:
-        group = observation.group
+    def _after(self, decision: Decision, group: TaskGroup | None, released: dict, started: float) -> None:
         energy_wh = self._slot_energy_wh(decision)
         log.info(
             "slot",
@@ -490,70 +520,74 @@ class DecisionsFile:
         self.close()
 
 
-def slot_scheduler(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None, epoch_s: float | None = None):
-    """The APScheduler 3 BlockingScheduler :func:`run_forever` starts (not started; for tests).
+def next_boundary_s(now_s: float, slot_s: float, epoch_s: float) -> float:
+    """The first slot boundary epoch_s + k * slot_s after ``now_s`` (Unix seconds)."""
+    return epoch_s + (math.floor((now_s - epoch_s) / slot_s) + 1) * slot_s
 
-    ``runner.run_slot`` runs once at once (to decide the slot the daemon starts in) and then at
-    every slot boundary epoch_s + k * slot_s (``epoch_s``: the runner's ``config.epoch_s`` when
-    None), an interval trigger started on the boundary, not at the start's phase: fired a little
-    late on a busy machine it still runs inside its own slot, never in the one before or skipping
-    one. Runs go one at a time on one worker thread; a run due while another is under way waits
-    for it, and one that cannot start within ``misfire_grace_s`` of its boundary is dropped
-    (missed runs coalesced into one). ``daily_report``, if given, runs every day at 00:10 UTC on a
-    thread of its own.
+
+def run_slots(run_slot: Callable[[], object], clock: Clock, slot_s: float, epoch_s: float, misfire_grace_s: float, stop: threading.Event) -> None:
+    """Run ``run_slot`` at once (to decide the slot the daemon starts in), then at every slot
+    boundary epoch_s + k * slot_s on ``clock``, until ``stop`` is set; returns after the slot under
+    way when it is.
+
+    Waits are on ``clock``, which for the daemon follows the monotonic clock
+    (:class:`~autoscaler.adapters.clock.WallClock`): a step of the wall clock moves no boundary
+    (APScheduler's triggers wait on the wall clock, and after a step back of 600 s ran no slot for
+    600 s). Each wake-up asks the clock for a wall-clock step (``wall_jump_s``, logged) when it
+    has one. A boundary the loop reaches more than ``misfire_grace_s`` late (the slot before ran
+    long) is dropped, and the ones it passed coalesced: the next run is at the next boundary. A
+    failed slot is logged (``slot_failed``) and the next boundary tried.
     """
-    import datetime
-
-    from apscheduler.executors.pool import ThreadPoolExecutor
-    from apscheduler.schedulers.blocking import BlockingScheduler
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    epoch_s = runner.config.epoch_s if epoch_s is None else epoch_s
-    boundary = datetime.datetime.fromtimestamp(epoch_s, datetime.timezone.utc)
-    scheduler = BlockingScheduler(
-        timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1), "report": ThreadPoolExecutor(max_workers=1)}
-    )
-    slot = _logged(runner.run_slot, "slot_failed")
-    scheduler.add_job(slot, "date", run_date=_now(), misfire_grace_time=None, id="first_slot")
-    scheduler.add_job(
-        slot,
-        IntervalTrigger(seconds=slot_s, start_date=boundary, timezone=datetime.timezone.utc),
-        max_instances=1,
-        coalesce=True,
-        misfire_grace_time=int(max(1, misfire_grace_s)),
-        id="slot",
-    )
-    if daily_report is not None:
-        scheduler.add_job(
-            _logged(daily_report, "report_failed"),
-            "cron",
-            hour=0,
-            minute=10,
-            coalesce=True,
-            misfire_grace_time=3600,
-            id="report",
-            executor="report",
-        )
-    return scheduler
+    run = _logged(run_slot, "slot_failed")
+    wall_jump_s = getattr(clock, "wall_jump_s", None)
+    run()
+    boundary_s = next_boundary_s(clock.now_s(), slot_s, epoch_s)
+    while not stop.is_set():
+        left_s = boundary_s - clock.now_s()
+        if left_s > 0:
+            stop.wait(left_s)
+            continue
+        if wall_jump_s is not None:
+            wall_jump_s()
+        now_s = clock.now_s()
+        if now_s - boundary_s <= misfire_grace_s:
+            run()
+        else:
+            log.warning("slot_skipped", boundary_s=boundary_s, late_s=round(now_s - boundary_s, 3), misfire_grace_s=misfire_grace_s)
+        boundary_s = next_boundary_s(max(now_s, clock.now_s()), slot_s, epoch_s)
 
 
 def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None) -> None:
-    """Run ``runner.run_slot`` at once and then at every slot boundary (:func:`slot_scheduler`)
-    until SIGTERM or SIGINT, which lets the current slot finish before returning. ``daily_report``,
-    if given, runs every day at 00:10 UTC."""
-    scheduler = slot_scheduler(runner, slot_s, misfire_grace_s, daily_report)
-    stopping = []
+    """Run ``runner.run_slot`` at once and then at every slot boundary on the runner's clock
+    (:func:`run_slots`) until SIGTERM or SIGINT, which lets the current slot finish before
+    returning. ``daily_report``, if given, runs every day at 00:10 UTC (wall time: APScheduler's
+    cron, on a thread of its own)."""
+    stop = threading.Event()
 
-    def stop(signum, _frame) -> None:
-        if stopping:  # a second signal while the slot finishes changes nothing
+    def on_signal(signum, _frame) -> None:
+        if stop.is_set():  # a second signal while the slot finishes changes nothing
             return
-        stopping.append(signum)
         log.info("stopping", signal=signal.Signals(signum).name)
-        scheduler.shutdown(wait=True)
+        stop.set()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    reports = _report_scheduler(daily_report) if daily_report is not None else None
+    try:
+        run_slots(runner.run_slot, runner.clock, slot_s, runner.config.epoch_s, misfire_grace_s, stop)
+    finally:
+        if reports is not None:
+            reports.shutdown(wait=True)
+
+
+def _report_scheduler(daily_report):
+    """The daily report every day at 00:10 UTC on an APScheduler background thread (started)."""
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    scheduler = BackgroundScheduler(timezone="UTC")
+    scheduler.add_job(_logged(daily_report, "report_failed"), "cron", hour=0, minute=10, coalesce=True, misfire_grace_time=3600, id="report")
     scheduler.start()
+    return scheduler
 
 
 def _logged(function, failure_event: str):
@@ -565,8 +599,3 @@ def _logged(function, failure_event: str):
 
     return run
 
-
-def _now():
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc)

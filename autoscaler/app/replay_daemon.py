@@ -20,26 +20,23 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
-from autoscaler.adapters.lock import StoreLock
-from autoscaler.adapters.shadow import ShadowStore
-from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.adapters.fakes import FakeCluster
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.traces import open_trace
 from autoscaler.core.controller import Decision
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
-from autoscaler.core.model import CostParams, Job, StepSpec
+from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.readable import count_text
+from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
 
@@ -93,13 +90,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     window_slots = workload.n_slots
+    require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
     with contextlib.ExitStack() as stack:
         decisions_file = stack.enter_context(DecisionsFile(args.decisions_out)) if args.decisions_out is not None else None
         store_path = None
-        if args.dry_run:
-            store = ShadowStore(None)
-        else:
+        if not args.dry_run:
             if args.store is not None:
                 store_path = args.store
             else:
@@ -107,14 +103,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                 if not args.keep_store:
                     stack.callback(shutil.rmtree, folder, ignore_errors=True)
                 store_path = Path(folder) / "replay.db"
-            stack.enter_context(StoreLock(store_path))
-            # A replay's store survives the replay being killed (it resumes), not a power cut: no fsync per commit.
-            store = stack.enter_context(SqliteJobStore(store_path, durable=False))
+        store = compose.replay_store(store_path, stack)
         kept = _kept(store_path, args)
         saved = store.load_state()
         first_slot = int(saved["last_slot"]) + 1 if saved else 0
-        clock = SimulatedClock(first_slot * slot_s)
-        cluster = _cluster(settings, clock)
+        clock = compose.replay_clock(first_slot * slot_s)
+        cluster = compose.replay_cluster(settings, clock)
         if saved and _foreign_jobs(store, jobs):
             raise ConfigError(
                 f"{store_path}: holds jobs that are not in {path.name} and a daemon's decisions (a daemon's store?); "
@@ -211,7 +205,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
             err.print(f"warning: {policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
     status = 0
     if policy in REPLAY_COMPARED_POLICIES:
-        expected = plan(policy, workload.active, deadline_slots, CostParams()).capacity
+        # The replay is priced as the daemon decided: under the configured e0, e1 and beta, uncapped
+        # (the controller caps nodes, never the policy's m_t).
+        expected = plan(policy, workload.active, deadline_slots, dataclasses.replace(config.cost, max_servers=None)).capacity
         n = min(len(expected), len(capacity))
         if policy == "vfw":
             # Replay knows the horizon's end and runs VOPT over [t, T] in its last D+1 slots;
@@ -220,6 +216,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         difference = float(np.abs(capacity[:n] - expected[:n]).max(initial=0.0))
         table.add_row("max |m_t - autoscaler replay's m_t|", f"{difference:.3g}")
         status = 0 if difference <= 1e-6 else 1
+        if status:
+            err.print(
+                f"run --replay: the daemon's m_t differs from autoscaler replay's by up to {difference:.3g} "
+                f"({policy}, D = {deadline_slots}, e0 = {config.cost.e0:g}, e1 = {config.cost.e1:g}, beta = {config.cost.beta:g})",
+                highlight=False, markup=False, soft_wrap=True,
+            )
     else:
         table.add_row(
             "max |m_t - autoscaler replay's m_t|",
@@ -435,15 +437,3 @@ def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decisio
             "" if share is None else f"{share:.4f}",
         )
     return table
-
-
-
-def _cluster(settings, clock: SimulatedClock):
-    """The in-memory cluster, or EMR when the config's endpoint is on this machine (moto):
-    a replay never touches a real cluster."""
-    endpoint = settings.cluster.endpoint_url if settings is not None else None
-    if endpoint and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
-        from autoscaler.adapters.emr import EmrCluster, emr_client
-
-        return EmrCluster(emr_client(settings.cluster.region, settings.cluster.endpoint_url), settings.cluster.id)
-    return FakeCluster(clock)

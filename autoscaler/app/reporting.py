@@ -153,7 +153,7 @@ def live_report(
     CloudWatch (unless ``measure`` is False). Raises ConfigError when the store has no decided
     slot in the window; StoreError, ActuationError and MetricsError from the adapters.
     """
-    from autoscaler.adapters.sqlite_store import SqliteJobStore
+    from autoscaler.app import compose
     from energy.accounting import EnergyReport, calibrated, counterfactual_schedules, modelled_schedule
 
     slot_s = settings.slot_s
@@ -162,7 +162,7 @@ def live_report(
         raise ConfigError(f"{settings.store_path}: no job store here; has the daemon run with this config?")
     from autoscaler.core.controller import Decision
 
-    with SqliteJobStore(settings.store_path) as store:
+    with compose.report_store(settings) as store:
         decisions = {d.slot: d for d in map(Decision.from_json, store.decisions())}
     decided = sorted(slot for slot in decisions if first <= slot < end)
     if not decided:
@@ -283,13 +283,11 @@ MAX_BOUNDS_NOTES = 5
 def _read_metrics(settings, first: int, n_slots: int, options: EnergyOptions, session):
     """(TASK instances listed, up mask (n_slots, n_instances), their metrics, the power model without the
     terms of metrics no node reported, notes), or one note saying why nothing can be measured."""
-    from autoscaler.adapters.emr import EmrCluster, emr_client
+    from autoscaler.app import compose
     from cloudwatch.queries import METRIC_NAMES
-    from cloudwatch.reader import CloudWatchMetricsReader, cloudwatch_client
 
     slot_s = int(settings.slot_s)
-    cluster = settings.cluster
-    instances = EmrCluster(emr_client(cluster.region, cluster.endpoint_url, session), cluster.id).task_instances()
+    instances = compose.task_instances_source(settings, session).task_instances()
     start_s, end_s = first * slot_s, (first + n_slots) * slot_s
     slot_starts = start_s + np.arange(n_slots) * slot_s
     up = np.array(
@@ -297,7 +295,7 @@ def _read_metrics(settings, first: int, n_slots: int, options: EnergyOptions, se
     ).reshape(n_slots, len(instances))
     if not up.any():
         return f"No TASK instance was up in these slots according to EMR ({len(instances)} listed): nothing measured."
-    reader = CloudWatchMetricsReader(cloudwatch_client(cluster.region, cluster.endpoint_url, session))
+    reader = compose.metrics_reader(settings, session)
     instance_ids = [i.instance_id for i in instances]
     metrics = reader.read(instance_ids, start_s, end_s, slot_s, max_hold_slots=options.max_hold_slots)
     # A metric no running node reported at all is not a gap but a metric this instance type does
@@ -496,11 +494,10 @@ def publish(report, settings, session=None) -> None:
     """EnergyWh (the actual schedule's energy) and SavedWh (against follow), one datapoint at the report's
     end with the dimension ClusterId; with a signal also Co2Grams and Co2SavedGrams (or CostDollars and
     CostSavedDollars) over the slots it covers. CloudWatch adds up datapoints: publish each window once."""
-    from cloudwatch.publish import EnergyPublisher
-    from cloudwatch.reader import cloudwatch_client
+    from autoscaler.app import compose
 
     actual = report.schedules[-1]
-    publisher = EnergyPublisher(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
+    publisher = compose.energy_publisher(settings, session)
     end_s = report.start_s + report.n_slots * report.slot_s
     cost = None
     if report.signal is not None:
@@ -526,20 +523,10 @@ def email(report, text: str, png: bytes, settings, session=None, ssl_context=Non
 
 
 def mail_sender(settings, session=None, ssl_context=None):
-    """The SMTP or SES sender the config's [report] names, its credentials read now. The daemon
-    calls it at start-up, so a missing password stops it then, not at the first daily report.
-    Raises ConfigError for an unset or unreadable password source."""
-    from autoscaler.adapters.mail import SesSender, SmtpSender, SmtpSettings, ses_client, smtp_password_from
+    """The sender of the config's [report] (:func:`autoscaler.app.compose.mail_sender`, which builds it)."""
+    from autoscaler.app import compose
 
-    options = settings.report
-    if options.transport == "ses":
-        return SesSender(ses_client(options.ses_region or settings.cluster.region, options.ses_endpoint_url, session))
-    password = None
-    if options.smtp_username is not None:
-        env_var = None if options.smtp_password_file is not None else options.smtp_password_env
-        password = smtp_password_from(env_var, options.smtp_password_file)
-    smtp = SmtpSettings(options.smtp_host, options.smtp_port, options.smtp_starttls, options.smtp_username, password)
-    return SmtpSender(smtp, ssl_context)
+    return compose.mail_sender(settings, session, ssl_context)
 
 
 def _utc(seconds: float) -> str:

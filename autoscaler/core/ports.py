@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from autoscaler.core.model import Job
@@ -29,11 +29,13 @@ class TaskInstance:
 
 @dataclass(frozen=True)
 class StepStatus:
-    """An EMR step of ours: the job id read back from its name, the step id and EMR's state."""
+    """An EMR step of ours: the job id read back from its name, the step id, EMR's state, and when
+    EMR created the step (``created_s``, Unix seconds; None where the listing does not say)."""
 
     job_id: str
     step_id: str
     state: str  # PENDING | RUNNING | COMPLETED | CANCELLED | FAILED | INTERRUPTED | ...
+    created_s: float | None = field(default=None, compare=False)  # when, not which or in what state
 
 
 JOB_STATE_BY_STEP_STATE = {
@@ -174,3 +176,37 @@ class JobStore(Protocol):
 
     def decision(self, slot: int) -> dict | None:
         """The decision of one slot, or None (not decided, or pruned)."""
+
+
+class Telemetry(Protocol):
+    """What the slot loop reports as it runs: metrics and health (the Prometheus adapter is
+    ``autoscaler.adapters.health.Telemetry``). Calls return at once; none raises. Energies are
+    modelled Wh, times ms."""
+
+    def slot_done(
+        self,
+        decision,
+        solve_ms: float,
+        energy_wh: float,
+        follow_wh: float,
+        released: list[str] | None = None,
+        late: list[str] | None = None,
+        healthy: bool = True,
+        group: TaskGroup | None = None,
+        queued: int | None = None,
+    ) -> None:
+        """A decided slot (``decision``: controller.Decision): the job ids really released and late,
+        whether it could read and change EMR, the TASK group as the slot left it (None: unknown)
+        and the jobs left queued."""
+
+    def slot_ok(self) -> None:
+        """A slot ran to the end (decided, or found already decided)."""
+
+    def slot_failed(self) -> None:
+        """A slot failed part-way."""
+
+    def carbon_signal(self, value: float | None, unit: str = "", fallback: str = "") -> None:
+        """A hold+carbon slot's signal ``value`` in ``unit``, or None and why (``fallback``)."""
+
+    def steps_unknown(self, count: int) -> None:
+        """How many of our EMR steps name jobs the store does not hold (at a start or restart)."""

@@ -249,6 +249,17 @@ def parse_policy_list(text: str) -> list[str]:
     return [BASELINE] + [n for n in dict.fromkeys(names) if n != BASELINE]
 
 
+def require_deadline_within_window(deadline_slots: int, window_slots: int, what: str = "deadline D") -> None:
+    """The one rule for every replay (``replay``, ``sweep``, ``run --replay``): a deadline D (slots)
+    no longer than the window (slots) it is replayed over; beyond, a replay's horizon of window + D
+    slots is mostly waiting. ``what`` names the input in the message (a flag or a config field).
+    Raises ConfigError naming it, D, the window and the largest D allowed."""
+    if deadline_slots > window_slots:
+        raise ConfigError(
+            f"{what} = {deadline_slots} slots is longer than the window ({window_slots} slots); give a D of at most {window_slots}"
+        )
+
+
 def replay(
     workload: Workload,
     policy_names: list[str],
@@ -275,11 +286,7 @@ def replay(
     """
     if not workload.active.any():
         raise ConfigError(f"{workload.source}: the load is zero in every slot of the window: nothing to provision for")
-    if deadline_slots > workload.n_slots:
-        raise ConfigError(
-            f"deadline D = {deadline_slots} slots is longer than the window ({workload.n_slots} slots); "
-            f"give a D of at most {workload.n_slots}"
-        )
+    require_deadline_within_window(deadline_slots, workload.n_slots)
     results: dict[str, PolicyResult] = {}
     baseline_total: float | None = None
     baseline_energy: float | None = None

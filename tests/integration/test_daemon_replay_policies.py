@@ -31,3 +31,28 @@ def test_daemon_replay_gives_replays_capacity_and_meets_every_start_by_slot(poli
     config = ControllerConfig(policy=policy, deadline_slots=3)
     assert jobs and all(j.released_s is not None for j in jobs)
     assert all(config.slot_of(j.released_s) <= start_by_slot(j, config) for j in jobs)
+
+
+@pytest.mark.parametrize("costs", ["beta = 6.0", "e0 = 1e308"], ids=["beta-6", "e0-1e308"])
+def test_daemon_replay_compares_against_a_replay_with_the_configured_costs(costs, tmp_path, capsys):
+    """Issue 20, finding 4: with costs set in the config, the daemon decides under them, so the
+    replay it is compared with must be priced the same way (it was priced with the defaults)."""
+    from autoscaler.app.traces import SHIPPED
+    from autoscaler.core.model import CostParams
+    from autoscaler.core.policies import plan
+    from autoscaler.core.workload import read_swim, workload_from_trace
+
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(f"{costs}\n")
+    store_path = tmp_path / "replay.db"
+    code = main(["run", "--replay", "default", "--policy", "hold", "--config", str(config_file), "--store", str(store_path)])
+    assert code == 0, capsys.readouterr()
+    assert "max |m_t - autoscaler replay's m_t|" in capsys.readouterr().out
+    # Independently: hold's plan of the same trace under the configured costs is what the daemon ran.
+    name, value = (part.strip() for part in costs.split("="))
+    params = CostParams(**{name: float(value)})
+    trace = read_swim(str(__import__("pathlib").Path(__file__).parents[2] / "autoscaler" / "data" / SHIPPED["A"].file_name))
+    expected = plan("hold", workload_from_trace(trace, slot_s=300.0).active, 2, params).capacity
+    with SqliteJobStore(store_path) as store:
+        capacity = [d["capacity"] for d in store.decisions()]
+    np.testing.assert_allclose(capacity[: len(expected)], expected[: len(capacity)], atol=1e-6)

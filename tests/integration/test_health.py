@@ -135,3 +135,47 @@ def test_gauges_show_what_was_decided_and_what_emr_has_during_an_outage(tmp_path
     assert value("autoscaler_nodes_requested") == 5 and value("autoscaler_nodes_running") == 5
     assert value("autoscaler_queue_depth_jobs") == queued_in_store == 66 - len(decision.release)
     assert value("autoscaler_slot_failures_total") == 1  # the failed resize makes the slot unhealthy
+
+
+def test_healthz_is_not_green_when_the_clock_it_reads_went_back(served):
+    """Issue 20, finding 15: after a backward clock step /healthz said 200 with
+    ``seconds_since_last_success: -595.5``. A negative age is no evidence of a recent slot."""
+    telemetry, clock, url = served
+    telemetry.slot_ok()
+    clock.now_s -= 600
+    status, body = get(f"{url}/healthz")
+    assert status == 503
+    details = json.loads(body)
+    assert details["status"] == "clock_went_back" and details["seconds_since_last_success"] == pytest.approx(-600)
+    telemetry.slot_ok()  # a slot that succeeds afterwards counts from the clock as it now reads
+    assert get(f"{url}/healthz")[0] == 200
+
+
+def test_health_by_default_follows_a_clock_that_never_goes_back():
+    from autoscaler.adapters.clock import WallClock
+
+    telemetry = Telemetry(300.0)
+    assert isinstance(getattr(telemetry._clock, "__self__", None), WallClock)
+
+
+def test_the_prometheus_telemetry_implements_the_port_the_daemon_takes():
+    """The slot loop knows telemetry by its port (``autoscaler.core.ports.Telemetry``), not by the
+    Prometheus adapter: the adapter has every method of the port, with the same parameters, and
+    the daemon's module imports no telemetry adapter."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from autoscaler.app import daemon
+    from autoscaler.core import ports
+
+    wanted = {name for name, member in vars(ports.Telemetry).items() if inspect.isfunction(member) and not name.startswith("_")}
+    assert wanted >= {"slot_done", "slot_ok", "slot_failed", "carbon_signal", "steps_unknown"}
+    for name in wanted:
+        port_parameters = list(inspect.signature(getattr(ports.Telemetry, name)).parameters)
+        assert list(inspect.signature(getattr(Telemetry, name)).parameters) == port_parameters, name
+    tree = ast.parse(Path(daemon.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert "autoscaler.adapters.health" not in imported
+    assert daemon.SlotRunner.__annotations__["telemetry"] == "Telemetry | None"
+    assert daemon.Telemetry is ports.Telemetry

@@ -116,3 +116,20 @@ def test_a_store_holding_a_daemons_jobs_is_refused_and_left_as_it_was(tmp_path, 
     assert main(["run", "--replay", "default", "--store", str(store)]) == 2
     assert "holds 1 job and no replay's state" in capsys.readouterr().err
     assert store.read_bytes() == before
+
+
+def test_a_deadline_longer_than_the_window_is_refused_as_replay_refuses_it(tmp_path, capsys):
+    """Issue 20, finding 7: ``run --replay A -D 100000`` ran for hours towards a horizon of 100,288
+    slots; ``replay`` refuses a D longer than its 288-slot window. The same rule, the same words."""
+    store = tmp_path / "replay.db"
+    assert main(["replay", "--policy", "hold", "--deadline", "289"]) == 2
+    refused_by_replay = capsys.readouterr().err
+    assert "longer than the window (288 slots); give a D of at most 288" in " ".join(refused_by_replay.split())
+    assert main(["run", "--replay", "default", "--deadline", "100000", "--store", str(store)], ) == 2
+    message = " ".join(capsys.readouterr().err.split())
+    assert "--deadline: D = 100000 slots is longer than the window (288 slots); give a D of at most 288" in message
+    assert not store.exists()  # refused before a store was made, let alone a slot decided
+    # At the window's length itself both go on (a smaller trace keeps the daemon's run short).
+    trace = tmp_path / "short.tsv"
+    trace.write_text("".join(f"j{i}\t{i * 300 + 10}\t0\t0\t0\t0\n" for i in range(4)))
+    assert main(["run", "--replay", str(trace), "--deadline", "288"]) == 0

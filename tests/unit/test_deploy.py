@@ -321,8 +321,8 @@ def test_healthcheck_command_passes_on_200_and_fails_on_503_or_no_server() -> No
 def test_healthcheck_port_is_the_config_default_and_follows_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     from autoscaler.app.config import Settings, load_settings
 
-    if "health_port" not in Settings.model_fields:
-        pytest.skip("Settings has no health_port field")
+    # The HEALTHCHECK asks this port: a Settings without the field is a broken image, not a skip.
+    assert "health_port" in Settings.model_fields, "Settings has no health_port field, which the HEALTHCHECK relies on"
     assert Settings.model_fields["health_port"].default == HEALTH_PORT
     for name in list(os.environ):
         if name.upper().startswith("AUTOSCALER_"):
@@ -763,8 +763,9 @@ def policy() -> dict:
     return json.loads(IAM_POLICY.read_text(encoding="utf-8"))
 
 
-def statements() -> list[dict]:
-    found = policy()["Statement"]
+def statements(document: dict | None = None) -> list[dict]:
+    """The policy's statements (``document``: another policy, default deploy/iam-policy.json)."""
+    found = (policy() if document is None else document)["Statement"]
     return [found] if isinstance(found, dict) else found
 
 
@@ -860,16 +861,24 @@ def test_iam_policy_allows_exactly_the_operations_the_code_calls() -> None:
     )
 
 
-def test_iam_policy_is_valid_json_with_allow_statements_only() -> None:
-    assert policy()["Version"] == "2012-10-17"
-    for statement in statements():
+def check_allow_statements_only(document: dict) -> None:
+    """AssertionError unless ``document`` is a policy of one or more Allow statements, each with
+    named actions (no wildcard) on resources."""
+    assert document.get("Version") == "2012-10-17", document
+    assert statements(document), "the policy has no statement: it allows nothing, and checks over its statements pass vacuously"
+    for statement in statements(document):
         assert statement["Effect"] == "Allow", statement
         assert {"Action", "Resource"} <= statement.keys() and not {"NotAction", "NotResource"} & statement.keys(), statement
+        assert as_list(statement["Action"]) and as_list(statement["Resource"]), f"a statement with no action or no resource: {statement}"
         assert all("*" not in action for action in as_list(statement["Action"])), statement
 
 
-def test_iam_policy_scopes_emr_to_a_cluster_and_ses_to_a_sender_identity() -> None:
-    for statement in statements():
+def check_scopes(document: dict) -> None:
+    """AssertionError unless ``document`` grants EMR on a cluster ARN, SES on a sender identity and
+    "*" (all IAM allows) only for CloudWatch, and grants EMR at all (the daemon's core need)."""
+    prefixes_granted = {action.split(":")[0] for statement in statements(document) for action in as_list(statement["Action"])}
+    assert "elasticmapreduce" in prefixes_granted, "the policy grants no EMR action: the daemon could not resize or add a step"
+    for statement in statements(document):
         prefixes = {action.split(":")[0] for action in as_list(statement["Action"])}
         resources = as_list(statement["Resource"])
         if "elasticmapreduce" in prefixes:
@@ -883,6 +892,27 @@ def test_iam_policy_scopes_emr_to_a_cluster_and_ses_to_a_sender_identity() -> No
         if "*" in resources:
             # CloudWatch's GetMetricData and PutMetricData take no resource ARN: "*" is all IAM allows.
             assert prefixes == {"cloudwatch"}, statement
+
+
+def test_iam_policy_is_valid_json_with_allow_statements_only() -> None:
+    check_allow_statements_only(policy())
+
+
+def test_iam_policy_scopes_emr_to_a_cluster_and_ses_to_a_sender_identity() -> None:
+    check_scopes(policy())
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"Version": "2012-10-17", "Statement": []}, {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": [], "Resource": []}]}],
+    ids=["no-statement", "a-statement-with-no-action"],
+)
+def test_the_policy_checks_refuse_an_empty_policy(document: dict) -> None:
+    # They passed on one: every check was a loop over no statement.
+    with pytest.raises(AssertionError):
+        check_allow_statements_only(document)
+    with pytest.raises(AssertionError):
+        check_scopes(document)
 
 
 def test_iam_policy_limits_put_metric_data_to_the_publisher_namespace() -> None:

@@ -26,6 +26,7 @@ from autoscaler.app.traces import label as trace_label
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.policies import POLICIES
+from autoscaler.core.replay import require_deadline_within_window
 
 
 def add_parsers(commands) -> None:
@@ -224,8 +225,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         workloads[name] = workload
     shortest = min(w.n_slots for w in workloads.values())
-    if max(deadlines) > shortest:
-        raise ConfigError(f"--deadlines: D = {max(deadlines)} is longer than the window ({shortest} slots)")
+    require_deadline_within_window(max(deadlines), shortest, "--deadlines: D")
     signals = None
     if carbon_signal is not None:
         from autoscaler.core.replay import place_signal
