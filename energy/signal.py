@@ -28,12 +28,13 @@ import io
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from numbers import Real
 from typing import Any
 
 import numpy as np
 
+from autoscaler.core import readable
 from autoscaler.core.errors import ConfigError, TraceError
 
 GRAMS_PER_POUND = 453.59237
@@ -95,8 +96,9 @@ class Signal:
 
 
 def utc_text(time_s: float) -> str:
-    """Unix seconds as an ISO-8601 UTC time (``2026-03-29T01:00:00Z``), for messages."""
-    return datetime.fromtimestamp(time_s, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    """Unix seconds as an ISO-8601 UTC time to the second (``2026-03-29T01:00:00Z``), for messages:
+    :func:`autoscaler.core.readable.utc_text`, which never raises (a time past year 9999 is given in seconds)."""
+    return readable.utc_text(time_s, precision="second")
 
 
 def parse_time_s(text: Any) -> float:
@@ -113,7 +115,13 @@ def parse_time_s(text: Any) -> float:
         raise ValueError(f"expected an ISO-8601 time such as 2026-03-29T01:00:00Z, got {text!r}") from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(f"time {text!r} has no zone: add Z or an offset such as +01:00")
-    return moment.timestamp()
+    time_s = moment.timestamp()
+    if not readable.FIRST_TIME_S <= time_s <= readable.LAST_TIME_S:
+        raise ValueError(
+            f"time {text!r} is {'after' if time_s > 0 else 'before'} {utc_text(readable.LAST_TIME_S if time_s > 0 else readable.FIRST_TIME_S)} "
+            "in UTC, outside the calendar"
+        )
+    return time_s
 
 
 def _check_unit(unit: Any) -> None:
@@ -171,7 +179,7 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
     values: list[float] = []
     places: list[tuple[int | None, str]] = []
     header_seen = False
-    for line_no, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    for line_no, row in _csv_rows(text, source):
         if not row or all(not cell.strip() for cell in row):
             continue
         cells = [cell.strip() for cell in row]
@@ -196,6 +204,27 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
     if not header_seen:
         raise TraceError(source, None, "empty file: expected the header 'time,value' and one point per line")
     return _build(source, unit, times_s, values, places)
+
+
+def _csv_rows(text: str, source: str):
+    """(line number, cells) of each CSV row. A field past the csv module's limit (128 KiB) is
+    nearly always one stray quote that swallowed the lines after it: a TraceError names its line."""
+    reader = csv.reader(io.StringIO(text))
+    line_no = 0
+    while True:
+        line_no = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            limit = csv.field_size_limit()
+            if "field larger than field limit" in str(exc):
+                raise TraceError(
+                    source, line_no, f"a field runs past {limit:,} characters: an unclosed quote (\") on this line? A signal's fields are a time and a number"
+                ) from None
+            raise TraceError(source, line_no, f"not CSV: {exc}") from None
+        yield line_no, row
 
 
 def _load_json(text: str, source: str) -> Any:

@@ -191,6 +191,7 @@ def test_lbs_per_mwh_and_a_perfect_forecast(tmp_path, capsys):
         (["--start", "2020-07-01T00:00Z"], ["grid.csv", "2020-07-01T00:00:00Z"]),
         (["--start", "2020-05-31T22:00Z"], ["grid.csv", "2020-05-31T22:00:00Z", "before the first point"]),
         (["--start", "2020-06-01"], ["--start", "no zone"]),
+        (["--start", "9999-12-31T23:00:00Z"], ["grid.csv", "9999-12-31T23:00:00Z", "past year 9999"]),
         (["--deadline", "7m"], ["--deadline 7m is 1.4 slots of 300 s; give a multiple of 5m or a number of slots"]),
     ],
 )
