@@ -112,6 +112,17 @@ def _too_large(max_bytes: int) -> str:
     return f"the answer is larger than {format_bytes(max_bytes)} (max_bytes); a signal is a few MB at most: is this the right URL?"
 
 
+def local_bytes(path_or_url: str | None) -> int:
+    """The size in bytes of a local signal file, for the memory budget before it is read; 0 for
+    None, a URL, a word such as ``persistence``, or a path that cannot be read (reading it says why)."""
+    if not path_or_url or "://" in path_or_url:
+        return 0
+    try:
+        return Path(path_or_url).stat().st_size if Path(path_or_url).is_file() else 0
+    except (OSError, ValueError):
+        return 0
+
+
 def load_signal(path_or_url: str, unit: str | None = None, timeout_s: float = 10, max_bytes: int = MAX_SIGNAL_BYTES) -> Signal:
     """Read a signal from a local path or an ``http://`` / ``https://`` URL and parse it with
     ``read_signal`` (``unit`` is needed for CSV). ``timeout_s``: seconds the whole fetch of a URL may
@@ -154,4 +165,5 @@ def load_signal(path_or_url: str, unit: str | None = None, timeout_s: float = 10
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TraceError(name, None, f"not UTF-8 text (byte {exc.start})") from None
+    del raw  # a long series is 100 MB or more: not held twice while it is parsed
     return read_signal(text, name, unit)

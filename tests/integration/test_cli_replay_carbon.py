@@ -310,3 +310,21 @@ def test_the_png_gains_a_panel_for_the_signal(tmp_path, capsys):
     # Each panel is 1.9 in at 110 dpi, plus 0.8 in of titles: two panels, then three.
     assert height_px("blind") == round((1.9 * 2 + 0.8) * 110)
     assert height_px("aware") == round((1.9 * 3 + 0.8) * 110)
+
+
+def test_a_long_signal_counts_against_the_memory_budget_before_it_is_read(tmp_path, capsys):
+    """Issue 20, finding 13: the signal's memory is part of --memory-budget-mb."""
+    from autoscaler.core.budget import BASE_BYTES, SIGNAL_BYTES_PER_SOURCE_BYTE, format_bytes
+
+    # 40 days of 1-minute points, about 1.6 MB: the replay of four hours alone needs about BASE_BYTES.
+    lines = ["time,value"] + [f"{(FIRST + timedelta(minutes=j)).strftime('%Y-%m-%dT%H:%M:%SZ')},{300 + j % 7}" for j in range(40 * 1440)]
+    source = tmp_path / "minutes.csv"
+    source.write_text("\n".join(lines) + "\n")
+    signal_bytes = int(SIGNAL_BYTES_PER_SOURCE_BYTE * source.stat().st_size)
+    budget_mb = (BASE_BYTES + signal_bytes / 2) / 2**20  # room for the replay, not for the signal besides
+    argv = ["replay", "--policy", "offline", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh"]
+    assert main([*argv, "--memory-budget-mb", f"{budget_mb:.3f}"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--memory-budget-mb" in err
+    assert f"the --carbon signal {source} ({format_bytes(source.stat().st_size)}) {format_bytes(signal_bytes)}" in err
+    assert main([*argv, "--memory-budget-mb", "2048", "--format", "json"]) == 0
