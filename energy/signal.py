@@ -59,6 +59,17 @@ MAX_VALUE_BY_UNIT = {
 spot electricity prices stay well below 100 $/kWh even in scarcity pricing (ERCOT's cap is 5 $/kWh);
 the largest cloud instances cost a few hundred dollars an hour."""
 
+PLAUSIBLE_MEDIAN_BY_UNIT = {
+    "gCO2eq/kWh": (1.0, 1_300.0, "a price in $/kWh", "a series in lbs/MWh"),
+    "lbs/MWh": (1.0 * 1000.0 / GRAMS_PER_POUND, 1_300.0 * 1000.0 / GRAMS_PER_POUND, "a price in $/kWh", "a series in gCO2eq/kWh per MWh"),
+    "$/kWh": (1e-3, 5.0, "a price per Wh", "a carbon intensity in gCO2eq/kWh, or a price per MWh"),
+    "$/node-hour": (1e-3, 200.0, "a price per node-second", "a price per node-day or per month"),
+}
+"""(low, high, what a median below low is likely to be, what one above high is) per unit. Grids run
+from about 1 gCO2eq/kWh (hydro: Quebec, Iceland) to 1,200 (lignite); electricity sells from a few
+tenths of a cent to scarcity caps of about 5 $/kWh; cloud nodes cost from cents to about 100 $ an
+hour. A median outside is a warning, not a refusal: a unit mistake the ceiling does not catch."""
+
 GAP_FACTOR = 2.0
 """A step longer than this many median intervals inside a resampled window is a gap, not a step."""
 
@@ -359,12 +370,13 @@ def read_uk_carbon(text: str, source: str) -> Signal:
     return _build(source, "gCO2eq/kWh", times_s, values, places)
 
 
-def read_signal(text: str, source: str, unit: str | None = None) -> Signal:
+def read_signal(text: str, source: str, unit: str | None = None, unit_name: str = "the unit") -> Signal:
     """Read a signal in any of the formats above, told apart by shape: JSON with ``history`` or
     ``forecast`` (Electricity Maps), JSON ``data`` whose first item has ``point_time`` (WattTime) or
     ``from`` (UK Carbon Intensity), else CSV. ``unit`` is required for CSV; for JSON it may only repeat
-    the format's own unit. Raises ConfigError for a missing or contradicting unit, TraceError for a file
-    of no known shape or with bad points."""
+    the format's own unit. ``unit_name``: where the caller's unit comes from, for messages
+    (``--carbon-unit``, ``[carbon] unit``). Raises ConfigError for a missing or contradicting unit,
+    TraceError for a file of no known shape or with bad points."""
     if unit is not None:
         _check_unit(unit)
     if _JSON_START.match(text):
@@ -375,12 +387,13 @@ def read_signal(text: str, source: str, unit: str | None = None) -> Signal:
             if unit == "gCO2eq/kWh" and fmt_unit == "lbs/MWh":
                 return to_grams_per_kwh(reader(text, source))
             raise ConfigError(
-                f"{source}: {fmt} JSON is in {fmt_unit}, not {unit}: leave the unit out (the file names its own)"
+                f"{source}: {fmt} JSON is in {fmt_unit}, not {unit}{'' if unit_name == 'the unit' else f' ({unit_name})'}: "
+                f"leave {unit_name} out (the file names its own)"
                 + (", or give gCO2eq/kWh to have it converted" if fmt_unit == "lbs/MWh" else "")
             )
         return reader(text, source)
     if unit is None:
-        raise ConfigError(f"{source}: a CSV signal needs its unit: one of {', '.join(UNITS)}")
+        raise ConfigError(f"{source}: a CSV signal needs its unit: give {unit_name}, one of {', '.join(UNITS)}")
     return read_csv(text, source, unit)
 
 
@@ -405,6 +418,29 @@ def _json_format(document: Any, source: str) -> tuple[str, str]:
         None,
         "JSON of no known shape: expected WattTime v3 ({'data': [{'point_time', 'value'}]}), Electricity Maps "
         "({'history' or 'forecast': [{'datetime', 'carbonIntensity'}]}) or UK Carbon Intensity ({'data': [{'from', 'to', 'intensity'}]})",
+    )
+
+
+def plausibility_notes(signal: Signal) -> tuple[str, ...]:
+    """Warnings about values implausible for the signal's unit, at both ends: every value 0 (the signal
+    tells no slot from another), or a median below or above ``PLAUSIBLE_MEDIAN_BY_UNIT``'s range (a
+    price given as gCO2eq/kWh, grams given as $/kWh). Empty for a plausible signal; pure."""
+    values = signal.values
+    if not values.any():
+        what = "CO2" if signal.unit in ("gCO2eq/kWh", "lbs/MWh") else "cost"
+        return (
+            f"{signal.source}: every value is 0 {signal.unit}: the signal tells no slot from another, so the carbon-aware "
+            f"policies decide as the carbon-blind ones and every schedule's {what} is 0; is this the right series?",
+        )
+    low, high, below, above = PLAUSIBLE_MEDIAN_BY_UNIT[signal.unit]
+    median = float(np.median(values))
+    if low <= median <= high:
+        return ()
+    side, likely = ("below", below) if median < low else ("above", above)
+    return (
+        f"{signal.source}: values {readable.number_text(float(values.min()))} to {readable.number_text(float(values.max()))} {signal.unit} "
+        f"(median {readable.number_text(median)}) are implausible: {side} the {readable.number_text(low)} to {readable.number_text(high)} "
+        f"{signal.unit} real series have; {likely} given as {signal.unit}? Check the signal's unit",
     )
 
 

@@ -31,11 +31,14 @@ from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
 from autoscaler.core.policies.carbon import window_slots
 from autoscaler.core.ports import Clock
 from autoscaler.core.readable import duration_text, number_text
-from energy.signal import Signal, resample, to_grams_per_kwh, utc_text
+from energy.signal import Signal, plausibility_notes, resample, to_grams_per_kwh, utc_text
 
 __all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed", "covered_means", "slot_window"]
 
 DAY_S = 86_400.0
+
+UNIT_NAME = "[carbon] unit"
+"""Where the daemon's signal unit is set, for messages."""
 
 log = structlog.get_logger("autoscaler")
 
@@ -191,7 +194,7 @@ class CarbonFeed:
         good signal and logs ``carbon_signal_read_failed``. Never raises for the signal's sake."""
         settings = self.settings
         try:
-            signal = _in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s))
+            signal = _in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
         except Exception as error:  # noqa: BLE001 - a feed that fails keeps its last good signal, whatever failed
             with self._lock:
                 self.last_error = _error_text(error)
@@ -200,9 +203,10 @@ class CarbonFeed:
             finished_s = self.clock.now_s()  # the age of a read runs from when it finished
             with self._lock:
                 self._signal, self.last_read_s, self.last_error = signal, finished_s, ""
+            _warn_if_implausible(signal)
         if settings.forecast:
             try:
-                forecast = _in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s))
+                forecast = _in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
                 if self._signal is not None and forecast.unit != self._signal.unit:
                     raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal in {self._signal.unit}")
             except Exception as error:  # noqa: BLE001 - as for the source
@@ -213,6 +217,7 @@ class CarbonFeed:
             else:
                 with self._lock:
                     self._forecast = forecast
+                _warn_if_implausible(forecast)
 
     def seed(self, signal: Signal | None, forecast: Signal | None, error: str = "") -> None:
         """Take the start-up read (:func:`check_sources`) as this feed's first: ``signal`` None when it
@@ -236,6 +241,13 @@ def _error_text(error: Exception) -> str:
 def _in_grams(signal: Signal) -> Signal:
     """lbs/MWh as gCO2eq/kWh (prices and grams as they are)."""
     return to_grams_per_kwh(signal) if signal.unit == "lbs/MWh" else signal
+
+
+def _warn_if_implausible(signal: Signal) -> None:
+    """Log ``carbon_signal_implausible`` for values implausible for the unit (it still decides by them:
+    they may be right)."""
+    for note in plausibility_notes(signal):
+        log.warning("carbon_signal_implausible", source=_named(signal.source), detail=note)
 
 
 def _is_url(source: str) -> bool:
@@ -269,7 +281,7 @@ def check_sources(settings: CarbonSettings, feed: CarbonFeed | None = None, load
         if not source:
             continue
         try:
-            read[key] = load(source, unit=settings.unit, timeout_s=settings.timeout_s)
+            read[key] = load(source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
         except ConfigError as error:
             raise ConfigError(f"[carbon] {key}: {error}") from None
         except TraceError as error:

@@ -123,10 +123,13 @@ def local_bytes(path_or_url: str | None) -> int:
         return 0
 
 
-def load_signal(path_or_url: str, unit: str | None = None, timeout_s: float = 10, max_bytes: int = MAX_SIGNAL_BYTES) -> Signal:
+def load_signal(
+    path_or_url: str, unit: str | None = None, timeout_s: float = 10, max_bytes: int = MAX_SIGNAL_BYTES, unit_name: str = "the unit"
+) -> Signal:
     """Read a signal from a local path or an ``http://`` / ``https://`` URL and parse it with
     ``read_signal`` (``unit`` is needed for CSV). ``timeout_s``: seconds the whole fetch of a URL may
-    take (connecting, headers and body); ``max_bytes``: the largest body read from a URL.
+    take (connecting, headers and body); ``max_bytes``: the largest body read from a URL;
+    ``unit_name``: where ``unit`` comes from, for messages (``--carbon-unit``, ``[carbon] unit``).
 
     Raises ConfigError for another URL scheme, a URL with a user and password, or a timeout_s <= 0;
     TraceError naming the path or URL when the file is missing or unreadable, the server answers with
@@ -166,4 +169,4 @@ def load_signal(path_or_url: str, unit: str | None = None, timeout_s: float = 10
     except UnicodeDecodeError as exc:
         raise TraceError(name, None, f"not UTF-8 text (byte {exc.start})") from None
     del raw  # a long series is 100 MB or more: not held twice while it is parsed
-    return read_signal(text, name, unit)
+    return read_signal(text, name, unit, unit_name)

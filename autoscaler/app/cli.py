@@ -430,15 +430,18 @@ def _signal_inputs(args: argparse.Namespace):
             start_s = parse_time_s(args.start)
         except ValueError as exc:
             raise ConfigError(f"--start: {exc}") from None
-    signal = load_signal(args.carbon, args.carbon_unit)
+    signal = load_signal(args.carbon, args.carbon_unit, unit_name="--carbon-unit")
     forecast = args.forecast
     if forecast.strip().lower() in ("persistence", "perfect") and forecast not in ("persistence", "perfect"):
         raise ConfigError(f"--forecast {forecast!r}: the forms are persistence, perfect (lower case) or a file or URL")
     if not forecast.strip():
         raise ConfigError("--forecast: expected persistence, perfect or a file or URL, got an empty value")
     if forecast not in ("persistence", "perfect"):
-        # A CSV forecast is in the signal's own unit; a JSON one names its unit, which must agree.
-        forecast = load_signal(forecast, args.carbon_unit or signal.unit)
+        # A JSON forecast names its own unit; a CSV one takes --carbon-unit, never a unit guessed from the signal.
+        try:
+            forecast = load_signal(forecast, args.carbon_unit, unit_name="--carbon-unit")
+        except AutoscalerError as error:
+            raise ConfigError(f"--forecast: {error}") from None
     return signal, forecast, start_s
 
 

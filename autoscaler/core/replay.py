@@ -25,7 +25,7 @@ from autoscaler.core.policies import POLICIES, carbon, offline, plan, smallest_m
 from autoscaler.core.readable import number_text
 from energy.accounting import DEFAULT_BOOT_S, ScheduleEnergy, modelled_schedule
 from energy.power import TABLE_III, PowerModel
-from energy.signal import Signal, resample, to_grams_per_kwh, utc_text
+from energy.signal import Signal, plausibility_notes, resample, to_grams_per_kwh, utc_text
 
 BASELINE = "follow"
 
@@ -118,7 +118,8 @@ def place_signal(
     slots_per_day = max(1, round(DAY_S / slot_s))
     first_s = float(signal.times_s[0])
     end_s = float(signal.times_s[-1]) + signal.median_interval_s
-    notes: list[str] = []
+    notes: list[str] = list(plausibility_notes(signal))
+    plausibility = len(notes)
     if start_s is None:
         if end_s >= first_s + DAY_S + wanted_slots * slot_s:
             start_s = first_s + DAY_S
@@ -136,12 +137,12 @@ def place_signal(
     before = math.floor((start_s - first_s) / slot_s + 1e-9)
     history_slots = min(slots_per_day, max(0, before))
     history = resample(values_signal, start_s - history_slots * slot_s, slot_s, history_slots) if history_slots else np.zeros(0)
-    if 0 < history_slots < slots_per_day and notes == []:
+    if 0 < history_slots < slots_per_day and len(notes) == plausibility:
         notes.append(
             f"{signal.source}: only {history_slots:,} of a day's {slots_per_day:,} slots are covered before the start "
             f"{utc_text(start_s)}: persistence falls back to the current value where it has no yesterday"
         )
-    elif history_slots == 0 and notes == []:
+    elif history_slots == 0 and len(notes) == plausibility:
         notes.append(f"{signal.source}: nothing is covered before the start {utc_text(start_s)}: persistence has no yesterday for the first day")
     if n_values < wanted_slots:
         notes.append(
@@ -152,6 +153,7 @@ def place_signal(
     forecast_values = None
     if isinstance(forecast, Signal):
         forecast_kind = forecast.source
+        notes.extend(plausibility_notes(forecast))
         forecast_values = _placed_forecast(forecast, values_signal.unit, start_s - history_slots * slot_s, slot_s, all_values.size)
         if np.isnan(forecast_values).all():
             notes.append(f"{forecast.source}: the forecast covers none of the replay's slots: persistence everywhere")

@@ -328,3 +328,50 @@ def test_a_long_signal_counts_against_the_memory_budget_before_it_is_read(tmp_pa
     assert "Traceback" not in err and "--memory-budget-mb" in err
     assert f"the --carbon signal {source} ({format_bytes(source.stat().st_size)}) {format_bytes(signal_bytes)}" in err
     assert main([*argv, "--memory-budget-mb", "2048", "--format", "json"]) == 0
+
+
+# -- the carbon messages name the flag to change (issue 20) ---------------------------------------------
+
+
+def write_watttime(path: Path, n: int = HALF_HOURS) -> Path:
+    data = [{"point_time": (FIRST + timedelta(minutes=30 * j)).isoformat(), "value": 900.0 + j % 48} for j in range(n)]
+    path.write_text(json.dumps({"data": data, "meta": {"units": "lbs_co2_per_mwh"}}))
+    return path
+
+
+def write_electricity_maps(path: Path, first_half_hour: int, n: int) -> Path:
+    items = [{"datetime": (FIRST + timedelta(minutes=30 * j)).isoformat(), "carbonIntensity": 200.0} for j in range(first_half_hour, first_half_hour + n)]
+    path.write_text(json.dumps({"forecast": items}))
+    return path
+
+
+def test_a_csv_signal_without_its_unit_names_carbon_unit(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    assert main(["replay", *SMALL, "--carbon", str(source)]) == 2
+    err = capsys.readouterr().err
+    assert "a CSV signal needs its unit: give --carbon-unit" in err and "Traceback" not in err
+
+
+def test_a_forecast_that_cannot_be_read_is_named_as_the_forecast(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    assert main(["replay", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh", "--forecast", str(tmp_path / "none.csv")]) == 2
+    assert f"--forecast: {tmp_path / 'none.csv'}: no such file" in capsys.readouterr().err
+
+
+def test_a_csv_forecast_beside_a_watttime_signal_needs_its_unit_not_lbs_by_default(tmp_path, capsys):
+    source = write_watttime(tmp_path / "watttime.json")
+    forecast = write_signal(tmp_path / "forecast.csv", value=lambda j: 250.0)
+    assert main(["replay", *SMALL, "--carbon", str(source), "--forecast", str(forecast)]) == 2
+    err = capsys.readouterr().err
+    assert "--forecast" in err and "give --carbon-unit" in err and "Traceback" not in err
+    # Told the unit, the forecast is read in it.
+    document = run_json(["--policy", "hold", *SMALL, "--carbon", str(source), "--carbon-unit", "lbs/MWh", "--forecast", str(forecast)], capsys)
+    assert document["signal"]["forecast"] == str(forecast)
+
+
+def test_an_electricity_maps_forecast_beside_a_watttime_signal_is_read_in_its_own_unit(tmp_path, capsys):
+    source = write_watttime(tmp_path / "watttime.json")
+    forecast = write_electricity_maps(tmp_path / "em.json", 48, 48)
+    document = run_json(["--policy", "hold", *SMALL, "--carbon", str(source), "--forecast", str(forecast)], capsys)
+    assert document["signal"]["unit"] == "gCO2eq/kWh" and document["signal"]["source_unit"] == "lbs/MWh"
+    assert document["signal"]["forecast"] == str(forecast)

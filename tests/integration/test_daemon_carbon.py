@@ -50,7 +50,8 @@ def settings_for(tmp_path, source, store: str = "jobs.db", **carbon) -> Settings
         deadline_slots=DEADLINE_SLOTS,
         slot_s=TAU,
         beta=1.0,
-        carbon={"source": None if source is None else str(source), "unit": "gCO2eq/kWh", **carbon},
+        # Without a source the section is empty: a unit alone is refused (a signal was meant).
+        carbon={} if source is None else {"source": str(source), "unit": "gCO2eq/kWh", **carbon},
     )
 
 

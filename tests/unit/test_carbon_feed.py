@@ -201,3 +201,33 @@ def test_a_refresh_of_a_url_runs_off_the_slot_and_the_slot_keeps_the_last_good_r
     assert feed.window(clock.now_s(), 300.0, 1) is not None
     assert feed.join(timeout_s=60)
     assert feed.window(clock.now_s(), 300.0, 1).value_now == 100.0 and served.hits == 2
+
+
+def test_the_daemon_warns_of_a_signal_implausible_for_its_unit(tmp_path):
+    import structlog
+
+    path = tmp_path / "prices.csv"
+    path.write_text(csv_text(T0 - HOUR_S, 300.0, [0.05, 0.12, 0.2] * 8))
+    with structlog.testing.capture_logs() as logs:
+        feed = CarbonFeed(CarbonSettings(source=str(path), unit="gCO2eq/kWh"), SimulatedClock(T0))
+        assert feed.window(T0, 300.0, 1) is not None  # a warning, not a refusal: the values may be right
+    warned = [line for line in logs if line["event"] == "carbon_signal_implausible"]
+    assert len(warned) == 1 and "0.05 to 0.2 gCO2eq/kWh" in warned[0]["detail"]
+
+
+def test_the_daemon_names_carbon_unit_for_a_csv_source_without_one(tmp_path):
+    from autoscaler.adapters.carbon_feed import check_sources
+
+    path = tmp_path / "grid.csv"
+    path.write_text(csv_text(T0, HOUR_S, [300.0, 310.0]))
+    with pytest.raises(ConfigError, match=r"^\[carbon\] source: .*a CSV signal needs its unit: give \[carbon\] unit"):
+        check_sources(CarbonSettings(source=str(path)))
+
+
+@pytest.mark.parametrize("fields", [{"unit": "gCO2eq/kWh"}, {"refresh_s": 600}, {"timeout_s": 5}, {"max_staleness_s": 9000}])
+def test_a_carbon_section_with_fields_but_no_source_is_a_config_error(fields):
+    # Without a source the daemon would run carbon-blind, the fields doing nothing.
+    with pytest.raises(ValueError, match=r"\[carbon\] has .* but no source"):
+        CarbonSettings(**fields)
+    assert CarbonSettings().source is None  # an empty section (or none) is carbon-blind, as before
+    assert CarbonSettings(refresh_s=1800.0, timeout_s=10.0).source is None  # and so are the defaults written out
