@@ -33,7 +33,7 @@ from autoscaler.core.errors import ConfigError, MetricsError, TraceError
 from autoscaler.core.readable import duration_text, number_text
 from cloudwatch.queries import METRIC_NAMES, InstanceMetrics, OutOfBounds, utc_text
 from energy.power import TABLE_III, PowerModel, measured_energy, modelled_energy_wh
-from energy.signal import GAP_FACTOR, Signal, resample, to_grams_per_kwh
+from energy.signal import GAP_FACTOR, Signal, in_grams, resample
 
 DEFAULT_BOOT_S = 300.0
 """Seconds a new task node draws idle power before it runs work: EMR provisions and bootstraps a
@@ -280,9 +280,8 @@ def slot_signal(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> 
     Raises TraceError naming the source, the report's window and its first slot's UTC time when no
     slot is covered, and as ``resample`` does for a series of one point.
     """
-    converted_from = None
-    if signal.unit == "lbs/MWh":
-        signal, converted_from = to_grams_per_kwh(signal), "lbs/MWh"
+    converted_from = "lbs/MWh" if signal.unit == "lbs/MWh" else None
+    signal = in_grams(signal)
     median_s = signal.median_interval_s
     # The same coordinates as resample's, so a run found covered here is covered there.
     origin_s = float(signal.times_s[0])

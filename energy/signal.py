@@ -454,6 +454,13 @@ def to_grams_per_kwh(signal: Signal) -> Signal:
     return Signal(signal.times_s.copy(), signal.values * (GRAMS_PER_POUND / 1000.0), "gCO2eq/kWh", signal.source)
 
 
+def in_grams(signal: Signal) -> Signal:
+    """The signal in the unit every route decides and costs by: a carbon intensity in gCO2eq/kWh
+    (lbs/MWh converted by :func:`to_grams_per_kwh`), a price as it is. The one place the daemon's
+    feed, the replay's placement and the report choose to convert."""
+    return to_grams_per_kwh(signal) if signal.unit == "lbs/MWh" else signal
+
+
 def resample(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
     """The time-weighted mean of the signal over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s).
 

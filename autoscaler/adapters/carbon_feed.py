@@ -31,7 +31,7 @@ from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
 from autoscaler.core.policies.carbon import window_slots
 from autoscaler.core.ports import Clock
 from autoscaler.core.readable import duration_text, number_text
-from energy.signal import Signal, plausibility_notes, resample, to_grams_per_kwh, utc_text
+from energy.signal import Signal, in_grams, plausibility_notes, resample, utc_text
 
 __all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed", "covered_means", "slot_window"]
 
@@ -194,7 +194,7 @@ class CarbonFeed:
         good signal and logs ``carbon_signal_read_failed``. Never raises for the signal's sake."""
         settings = self.settings
         try:
-            signal = _in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
+            signal = in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
         except Exception as error:  # noqa: BLE001 - a feed that fails keeps its last good signal, whatever failed
             with self._lock:
                 self.last_error = _error_text(error)
@@ -206,7 +206,7 @@ class CarbonFeed:
             _warn_if_implausible(signal)
         if settings.forecast:
             try:
-                forecast = _in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
+                forecast = in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
                 if self._signal is not None and forecast.unit != self._signal.unit:
                     raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal in {self._signal.unit}")
             except Exception as error:  # noqa: BLE001 - as for the source
@@ -226,21 +226,16 @@ class CarbonFeed:
         with self._lock:
             self._tried_s = now_s
             if signal is not None:
-                self._signal, self.last_read_s, self.last_error = _in_grams(signal), now_s, ""
+                self._signal, self.last_read_s, self.last_error = in_grams(signal), now_s, ""
             else:
                 self.last_error = error
             if forecast is not None:
-                self._forecast = _in_grams(forecast)
+                self._forecast = in_grams(forecast)
 
 
 def _error_text(error: Exception) -> str:
     """The project's errors say what failed; anything else (a connection cut mid-read) is named by its type too."""
     return str(error) if isinstance(error, AutoscalerError) else f"{type(error).__name__}: {error}"
-
-
-def _in_grams(signal: Signal) -> Signal:
-    """lbs/MWh as gCO2eq/kWh (prices and grams as they are)."""
-    return to_grams_per_kwh(signal) if signal.unit == "lbs/MWh" else signal
 
 
 def _warn_if_implausible(signal: Signal) -> None:

@@ -25,7 +25,7 @@ from autoscaler.core.policies import POLICIES, carbon, offline, plan, smallest_m
 from autoscaler.core.readable import number_text
 from energy.accounting import DEFAULT_BOOT_S, ScheduleEnergy, modelled_schedule
 from energy.power import TABLE_III, PowerModel
-from energy.signal import Signal, plausibility_notes, resample, to_grams_per_kwh, utc_text
+from energy.signal import Signal, in_grams, plausibility_notes, resample, utc_text
 
 BASELINE = "follow"
 
@@ -38,7 +38,7 @@ CARBON_AWARE = ("offline", "hold")
 DAY_S = 86400.0
 
 CARBON_UNIT = "gCO2eq/kWh"
-"""The unit every carbon intensity is converted to (lbs/MWh with :func:`energy.signal.to_grams_per_kwh`)."""
+"""The unit every carbon intensity is converted to (lbs/MWh by :func:`energy.signal.in_grams`)."""
 
 PRICE_UNITS = ("$/kWh", "$/node-hour")
 
@@ -114,7 +114,7 @@ def place_signal(
     Raises ConfigError for a forecast of another kind, TraceError as above.
     """
     source_unit = signal.unit
-    values_signal = to_grams_per_kwh(signal) if signal.unit in (CARBON_UNIT, "lbs/MWh") else signal
+    values_signal = in_grams(signal)
     slots_per_day = max(1, round(DAY_S / slot_s))
     first_s = float(signal.times_s[0])
     end_s = float(signal.times_s[-1]) + signal.median_interval_s
@@ -173,7 +173,7 @@ def _placed_forecast(forecast: Signal, unit: str, first_slot_s: float, slot_s: f
     if unit == CARBON_UNIT:
         if forecast.unit not in (CARBON_UNIT, "lbs/MWh"):
             raise ConfigError(f"--forecast {forecast.source}: {forecast.unit} is a price; the signal is a carbon intensity")
-        forecast = to_grams_per_kwh(forecast)
+        forecast = in_grams(forecast)
     elif forecast.unit != unit:
         raise ConfigError(f"--forecast {forecast.source}: its unit is {forecast.unit}, the signal's is {unit}")
     first = max(0, math.ceil((float(forecast.times_s[0]) - first_slot_s) / slot_s - 1e-9))
