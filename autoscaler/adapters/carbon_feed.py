@@ -12,7 +12,7 @@ replay through the daemon deterministic. It returns the slot's
 ``CarbonFeed.fallback`` saying why (:data:`~autoscaler.core.controller.SIGNAL_FALLBACKS`): the source
 was never read ("unreadable", with the error), the last good read is older than
 ``max_staleness_s`` ("stale", with its age), or the signal does not cover the slot ("not_covering").
-The per-slot values come from :func:`slot_window`, pure.
+The per-slot values come from :func:`autoscaler.core.signal_slots.slot_window`, pure.
 """
 
 from __future__ import annotations
@@ -21,87 +21,24 @@ import math
 import threading
 from collections.abc import Callable
 
-import numpy as np
 import structlog
 
 from autoscaler.adapters.signal_source import _shown, load_signal
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.controller import CarbonWindow, SignalUnavailable
 from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
-from autoscaler.core.policies.carbon import window_slots
 from autoscaler.core.ports import Clock
 from autoscaler.core.readable import duration_text, number_text
-from energy.signal import Signal, in_grams, plausibility_notes, resample, utc_text
+from autoscaler.core.signal_slots import slot_window
+from energy.signal import Signal, in_grams, plausibility_notes
 
-__all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed", "covered_means", "slot_window"]
+__all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed"]
 
-DAY_S = 86_400.0
 
 UNIT_NAME = "[carbon] unit"
 """Where the daemon's signal unit is set, for messages."""
 
 log = structlog.get_logger("autoscaler")
-
-
-def covered_means(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
-    """The signal's mean over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s), shape (n_slots,),
-    NaN for a slot the signal does not cover (before its first point, after its last step, or across
-    a gap: :func:`energy.signal.resample`'s rules). Halves the range where it is not covered, so a
-    series with one hole costs O(log n_slots) resamples."""
-    try:
-        return resample(signal, start_s, slot_s, n_slots)
-    except TraceError:
-        if n_slots == 1:
-            return np.array([math.nan])
-    half = n_slots // 2
-    return np.concatenate([covered_means(signal, start_s, slot_s, half), covered_means(signal, start_s + half * slot_s, slot_s, n_slots - half)])
-
-
-def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
-    """hold+carbon's window for the slot starting at ``slot_start_s`` (Unix s): pure.
-
-    With P = round(86,400 / slot_s) slots a day and k = 0 .. 3D the slots from now: values[0] is
-    the actual signal's mean over this slot; values[k] is the actual mean where ``actual`` covers
-    slot k, else the forecast's where ``forecast`` covers it, else persistence: the actual value of
-    slot k - P*ceil(k/P) (the same slot one day earlier, or a whole number of days for k > P), else
-    (not known either) values[0]. ``reference``: the mean of the actual values known over the last
-    day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
-
-    Returns a CarbonWindow of shape (3D+1,). Raises TraceError naming the source and the slot's UTC
-    times when ``actual`` does not cover the slot itself; ConfigError when the two units differ.
-    """
-    if forecast is not None and forecast.unit != actual.unit:
-        raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal ({actual.source}) in {actual.unit}")
-    per_day = max(1, round(DAY_S / slot_s))
-    n = window_slots(deadline_slots)
-    known = covered_means(actual, slot_start_s - (per_day - 1) * slot_s, slot_s, per_day - 1 + n)
-    past, ahead = known[: per_day - 1], known[per_day - 1 :]
-    now = float(ahead[0])
-    if math.isnan(now):
-        raise TraceError(
-            actual.source,
-            None,
-            f"does not cover the slot decided, {utc_text(slot_start_s)} to {utc_text(slot_start_s + slot_s)} "
-            f"(the series runs from {utc_text(float(actual.times_s[0]))} to {utc_text(float(actual.times_s[-1]))})",
-        )
-    predicted = covered_means(forecast, slot_start_s, slot_s, n) if forecast is not None else np.full(n, math.nan)
-    values = np.empty(n)
-    values[0] = now
-    forecast_slots = persisted_slots = 0
-    for k in range(1, n):
-        if not math.isnan(ahead[k]):
-            values[k] = ahead[k]
-        elif not math.isnan(predicted[k]):
-            values[k] = predicted[k]
-            forecast_slots += 1
-        else:
-            back = k - per_day * math.ceil(k / per_day)  # in (-P, 0]
-            earlier = now if back == 0 else float(past[per_day - 1 + back])
-            values[k] = now if math.isnan(earlier) else earlier
-            persisted_slots += 1
-    day = np.append(past, now)
-    reference = float(np.mean(day[~np.isnan(day)]))
-    return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots)
 
 
 class CarbonFeed:

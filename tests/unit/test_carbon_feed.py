@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from local_http import serving
 
-from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed, covered_means, slot_window
+from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.errors import ConfigError, TraceError
+from autoscaler.core.signal_slots import covered_means, slot_window
 from energy.signal import Signal
 
 HOUR_S = 3600.0

@@ -11,7 +11,8 @@ from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.intake import parse_duration_s
 from autoscaler.core.model import CostParams
 from autoscaler.core.policies import plan
-from autoscaler.core.replay import place_signal, replay
+from autoscaler.core.replay import replay
+from autoscaler.core.signal_slots import place_signal
 from autoscaler.core.workload import workload_from_curve
 from energy.signal import Signal, parse_time_s
 
