@@ -32,9 +32,10 @@ import numpy as np
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError, MetricsError, TraceError
 from autoscaler.core.readable import duration_text, number_text
+from autoscaler.core.signal_slots import covered_means
 from cloudwatch.queries import METRIC_NAMES, InstanceMetrics, OutOfBounds, utc_text
 from energy.power import TABLE_III, PowerModel, measured_energy, modelled_energy_wh
-from energy.signal import GAP_FACTOR, Signal, resample, to_grams_per_kwh
+from energy.signal import Signal, in_grams
 
 DEFAULT_BOOT_S = defaults.BOOT_S
 """Seconds a new task node draws idle power before it runs work: EMR provisions and bootstraps a
@@ -281,33 +282,19 @@ def slot_signal(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> 
     Raises TraceError naming the source, the report's window and its first slot's UTC time when no
     slot is covered, and as ``resample`` does for a series of one point.
     """
-    converted_from = None
-    if signal.unit == "lbs/MWh":
-        signal, converted_from = to_grams_per_kwh(signal), "lbs/MWh"
-    median_s = signal.median_interval_s
-    # The same coordinates as resample's, so a run found covered here is covered there.
-    origin_s = float(signal.times_s[0])
-    edges_s = np.append(signal.times_s - origin_s, signal.times_s[-1] - origin_s + median_s)
-    starts_s = np.array([(start_s + k * slot_s) - origin_s for k in range(n_slots)], dtype=float)
-    ends_s = starts_s + slot_s
-    covered = (starts_s >= edges_s[0]) & (ends_s <= edges_s[-1])
-    steps_s = np.diff(edges_s)
-    for i in np.flatnonzero(steps_s > GAP_FACTOR * median_s):
-        covered &= ~((edges_s[i + 1] > starts_s) & (edges_s[i] < ends_s))
-    if not covered.any():
+    converted_from = "lbs/MWh" if signal.unit == "lbs/MWh" else None
+    signal = in_grams(signal)
+    median_s = signal.median_interval_s  # a series of one point is refused here, by resample's rule
+    values = covered_means(signal, start_s, slot_s, n_slots)
+    if np.isnan(values).all():
         end_s = start_s + n_slots * slot_s
         raise TraceError(
             signal.source,
             None,
             f"covers none of the report's {n_slots:,} slots from {utc_text(start_s)} to {utc_text(end_s)} "
-            f"(first uncovered slot at {utc_text(start_s)}); the series runs from {utc_text(origin_s)} to "
-            f"{utc_text(origin_s + edges_s[-1])}",
+            f"(first uncovered slot at {utc_text(start_s)}); the series runs from {utc_text(float(signal.times_s[0]))} to "
+            f"{utc_text(float(signal.times_s[-1]) + median_s)}",
         )
-    values = np.full(n_slots, np.nan)
-    # Contiguous runs of covered slots, each resampled as one window.
-    change = np.flatnonzero(np.diff(np.concatenate(([0], covered.astype(np.int8), [0]))))
-    for first, end in zip(change[::2], change[1::2]):
-        values[first:end] = resample(signal, start_s + first * slot_s, slot_s, int(end - first))
     return SlotSignal(values, signal.unit, signal.source, converted_from)
 
 

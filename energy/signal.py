@@ -27,13 +27,17 @@ import csv
 import io
 import json
 import math
+import re
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from numbers import Real
 from typing import Any
 
 import numpy as np
 
+from autoscaler.core import readable
 from autoscaler.core.errors import ConfigError, TraceError
 
 GRAMS_PER_POUND = 453.59237
@@ -54,6 +58,17 @@ MAX_VALUE_BY_UNIT = {
 """The largest value taken as real, per unit. 5,000 gCO2eq/kWh is about 11,023 lbs/MWh. Retail and
 spot electricity prices stay well below 100 $/kWh even in scarcity pricing (ERCOT's cap is 5 $/kWh);
 the largest cloud instances cost a few hundred dollars an hour."""
+
+PLAUSIBLE_MEDIAN_BY_UNIT = {
+    "gCO2eq/kWh": (1.0, 1_300.0, "a price in $/kWh", "a series in lbs/MWh"),
+    "lbs/MWh": (1.0 * 1000.0 / GRAMS_PER_POUND, 1_300.0 * 1000.0 / GRAMS_PER_POUND, "a price in $/kWh", "a series in gCO2eq/kWh per MWh"),
+    "$/kWh": (1e-3, 5.0, "a price per Wh", "a carbon intensity in gCO2eq/kWh, or a price per MWh"),
+    "$/node-hour": (1e-3, 200.0, "a price per node-second", "a price per node-day or per month"),
+}
+"""(low, high, what a median below low is likely to be, what one above high is) per unit. Grids run
+from about 1 gCO2eq/kWh (hydro: Quebec, Iceland) to 1,200 (lignite); electricity sells from a few
+tenths of a cent to scarcity caps of about 5 $/kWh; cloud nodes cost from cents to about 100 $ an
+hour. A median outside is a warning, not a refusal: a unit mistake the ceiling does not catch."""
 
 GAP_FACTOR = 2.0
 """A step longer than this many median intervals inside a resampled window is a gap, not a step."""
@@ -81,7 +96,7 @@ class Signal:
         values = np.asarray(self.values, dtype=float)
         if times_s.ndim != 1 or values.shape != times_s.shape:
             raise TraceError(self.source, None, f"times and values must be two 1-D arrays of one length, got shapes {times_s.shape} and {values.shape}")
-        _check_points(self.source, self.unit, times_s.tolist(), values.tolist(), [(None, f"point {i}") for i in range(times_s.size)])
+        _check_points(self.source, self.unit, times_s, values, lambda i: (None, f"point {i}"))
         object.__setattr__(self, "times_s", times_s)
         object.__setattr__(self, "values", values)
 
@@ -95,8 +110,9 @@ class Signal:
 
 
 def utc_text(time_s: float) -> str:
-    """Unix seconds as an ISO-8601 UTC time (``2026-03-29T01:00:00Z``), for messages."""
-    return datetime.fromtimestamp(time_s, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    """Unix seconds as an ISO-8601 UTC time to the second (``2026-03-29T01:00:00Z``), for messages:
+    :func:`autoscaler.core.readable.utc_text`, which never raises (a time past year 9999 is given in seconds)."""
+    return readable.utc_text(time_s, precision="second")
 
 
 def parse_time_s(text: Any) -> float:
@@ -113,7 +129,13 @@ def parse_time_s(text: Any) -> float:
         raise ValueError(f"expected an ISO-8601 time such as 2026-03-29T01:00:00Z, got {text!r}") from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(f"time {text!r} has no zone: add Z or an offset such as +01:00")
-    return moment.timestamp()
+    time_s = moment.timestamp()
+    if not readable.FIRST_TIME_S <= time_s <= readable.LAST_TIME_S:
+        raise ValueError(
+            f"time {text!r} is {'after' if time_s > 0 else 'before'} {utc_text(readable.LAST_TIME_S if time_s > 0 else readable.FIRST_TIME_S)} "
+            "in UTC, outside the calendar"
+        )
+    return time_s
 
 
 def _check_unit(unit: Any) -> None:
@@ -121,32 +143,47 @@ def _check_unit(unit: Any) -> None:
         raise ConfigError(f"unknown signal unit {unit!r}: expected one of {', '.join(UNITS)}")
 
 
-def _check_points(source: str, unit: str, times_s: list[float], values: list[float], places: list[tuple[int | None, str]]) -> None:
+def _check_points(source: str, unit: str, times_s, values, place: Callable[[int], tuple[int | None, str]]) -> None:
     """Refuse an empty series, a time that is not after the one before, and a value that is NaN,
-    infinite, negative or above the unit's ceiling. ``places[i]``: (line or None, label) of point i."""
+    infinite, negative or above the unit's ceiling. ``times_s``, ``values``: shape (n,);
+    ``place(i)``: (line or None, label) of point i, for the message about the first bad point.
+    Vectorised: a series of millions of points is checked in a few numpy passes."""
     _check_unit(unit)
-    if not times_s:
+    times_s = np.asarray(times_s, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if times_s.size == 0:
         raise TraceError(source, None, "empty series: no points")
     ceiling = MAX_VALUE_BY_UNIT[unit]
-    for i, (time_s, value) in enumerate(zip(times_s, values)):
-        line, label = places[i]
-        if not math.isfinite(time_s):
-            raise TraceError(source, line, f"{label + ': ' if label else ''}time is not finite")
-        when = utc_text(time_s)
-        prefix = f"{label} ({when}): " if label else f"{when}: "
-        if i > 0 and time_s <= times_s[i - 1]:
-            previous_line, previous_label = places[i - 1]
-            before = previous_label or f"line {previous_line}"
-            kind = "duplicate" if time_s == times_s[i - 1] else "decreasing"
-            raise TraceError(
-                source, line, f"{prefix}{kind} time: {utc_text(time_s)} is not after {utc_text(times_s[i - 1])} ({before}); times must strictly increase"
-            )
-        if not math.isfinite(value):
-            raise TraceError(source, line, f"{prefix}expected a finite value, got {value!r}")
-        if value < 0:
-            raise TraceError(source, line, f"{prefix}expected a value >= 0 {unit}, got {value!r}")
-        if value > ceiling:
-            raise TraceError(source, line, f"{prefix}value {value!r} {unit} is above {ceiling:.6g} {unit}: a unit or typing error?")
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(times_s) | ~np.isfinite(values) | (values < 0) | (values > ceiling)
+        bad[1:] |= ~(times_s[1:] > times_s[:-1])
+    first = np.flatnonzero(bad)
+    if first.size:
+        _point_error(source, unit, times_s, values, place, int(first[0]), ceiling)
+
+
+def _point_error(source: str, unit: str, times_s: np.ndarray, values: np.ndarray, place, i: int, ceiling: float) -> None:
+    """Raise the TraceError for point ``i``, the first bad one (see ``_check_points``)."""
+    time_s, value = float(times_s[i]), float(values[i])
+    line, label = place(i)
+    if not math.isfinite(time_s):
+        raise TraceError(source, line, f"{label + ': ' if label else ''}time is not finite")
+    when = utc_text(time_s)
+    prefix = f"{label} ({when}): " if label else f"{when}: "
+    if i > 0 and not time_s > float(times_s[i - 1]):
+        previous_s = float(times_s[i - 1])
+        previous_line, previous_label = place(i - 1)
+        before = previous_label or f"line {previous_line}"
+        kind = "duplicate" if time_s == previous_s else "decreasing"
+        raise TraceError(
+            source, line, f"{prefix}{kind} time: {utc_text(time_s)} is not after {utc_text(previous_s)} ({before}); times must strictly increase"
+        )
+    if not math.isfinite(value):
+        raise TraceError(source, line, f"{prefix}expected a finite value, got {value!r}")
+    if value < 0:
+        raise TraceError(source, line, f"{prefix}expected a value >= 0 {unit}, got {value!r}")
+    if value > ceiling:
+        raise TraceError(source, line, f"{prefix}value {value!r} {unit} is above {ceiling:.6g} {unit}: a unit or typing error?")
 
 
 def _number(value: Any, source: str, label: str, field: str) -> float:
@@ -156,9 +193,12 @@ def _number(value: Any, source: str, label: str, field: str) -> float:
     return float(value)
 
 
-def _build(source: str, unit: str, times_s: list[float], values: list[float], places: list[tuple[int | None, str]]) -> Signal:
-    _check_points(source, unit, times_s, values, places)
-    return Signal(np.array(times_s, dtype=float), np.array(values, dtype=float), unit, source)
+def _build(source: str, unit: str, times_s, values, places) -> Signal:
+    """The Signal of points read, checked first with ``places`` (a list of (line, label), or a
+    callable giving point i's) so that a bad point is named by its line or item."""
+    times_s, values = np.asarray(times_s, dtype=float), np.asarray(values, dtype=float)
+    _check_points(source, unit, times_s, values, places if callable(places) else places.__getitem__)
+    return Signal(times_s, values, unit, source)
 
 
 def read_csv(text: str, source: str, unit: str) -> Signal:
@@ -167,11 +207,12 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
     naming the line for a wrong header, a wrong column count, a naive or bad time, a bad value, or a
     time not after the one before."""
     _check_unit(unit)
-    times_s: list[float] = []
-    values: list[float] = []
-    places: list[tuple[int | None, str]] = []
+    # Flat arrays of C doubles: a ten-year series of 1-minute points is 5 million of each.
+    times_s = array("d")
+    values = array("d")
+    lines = array("q")
     header_seen = False
-    for line_no, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    for line_no, row in _csv_rows(text, source):
         if not row or all(not cell.strip() for cell in row):
             continue
         cells = [cell.strip() for cell in row]
@@ -192,10 +233,45 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
             raise TraceError(source, line_no, f"{utc_text(time_s)}: expected a number, got {cells[1]!r}") from None
         times_s.append(time_s)
         values.append(value)
-        places.append((line_no, ""))
+        lines.append(line_no)
     if not header_seen:
         raise TraceError(source, None, "empty file: expected the header 'time,value' and one point per line")
-    return _build(source, unit, times_s, values, places)
+    return _build(source, unit, np.frombuffer(times_s, dtype=float), np.frombuffer(values, dtype=float), lambda i: (int(lines[i]), ""))
+
+
+def _csv_rows(text: str, source: str):
+    """(line number, cells) of each CSV row. A field past the csv module's limit (128 KiB) is
+    nearly always one stray quote that swallowed the lines after it: a TraceError names its line.
+    Text without a quote is split at its commas, as the csv module would, at a fraction of the cost."""
+    if '"' not in text:
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        # Lines found in place: io.StringIO would hold a second copy of the text, 4 bytes a character.
+        start, end_of_text, line_no = 0, len(text), 0
+        while start < end_of_text:
+            end = text.find("\n", start)
+            if end < 0:
+                end = end_of_text
+            line_no += 1
+            yield line_no, text[start:end].split(",")
+            start = end + 1
+        return
+    reader = csv.reader(io.StringIO(text))
+    line_no = 0
+    while True:
+        line_no = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            limit = csv.field_size_limit()
+            if "field larger than field limit" in str(exc):
+                raise TraceError(
+                    source, line_no, f"a field runs past {limit:,} characters: an unclosed quote (\") on this line? A signal's fields are a time and a number"
+                ) from None
+            raise TraceError(source, line_no, f"not CSV: {exc}") from None
+        yield line_no, row
 
 
 def _load_json(text: str, source: str) -> Any:
@@ -294,15 +370,16 @@ def read_uk_carbon(text: str, source: str) -> Signal:
     return _build(source, "gCO2eq/kWh", times_s, values, places)
 
 
-def read_signal(text: str, source: str, unit: str | None = None) -> Signal:
+def read_signal(text: str, source: str, unit: str | None = None, unit_name: str = "the unit") -> Signal:
     """Read a signal in any of the formats above, told apart by shape: JSON with ``history`` or
     ``forecast`` (Electricity Maps), JSON ``data`` whose first item has ``point_time`` (WattTime) or
     ``from`` (UK Carbon Intensity), else CSV. ``unit`` is required for CSV; for JSON it may only repeat
-    the format's own unit. Raises ConfigError for a missing or contradicting unit, TraceError for a file
-    of no known shape or with bad points."""
+    the format's own unit. ``unit_name``: where the caller's unit comes from, for messages
+    (``--carbon-unit``, ``[carbon] unit``). Raises ConfigError for a missing or contradicting unit,
+    TraceError for a file of no known shape or with bad points."""
     if unit is not None:
         _check_unit(unit)
-    if text.lstrip().startswith(("{", "[")):
+    if _JSON_START.match(text):
         document = _load_json(text, source)
         fmt, fmt_unit = _json_format(document, source)
         reader = {"WattTime": read_watttime, "Electricity Maps": read_electricity_maps, "UK Carbon Intensity": read_uk_carbon}[fmt]
@@ -310,13 +387,18 @@ def read_signal(text: str, source: str, unit: str | None = None) -> Signal:
             if unit == "gCO2eq/kWh" and fmt_unit == "lbs/MWh":
                 return to_grams_per_kwh(reader(text, source))
             raise ConfigError(
-                f"{source}: {fmt} JSON is in {fmt_unit}, not {unit}: leave the unit out (the file names its own)"
+                f"{source}: {fmt} JSON is in {fmt_unit}, not {unit}{'' if unit_name == 'the unit' else f' ({unit_name})'}: "
+                f"leave {unit_name} out (the file names its own)"
                 + (", or give gCO2eq/kWh to have it converted" if fmt_unit == "lbs/MWh" else "")
             )
         return reader(text, source)
     if unit is None:
-        raise ConfigError(f"{source}: a CSV signal needs its unit: one of {', '.join(UNITS)}")
+        raise ConfigError(f"{source}: a CSV signal needs its unit: give {unit_name}, one of {', '.join(UNITS)}")
     return read_csv(text, source, unit)
+
+
+_JSON_START = re.compile(r"\s*[{\[]")
+"""A JSON document's first character after white space; matched at the start, never copying a large text."""
 
 
 def _json_format(document: Any, source: str) -> tuple[str, str]:
@@ -339,6 +421,29 @@ def _json_format(document: Any, source: str) -> tuple[str, str]:
     )
 
 
+def plausibility_notes(signal: Signal) -> tuple[str, ...]:
+    """Warnings about values implausible for the signal's unit, at both ends: every value 0 (the signal
+    tells no slot from another), or a median below or above ``PLAUSIBLE_MEDIAN_BY_UNIT``'s range (a
+    price given as gCO2eq/kWh, grams given as $/kWh). Empty for a plausible signal; pure."""
+    values = signal.values
+    if not values.any():
+        what = "CO2" if signal.unit in ("gCO2eq/kWh", "lbs/MWh") else "cost"
+        return (
+            f"{signal.source}: every value is 0 {signal.unit}: the signal tells no slot from another, so the carbon-aware "
+            f"policies decide as the carbon-blind ones and every schedule's {what} is 0; is this the right series?",
+        )
+    low, high, below, above = PLAUSIBLE_MEDIAN_BY_UNIT[signal.unit]
+    median = float(np.median(values))
+    if low <= median <= high:
+        return ()
+    side, likely = ("below", below) if median < low else ("above", above)
+    return (
+        f"{signal.source}: values {readable.number_text(float(values.min()))} to {readable.number_text(float(values.max()))} {signal.unit} "
+        f"(median {readable.number_text(median)}) are implausible: {side} the {readable.number_text(low)} to {readable.number_text(high)} "
+        f"{signal.unit} real series have; {likely} given as {signal.unit}? Check the signal's unit",
+    )
+
+
 def to_grams_per_kwh(signal: Signal) -> Signal:
     """The signal in gCO2eq/kWh: lbs/MWh times 453.59237 g/lb over 1000 kWh/MWh; gCO2eq/kWh as it is.
     Raises ConfigError for a price, which is not a carbon intensity."""
@@ -347,6 +452,13 @@ def to_grams_per_kwh(signal: Signal) -> Signal:
     if signal.unit != "lbs/MWh":
         raise ConfigError(f"{signal.source}: {signal.unit} is a price, not a carbon intensity")
     return Signal(signal.times_s.copy(), signal.values * (GRAMS_PER_POUND / 1000.0), "gCO2eq/kWh", signal.source)
+
+
+def in_grams(signal: Signal) -> Signal:
+    """The signal in the unit every route decides and costs by: a carbon intensity in gCO2eq/kWh
+    (lbs/MWh converted by :func:`to_grams_per_kwh`), a price as it is. The one place the daemon's
+    feed, the replay's placement and the report choose to convert."""
+    return to_grams_per_kwh(signal) if signal.unit == "lbs/MWh" else signal
 
 
 def resample(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:

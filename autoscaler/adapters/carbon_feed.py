@@ -2,98 +2,43 @@
 window hold+carbon decides each slot by.
 
 ``CarbonFeed.window`` reads the source (and the forecast source, if any) with
-:func:`autoscaler.adapters.signal_source.load_signal` at most every ``refresh_s`` (the first slot
-reads it); a read that fails keeps the last good signal. It returns the slot's
+:func:`autoscaler.adapters.signal_source.load_signal` at most every ``refresh_s``; a read that fails
+keeps the last good signal. The first read is at start-up (:func:`check_sources`), or else at the
+first window. Later reads of a URL run in a background thread, one at a time, so a slow source never
+delays a slot: the slots go on with the last good signal meanwhile, and a read's age counts from
+when it finished. A local file is read in the slot: a disk read takes milliseconds, and it keeps a
+replay through the daemon deterministic. It returns the slot's
 :class:`~autoscaler.core.controller.CarbonWindow`, or None when there is no usable signal, with
 ``CarbonFeed.fallback`` saying why (:data:`~autoscaler.core.controller.SIGNAL_FALLBACKS`): the source
 was never read ("unreadable", with the error), the last good read is older than
 ``max_staleness_s`` ("stale", with its age), or the signal does not cover the slot ("not_covering").
-The per-slot values come from :func:`slot_window`, pure.
+The per-slot values come from :func:`autoscaler.core.signal_slots.slot_window`, pure.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 
-import numpy as np
 import structlog
 
 from autoscaler.adapters.signal_source import _shown, load_signal
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.controller import CarbonWindow, SignalUnavailable
 from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
-from autoscaler.core.policies.carbon import window_slots
 from autoscaler.core.ports import Clock
 from autoscaler.core.readable import duration_text, number_text
-from energy.signal import Signal, resample, to_grams_per_kwh, utc_text
+from autoscaler.core.signal_slots import slot_window
+from energy.signal import Signal, in_grams, plausibility_notes
 
-__all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed", "covered_means", "slot_window"]
+__all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed"]
 
-DAY_S = 86_400.0
+
+UNIT_NAME = "[carbon] unit"
+"""Where the daemon's signal unit is set, for messages."""
 
 log = structlog.get_logger("autoscaler")
-
-
-def covered_means(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
-    """The signal's mean over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s), shape (n_slots,),
-    NaN for a slot the signal does not cover (before its first point, after its last step, or across
-    a gap: :func:`energy.signal.resample`'s rules). Halves the range where it is not covered, so a
-    series with one hole costs O(log n_slots) resamples."""
-    try:
-        return resample(signal, start_s, slot_s, n_slots)
-    except TraceError:
-        if n_slots == 1:
-            return np.array([math.nan])
-    half = n_slots // 2
-    return np.concatenate([covered_means(signal, start_s, slot_s, half), covered_means(signal, start_s + half * slot_s, slot_s, n_slots - half)])
-
-
-def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
-    """hold+carbon's window for the slot starting at ``slot_start_s`` (Unix s): pure.
-
-    With P = round(86,400 / slot_s) slots a day and k = 0 .. 3D the slots from now: values[0] is
-    the actual signal's mean over this slot; values[k] is the actual mean where ``actual`` covers
-    slot k, else the forecast's where ``forecast`` covers it, else persistence: the actual value of
-    slot k - P*ceil(k/P) (the same slot one day earlier, or a whole number of days for k > P), else
-    (not known either) values[0]. ``reference``: the mean of the actual values known over the last
-    day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
-
-    Returns a CarbonWindow of shape (3D+1,). Raises TraceError naming the source and the slot's UTC
-    times when ``actual`` does not cover the slot itself; ConfigError when the two units differ.
-    """
-    if forecast is not None and forecast.unit != actual.unit:
-        raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal ({actual.source}) in {actual.unit}")
-    per_day = max(1, round(DAY_S / slot_s))
-    n = window_slots(deadline_slots)
-    known = covered_means(actual, slot_start_s - (per_day - 1) * slot_s, slot_s, per_day - 1 + n)
-    past, ahead = known[: per_day - 1], known[per_day - 1 :]
-    now = float(ahead[0])
-    if math.isnan(now):
-        raise TraceError(
-            actual.source,
-            None,
-            f"does not cover the slot decided, {utc_text(slot_start_s)} to {utc_text(slot_start_s + slot_s)} "
-            f"(the series runs from {utc_text(float(actual.times_s[0]))} to {utc_text(float(actual.times_s[-1]))})",
-        )
-    predicted = covered_means(forecast, slot_start_s, slot_s, n) if forecast is not None else np.full(n, math.nan)
-    values = np.empty(n)
-    values[0] = now
-    forecast_slots = persisted_slots = 0
-    for k in range(1, n):
-        if not math.isnan(ahead[k]):
-            values[k] = ahead[k]
-        elif not math.isnan(predicted[k]):
-            values[k] = predicted[k]
-            forecast_slots += 1
-        else:
-            back = k - per_day * math.ceil(k / per_day)  # in (-P, 0]
-            earlier = now if back == 0 else float(past[per_day - 1 + back])
-            values[k] = now if math.isnan(earlier) else earlier
-            persisted_slots += 1
-    day = np.append(past, now)
-    reference = float(np.mean(day[~np.isnan(day)]))
-    return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots)
 
 
 class CarbonFeed:
@@ -102,8 +47,8 @@ class CarbonFeed:
     ``settings``: the ``[carbon]`` section (its ``source`` set); ``clock``: when each read happens
     (the age of the last good one is measured on it); ``load``: ``load_signal``'s signature (tests
     may pass another reader). ``fallback``: why the last ``window`` returned None, else None.
-    ``last_read_s``: when the source was last read well (None: never). Raises ConfigError when
-    ``settings.source`` is not set.
+    ``last_read_s``: when the last good read of the source finished, on ``clock`` (None: never).
+    Raises ConfigError when ``settings.source`` is not set.
     """
 
     def __init__(self, settings: CarbonSettings, clock: Clock, load: Callable[..., Signal] = load_signal) -> None:
@@ -118,6 +63,22 @@ class CarbonFeed:
         self.last_read_s: float | None = None
         self.last_error: str = ""
         self.fallback: SignalUnavailable | None = None
+        # The reader thread sets the signal, its time and the error together; a slot reads them together.
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+
+    @property
+    def reading(self) -> bool:
+        """True while a background read is under way."""
+        return self._reader is not None and self._reader.is_alive()
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait up to ``timeout_s`` seconds (None: for good) for a background read under way to finish;
+        True when none is under way any more (for a clean shutdown, and for tests)."""
+        reader = self._reader
+        if reader is not None:
+            reader.join(timeout_s)
+        return not self.reading
 
     def window(self, now_s: float, slot_s: float, deadline_slots: int, epoch_s: float = 0.0) -> CarbonWindow | None:
         """The window (:func:`slot_window`) of the slot holding ``now_s`` (slots of ``slot_s`` from
@@ -125,18 +86,25 @@ class CarbonFeed:
         (and ``fallback`` says why) without a usable signal. Never raises for the signal's sake."""
         self._refresh()
         self.fallback = None
-        if self._signal is None:
-            return self._fail("unreadable", f"never read: {self.last_error or 'not tried yet'}")
-        age_s = self.clock.now_s() - self.last_read_s
+        with self._lock:
+            signal, forecast, read_s, error = self._signal, self._forecast, self.last_read_s, self.last_error
+        if signal is None:
+            under_way = "; a read is under way" if self.reading else ""
+            return self._fail("unreadable", f"never read: {error or 'not tried yet'}{under_way}")
+        age_s = self.clock.now_s() - read_s
         if age_s > self.settings.max_staleness_s:
             detail = (
-                f"the last good read of {self._signal.source} is {duration_text(age_s)} old, more than max_staleness_s = "
+                f"the last good read of {signal.source} is {duration_text(age_s)} old, more than max_staleness_s = "
                 f"{number_text(self.settings.max_staleness_s)} s"
             )
-            return self._fail("stale", detail + (f"; the last read failed: {self.last_error}" if self.last_error else ""))
+            if error:
+                detail += f"; the last read failed: {error}"
+            elif self.reading:
+                detail += "; a read is under way"
+            return self._fail("stale", detail)
         slot_start_s = epoch_s + math.floor((now_s - epoch_s) / slot_s) * slot_s
         try:
-            return slot_window(self._signal, self._forecast, slot_start_s, slot_s, deadline_slots)
+            return slot_window(signal, forecast, slot_start_s, slot_s, deadline_slots)
         except AutoscalerError as error:
             return self._fail("not_covering", str(error))
 
@@ -148,18 +116,34 @@ class CarbonFeed:
         now_s = self.clock.now_s()
         if self._tried_s is not None and now_s - self._tried_s < self.settings.refresh_s:
             return
+        if self.reading:
+            return  # one read at a time: the one under way will do
+        first = self._tried_s is None
         self._tried_s = now_s
+        if first or not _is_url(self.settings.source):
+            self.read()
+        else:
+            self._reader = threading.Thread(target=self.read, name="carbon-feed-read", daemon=True)
+            self._reader.start()
+
+    def read(self) -> None:
+        """Read the source (and the forecast) now, in this thread; a read that fails keeps the last
+        good signal and logs ``carbon_signal_read_failed``. Never raises for the signal's sake."""
         settings = self.settings
         try:
-            signal = _in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s))
+            signal = in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
         except Exception as error:  # noqa: BLE001 - a feed that fails keeps its last good signal, whatever failed
-            self.last_error = _error_text(error)
+            with self._lock:
+                self.last_error = _error_text(error)
             log.warning("carbon_signal_read_failed", source=_named(settings.source), error=self.last_error, kept_last_good=self._signal is not None)
         else:
-            self._signal, self.last_read_s, self.last_error = signal, now_s, ""
+            finished_s = self.clock.now_s()  # the age of a read runs from when it finished
+            with self._lock:
+                self._signal, self.last_read_s, self.last_error = signal, finished_s, ""
+            _warn_if_implausible(signal)
         if settings.forecast:
             try:
-                forecast = _in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s))
+                forecast = in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
                 if self._signal is not None and forecast.unit != self._signal.unit:
                     raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal in {self._signal.unit}")
             except Exception as error:  # noqa: BLE001 - as for the source
@@ -168,7 +152,22 @@ class CarbonFeed:
                     "carbon_forecast_read_failed", source=_named(settings.forecast), error=_error_text(error), kept_last_good=self._forecast is not None
                 )
             else:
-                self._forecast = forecast
+                with self._lock:
+                    self._forecast = forecast
+                _warn_if_implausible(forecast)
+
+    def seed(self, signal: Signal | None, forecast: Signal | None, error: str = "") -> None:
+        """Take the start-up read (:func:`check_sources`) as this feed's first: ``signal`` None when it
+        failed, with ``error`` saying why; the next read is ``refresh_s`` later."""
+        now_s = self.clock.now_s()
+        with self._lock:
+            self._tried_s = now_s
+            if signal is not None:
+                self._signal, self.last_read_s, self.last_error = in_grams(signal), now_s, ""
+            else:
+                self.last_error = error
+            if forecast is not None:
+                self._forecast = in_grams(forecast)
 
 
 def _error_text(error: Exception) -> str:
@@ -176,14 +175,20 @@ def _error_text(error: Exception) -> str:
     return str(error) if isinstance(error, AutoscalerError) else f"{type(error).__name__}: {error}"
 
 
-def _in_grams(signal: Signal) -> Signal:
-    """lbs/MWh as gCO2eq/kWh (prices and grams as they are)."""
-    return to_grams_per_kwh(signal) if signal.unit == "lbs/MWh" else signal
+def _warn_if_implausible(signal: Signal) -> None:
+    """Log ``carbon_signal_implausible`` for values implausible for the unit (it still decides by them:
+    they may be right)."""
+    for note in plausibility_notes(signal):
+        log.warning("carbon_signal_implausible", source=_named(signal.source), detail=note)
+
+
+def _is_url(source: str) -> bool:
+    return source.lower().startswith(("http://", "https://"))
 
 
 def _named(source: str) -> str:
     """A source for a log line: a URL without its query string or user (they may carry a token)."""
-    return _shown(source) if source.lower().startswith(("http://", "https://")) else source
+    return _shown(source) if _is_url(source) else source
 
 
 def carbon_feed(settings: CarbonSettings, clock: Clock) -> CarbonFeed | None:
@@ -191,7 +196,7 @@ def carbon_feed(settings: CarbonSettings, clock: Clock) -> CarbonFeed | None:
     return CarbonFeed(settings, clock) if settings.source else None
 
 
-def check_sources(settings: CarbonSettings, load: Callable[..., Signal] = load_signal) -> None:
+def check_sources(settings: CarbonSettings, feed: CarbonFeed | None = None, load: Callable[..., Signal] = load_signal) -> None:
     """Read the ``[carbon]`` source and forecast once, at start-up, so that a mistake in the config is
     a refusal (exit 2), not a daemon that runs carbon-blind for good with a warning every refresh.
 
@@ -199,16 +204,23 @@ def check_sources(settings: CarbonSettings, load: Callable[..., Signal] = load_s
     without one, a JSON in another unit), raise ConfigError naming the key. A URL that cannot be
     fetched now (no connection, an HTTP error, no answer, a body that is not a signal) only logs
     ``carbon_signal_read_failed``: the source may be down for a while, and the feed falls back slot by
-    slot until it answers.
+    slot until it answers. ``feed``: given, it takes this read as its first (:meth:`CarbonFeed.seed`),
+    so that no slot waits on a read.
     """
+    read: dict[str, Signal | None] = {"source": None, "forecast": None}
+    error_text = ""
     for key, source in (("source", settings.source), ("forecast", settings.forecast)):
         if not source:
             continue
         try:
-            load(source, unit=settings.unit, timeout_s=settings.timeout_s)
+            read[key] = load(source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
         except ConfigError as error:
             raise ConfigError(f"[carbon] {key}: {error}") from None
         except TraceError as error:
             if "://" not in source:
                 raise ConfigError(f"[carbon] {key}: {error}") from None
+            if key == "source":
+                error_text = _error_text(error)
             log.warning("carbon_signal_read_failed", source=_named(source), error=_error_text(error), kept_last_good=False, at="start")
+    if feed is not None:
+        feed.seed(read["source"], read["forecast"], error_text)

@@ -174,7 +174,7 @@ def daemon_runner(
     config = controller_config(settings, carbon=True)
     feed = carbon_feed(settings.carbon, clock) if config.carbon else None
     if feed is not None:
-        check_sources(settings.carbon)
+        check_sources(settings.carbon, feed)
     # The store is opened (and checked) before EMR is asked anything: a damaged store is a fault to
     # fix (exit 2), and must not hide behind an EMR outage that would have systemd retry for ever.
     if dry_run:

@@ -147,6 +147,15 @@ class CarbonSettings(BaseModel):
                 )
         if self.forecast is not None and self.source is None:
             raise ValueError("forecast is set without source: the forecast only fills the slots after the source's values")
+        # A field set away from its default shows a signal was meant; the defaults written out (the
+        # example config's) do not.
+        meant = sorted(name for name in self.model_fields_set - {"source"} if getattr(self, name) != type(self).model_fields[name].default)
+        if self.source is None and meant:
+            given = ", ".join(meant)
+            raise ValueError(
+                f"[carbon] has {given} but no source: without one the daemon runs carbon-blind and {given} do nothing; "
+                "set source (a file path or an http(s) URL), or remove the section"
+            )
         return self
 
 

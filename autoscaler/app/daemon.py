@@ -36,18 +36,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import structlog
 
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.core.edf import JobQueue
 from autoscaler.core.errors import ActuationError
-from autoscaler.core.ports import Clock, Cluster, JobStore, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
+from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
-
-if TYPE_CHECKING:
-    from autoscaler.adapters.carbon_feed import CarbonFeed
 
 log = structlog.get_logger("autoscaler")
 
@@ -113,7 +109,7 @@ class SlotRunner:
     telemetry: Telemetry | None = None
     on_decision: Callable[[dict], None] | None = None
     retention_s: float | None = DEFAULT_RETENTION_S
-    carbon_feed: CarbonFeed | None = None
+    carbon_feed: SignalFeed | None = None
     _queue: JobQueue | None = None  # the active jobs, between slots; None: read the store afresh
     _fresh: bool = True  # the next slot lists every step added since the newest recorded one
     _state: PolicyState | None = None

@@ -71,15 +71,21 @@ def report_signal(source: str | None, unit: str | None, settings):
     config's [carbon] source and unit, else None (no CO2 or $). Raises ConfigError for a unit without
     a source; TraceError and ConfigError from ``load_signal``."""
     from autoscaler.adapters.signal_source import load_signal
+    from energy.signal import plausibility_notes
 
     carbon = settings.carbon if settings is not None else None
+    unit_name = "--carbon-unit"
     if source is None and carbon is not None and carbon.source is not None:
         source, unit = carbon.source, unit or carbon.unit
+        unit_name = "--carbon-unit (or [carbon] unit)"
     if source is None:
         if unit is not None:
             raise ConfigError("report: --carbon-unit needs --carbon SOURCE (or [carbon] source in the config)")
         return None
-    return load_signal(source, unit, carbon.timeout_s if carbon is not None else 10.0)
+    signal = load_signal(source, unit, carbon.timeout_s if carbon is not None else 10.0, unit_name=unit_name)
+    for note in plausibility_notes(signal):
+        log.warning("signal_implausible", source=signal.source, detail=note)
+    return signal
 
 
 def replay_report(

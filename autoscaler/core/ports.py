@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from autoscaler.core.model import Job
+
+if TYPE_CHECKING:
+    from autoscaler.core.controller import CarbonWindow, SignalUnavailable
 
 
 @dataclass(frozen=True)
@@ -210,3 +213,18 @@ class Telemetry(Protocol):
 
     def steps_unknown(self, count: int) -> None:
         """How many of our EMR steps name jobs the store does not hold (at a start or restart)."""
+
+
+class SignalFeed(Protocol):
+    """The ``[carbon]`` signal as the daemon reads it, slot by slot
+    (:class:`autoscaler.adapters.carbon_feed.CarbonFeed` reads files and URLs).
+
+    ``fallback``: why the last ``window`` returned None (``SignalUnavailable``), else None.
+    """
+
+    fallback: SignalUnavailable | None
+
+    def window(self, now_s: float, slot_s: float, deadline_slots: int, epoch_s: float = 0.0) -> CarbonWindow | None:
+        """hold+carbon's window (shape (3D + 1,), in gCO2eq/kWh or the price's unit) for the slot of
+        ``slot_s`` seconds from ``epoch_s`` (Unix s) that holds ``now_s``, or None without a usable
+        signal (``fallback`` says why). Never blocks on a read, never raises for the signal's sake."""

@@ -33,11 +33,27 @@ def duration_text(seconds: float) -> str:
     return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"
 
 
-def utc_text(seconds: float) -> str:
-    """Unix seconds as an ISO-8601 UTC time to the minute ("2026-12-01T10:00Z"); a time no calendar
-    holds as its seconds ("1e+20 s (Unix time)")."""
+LAST_TIME_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+"""9999-12-31T23:59:59Z, the last second Python's calendar (and ISO 8601's four-digit year) holds."""
+
+FIRST_TIME_S = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
+"""0001-01-01T00:00:00Z, the first."""
+
+
+def utc_text(seconds: float, precision: str = "minute") -> str:
+    """Unix seconds as an ISO-8601 UTC time, to the minute ("2026-12-01T10:00Z") or, with
+    ``precision="second"``, to the second ("2026-12-01T10:00:00Z"). The one UTC formatter of the
+    messages; it never raises: a time no calendar holds is given as its seconds and which end it is
+    past ("2.534e+11 s (Unix time, past year 9999)")."""
+    pattern = "%Y-%m-%dT%H:%M:%SZ" if precision == "second" else "%Y-%m-%dT%H:%MZ"
+    if isinstance(seconds, float) and math.isnan(seconds):
+        return "nan s (Unix time)"
+    if seconds > LAST_TIME_S + 1 - 1e-6:
+        return f"{seconds:.6g} s (Unix time, past year 9999)"
+    if seconds < FIRST_TIME_S:
+        return f"{seconds:.6g} s (Unix time, before year 1)"
     try:
-        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+        return datetime.fromtimestamp(seconds, timezone.utc).strftime(pattern)
     except (OverflowError, ValueError, OSError):
         return f"{seconds:.6g} s (Unix time)"
 

@@ -191,6 +191,7 @@ def test_lbs_per_mwh_and_a_perfect_forecast(tmp_path, capsys):
         (["--start", "2020-07-01T00:00Z"], ["grid.csv", "2020-07-01T00:00:00Z"]),
         (["--start", "2020-05-31T22:00Z"], ["grid.csv", "2020-05-31T22:00:00Z", "before the first point"]),
         (["--start", "2020-06-01"], ["--start", "no zone"]),
+        (["--start", "9999-12-31T23:00:00Z"], ["grid.csv", "9999-12-31T23:00:00Z", "past year 9999"]),
         (["--deadline", "7m"], ["--deadline 7m is 1.4 slots of 300 s; give a multiple of 5m or a number of slots"]),
     ],
 )
@@ -309,3 +310,68 @@ def test_the_png_gains_a_panel_for_the_signal(tmp_path, capsys):
     # Each panel is 1.9 in at 110 dpi, plus 0.8 in of titles: two panels, then three.
     assert height_px("blind") == round((1.9 * 2 + 0.8) * 110)
     assert height_px("aware") == round((1.9 * 3 + 0.8) * 110)
+
+
+def test_a_long_signal_counts_against_the_memory_budget_before_it_is_read(tmp_path, capsys):
+    """Issue 20, finding 13: the signal's memory is part of --memory-budget-mb."""
+    from autoscaler.core.budget import BASE_BYTES, SIGNAL_BYTES_PER_SOURCE_BYTE, format_bytes
+
+    # 40 days of 1-minute points, about 1.6 MB: the replay of four hours alone needs about BASE_BYTES.
+    lines = ["time,value"] + [f"{(FIRST + timedelta(minutes=j)).strftime('%Y-%m-%dT%H:%M:%SZ')},{300 + j % 7}" for j in range(40 * 1440)]
+    source = tmp_path / "minutes.csv"
+    source.write_text("\n".join(lines) + "\n")
+    signal_bytes = int(SIGNAL_BYTES_PER_SOURCE_BYTE * source.stat().st_size)
+    budget_mb = (BASE_BYTES + signal_bytes / 2) / 2**20  # room for the replay, not for the signal besides
+    argv = ["replay", "--policy", "offline", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh"]
+    assert main([*argv, "--memory-budget-mb", f"{budget_mb:.3f}"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--memory-budget-mb" in err
+    assert f"the --carbon signal {source} ({format_bytes(source.stat().st_size)}) {format_bytes(signal_bytes)}" in err
+    assert main([*argv, "--memory-budget-mb", "2048", "--format", "json"]) == 0
+
+
+# -- the carbon messages name the flag to change (issue 20) ---------------------------------------------
+
+
+def write_watttime(path: Path, n: int = HALF_HOURS) -> Path:
+    data = [{"point_time": (FIRST + timedelta(minutes=30 * j)).isoformat(), "value": 900.0 + j % 48} for j in range(n)]
+    path.write_text(json.dumps({"data": data, "meta": {"units": "lbs_co2_per_mwh"}}))
+    return path
+
+
+def write_electricity_maps(path: Path, first_half_hour: int, n: int) -> Path:
+    items = [{"datetime": (FIRST + timedelta(minutes=30 * j)).isoformat(), "carbonIntensity": 200.0} for j in range(first_half_hour, first_half_hour + n)]
+    path.write_text(json.dumps({"forecast": items}))
+    return path
+
+
+def test_a_csv_signal_without_its_unit_names_carbon_unit(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    assert main(["replay", *SMALL, "--carbon", str(source)]) == 2
+    err = capsys.readouterr().err
+    assert "a CSV signal needs its unit: give --carbon-unit" in err and "Traceback" not in err
+
+
+def test_a_forecast_that_cannot_be_read_is_named_as_the_forecast(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    assert main(["replay", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh", "--forecast", str(tmp_path / "none.csv")]) == 2
+    assert f"--forecast: {tmp_path / 'none.csv'}: no such file" in capsys.readouterr().err
+
+
+def test_a_csv_forecast_beside_a_watttime_signal_needs_its_unit_not_lbs_by_default(tmp_path, capsys):
+    source = write_watttime(tmp_path / "watttime.json")
+    forecast = write_signal(tmp_path / "forecast.csv", value=lambda j: 250.0)
+    assert main(["replay", *SMALL, "--carbon", str(source), "--forecast", str(forecast)]) == 2
+    err = capsys.readouterr().err
+    assert "--forecast" in err and "give --carbon-unit" in err and "Traceback" not in err
+    # Told the unit, the forecast is read in it.
+    document = run_json(["--policy", "hold", *SMALL, "--carbon", str(source), "--carbon-unit", "lbs/MWh", "--forecast", str(forecast)], capsys)
+    assert document["signal"]["forecast"] == str(forecast)
+
+
+def test_an_electricity_maps_forecast_beside_a_watttime_signal_is_read_in_its_own_unit(tmp_path, capsys):
+    source = write_watttime(tmp_path / "watttime.json")
+    forecast = write_electricity_maps(tmp_path / "em.json", 48, 48)
+    document = run_json(["--policy", "hold", *SMALL, "--carbon", str(source), "--forecast", str(forecast)], capsys)
+    assert document["signal"]["unit"] == "gCO2eq/kWh" and document["signal"]["source_unit"] == "lbs/MWh"
+    assert document["signal"]["forecast"] == str(forecast)

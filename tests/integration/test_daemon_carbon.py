@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 import urllib.request
 from datetime import datetime, timezone
 
@@ -49,7 +50,8 @@ def settings_for(tmp_path, source, store: str = "jobs.db", **carbon) -> Settings
         deadline_slots=DEADLINE_SLOTS,
         slot_s=TAU,
         beta=1.0,
-        carbon={"source": None if source is None else str(source), "unit": "gCO2eq/kWh", **carbon},
+        # Without a source the section is empty: a unit alone is refused (a signal was meant).
+        carbon={} if source is None else {"source": str(source), "unit": "gCO2eq/kWh", **carbon},
     )
 
 
@@ -184,3 +186,74 @@ def test_only_hold_has_a_carbon_aware_variant(tmp_path):
         compose.controller_config(settings, carbon=True)
     # A replay (carbon False) runs carbon-blind on the same settings.
     assert compose.controller_config(settings).carbon is False
+
+
+def test_a_slow_carbon_source_never_delays_a_slot_and_its_read_counts_from_when_it_finished(tmp_path):
+    """Issue 20, finding 14: a source that answers its headers, then holds its body, must not stall
+    the slots; the slots go on with the last good read, and the read, once done, is dated when it finished."""
+    import threading
+    from http.server import BaseHTTPRequestHandler
+
+    from local_http import serving
+
+    good = tmp_path / "carbon.csv"
+    write_daily_cycle(good)
+    first_body = good.read_bytes()
+    # The second answer: the same times at a flat 100 g, so a slot decided on it is told apart.
+    later_body = b"time,value\n" + b"".join(line.split(b",")[0] + b",100\n" for line in first_body.splitlines()[1:])
+    hold_next, holding, release, done = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            held = hold_next.is_set()
+            body = later_body if held else first_body
+            self.send_response(200)
+            self.send_header("Content-Type", "text/csv")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                if held:
+                    self.wfile.write(body[:1])
+                    self.wfile.flush()
+                    holding.set()
+                    release.wait(timeout=30)  # the test releases it; a slot that waits on it waits this long
+                    self.wfile.write(body[1:])
+                    done.set()
+                else:
+                    self.wfile.write(body)
+            except OSError:
+                pass
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serving(Handler) as base:
+        settings = settings_for(tmp_path, f"{base}/carbon.csv", refresh_s=600, max_staleness_s=3600, timeout_s=120)
+        clock = SimulatedClock(T0)
+        try:
+            with compose.daemon_runner(settings, dry_run=False, clock=clock, telemetry=Telemetry(TAU, clock=clock.now_s), cluster=FakeCluster(clock)) as runner:
+                decisions = []
+                for slot in range(6):
+                    clock.time_s = T0 + slot * TAU
+                    if slot == 2:
+                        hold_next.set()  # slot 2 (T0 + 600) refreshes; that read is held
+                    decisions.append(runner.run_slot())
+                    if slot >= 2:
+                        assert not done.is_set(), f"slot {slot} waited for the held read"
+                    if slot == 2:
+                        assert holding.wait(timeout=60)  # the read is under way, off the slot's path
+                assert [d.carbon_mode for d in decisions] == ["carbon"] * 6
+                assert all(d.carbon_value > 100.0 for d in decisions)  # all decided on the first read
+                finished_s = clock.time_s + 17.0
+                clock.time_s = finished_s
+                release.set()
+                feed = runner.carbon_feed
+                assert feed is not None
+                deadline = time.monotonic() + 60
+                while feed.last_read_s != finished_s and time.monotonic() < deadline:
+                    time.sleep(0.02)  # polling a condition, with a generous deadline
+                assert feed.last_read_s == finished_s  # its age runs from when it finished, not from T0 + 600
+                clock.time_s = T0 + 6 * TAU
+                assert runner.run_slot().carbon_value == pytest.approx(100.0)
+        finally:
+            release.set()

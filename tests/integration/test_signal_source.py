@@ -148,3 +148,80 @@ def test_other_schemes_and_bad_timeout_are_refused():
         load_signal("ftp://example.org/x.csv")
     with pytest.raises(ConfigError, match="timeout_s"):
         load_signal("x.csv", timeout_s=0)
+
+
+# -- a fetch is bounded as a whole, in time and in bytes (issue 20, finding 8) ---------------------------
+
+
+class _Misbehaving:
+    """A source that sends its headers, then a byte every half second (``/trickle``) or bytes without end
+    (``/endless``).
+
+    Each stops by itself after a while (33 s, 64 MiB), so a reader that does not bound the whole fetch
+    fails the test instead of hanging it. ``sent``: the bytes of body written so far; ``gone``: set when
+    the client closed the connection."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.gone = threading.Event()
+
+
+@pytest.fixture()
+def misbehaving() -> Iterator[tuple[str, _Misbehaving]]:
+    state = _Misbehaving()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/csv")
+            if self.path.startswith("/trickle"):
+                self.send_header("Content-Length", "1000")
+            self.end_headers()
+            try:
+                if self.path.startswith("/trickle"):
+                    for byte in b"time,value\n" * 6:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        state.sent += 1
+                        if state.gone.wait(timeout=0.5):
+                            return
+                else:
+                    chunk = b"2026-01-01T00:00:00Z,1\n" * 4096
+                    while state.sent < 64 * 2**20:
+                        self.wfile.write(chunk)
+                        state.sent += len(chunk)
+            except OSError:
+                state.gone.set()  # the client closed the connection
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serving(Handler) as base:
+        try:
+            yield base, state
+        finally:
+            state.gone.set()
+
+
+def test_a_source_that_trickles_a_byte_a_second_is_cut_at_timeout_s_for_the_whole_fetch(misbehaving):
+    base, state = misbehaving
+    with pytest.raises(TraceError, match=r"/trickle: no complete answer within 2 s \(\d+ bytes? read\)$"):
+        load_signal(f"{base}/trickle", unit="gCO2eq/kWh", timeout_s=2)
+    # Each byte comes well within the timeout, so a per-read timeout never fires; the bound is on the fetch.
+    assert state.sent < 6 * 11
+
+
+def test_a_source_with_an_endless_body_is_cut_at_max_bytes(misbehaving):
+    base, state = misbehaving
+    with pytest.raises(TraceError, match=r"/endless: the answer is larger than 1 MiB \(max_bytes\); a signal is a few MB at most"):
+        load_signal(f"{base}/endless", unit="gCO2eq/kWh", timeout_s=30, max_bytes=2**20)
+    assert state.gone.wait(timeout=30)  # the connection was closed, not read to the end
+    assert state.sent < 64 * 2**20
+
+
+def test_a_url_with_a_user_and_password_is_refused_by_name_without_the_password():
+    with pytest.raises(ConfigError) as info:
+        load_signal("http://user:s3cret@127.0.0.1:9/carbon.csv", unit="gCO2eq/kWh")
+    message = str(info.value)
+    assert "user:password@" in message and "http://127.0.0.1:9/carbon.csv" in message
+    assert "s3cret" not in message

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from local_http import serving
 
-from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed, covered_means, slot_window
+from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.errors import ConfigError, TraceError
+from autoscaler.core.signal_slots import covered_means, slot_window
 from energy.signal import Signal
 
 HOUR_S = 3600.0
@@ -112,6 +113,14 @@ def server():
         yield served, f"{base}/carbon.csv?token=secret"
 
 
+def settled(feed: CarbonFeed, now_s: float, slot_s: float):
+    """The feed's window once a read the slot started in the background has finished: what the next
+    slot sees (the slot itself goes on with the last good read)."""
+    feed.window(now_s, slot_s, 1)
+    assert feed.join(timeout_s=60)
+    return feed.window(now_s, slot_s, 1)
+
+
 def test_the_feed_reads_at_most_every_refresh_and_keeps_the_last_good_read_until_stale(server):
     served, url = server
     slot_s = 300.0
@@ -120,32 +129,32 @@ def test_the_feed_reads_at_most_every_refresh_and_keeps_the_last_good_read_until
     clock = SimulatedClock(T0)
     settings = CarbonSettings(source=url, unit="gCO2eq/kWh", refresh_s=600, max_staleness_s=1800, timeout_s=5)
     feed = CarbonFeed(settings, clock)
-    window = feed.window(clock.now_s(), slot_s, 1)
+    window = settled(feed, clock.now_s(), slot_s)
     assert window.values.tolist() == [200.0] * 4 and served.hits == 1
     assert window.reference == pytest.approx((287 * 400.0 + 200.0) / 288)  # the last day: 287 slots at 400, now at 200
     assert "token" not in window.source
     served.body = csv_text(T0 - 86_400.0, slot_s, [400.0] * 288 + [100.0] * 288)
     clock.advance(slot_s)
-    assert feed.window(clock.now_s(), slot_s, 1).value_now == 200.0 and served.hits == 1  # within refresh_s: not read again
+    assert settled(feed, clock.now_s(), slot_s).value_now == 200.0 and served.hits == 1  # within refresh_s: not read again
     clock.advance(slot_s)
-    assert feed.window(clock.now_s(), slot_s, 1).value_now == 100.0 and served.hits == 2  # T0 + 600: read again
+    assert settled(feed, clock.now_s(), slot_s).value_now == 100.0 and served.hits == 2  # T0 + 600: read again
     served.status = 500
     seen = []
     for _ in range(6):  # T0 + 900 .. T0 + 2400: the last good read (T0 + 600) is at most 1800 s old
         clock.advance(slot_s)
-        window = feed.window(clock.now_s(), slot_s, 1)
+        window = settled(feed, clock.now_s(), slot_s)
         seen.append(None if window is None else window.value_now)
     assert seen == [100.0] * 6
     assert "HTTP 500" in feed.last_error and "secret" not in feed.last_error
     clock.advance(slot_s)  # T0 + 2700: 2100 s old
-    assert feed.window(clock.now_s(), slot_s, 1) is None
+    assert settled(feed, clock.now_s(), slot_s) is None
     assert feed.fallback.reason == "stale"
     assert "35 min old, more than max_staleness_s = 1,800 s" in feed.fallback.detail
     assert "HTTP 500" in feed.fallback.detail
     assert served.hits == 2 + 3  # tried at T0 + 1200, 1800 and 2400: refresh_s after each try, failed or not
     served.status = 200
     clock.advance(slot_s)  # T0 + 3000: 600 s after the last try
-    assert feed.window(clock.now_s(), slot_s, 1).value_now == 100.0 and feed.fallback is None
+    assert settled(feed, clock.now_s(), slot_s).value_now == 100.0 and feed.fallback is None
 
 
 def test_a_file_that_never_existed_is_unreadable_from_the_first_slot(tmp_path):
@@ -178,3 +187,48 @@ def test_a_forecast_source_fills_the_slots_ahead(tmp_path):
     # Slots 1-2 forecast; 3-6 persistence from slots -21 .. -18, not known: the value now.
     assert window.values.tolist() == [250.0, 90.0, 80.0, 250.0, 250.0, 250.0, 250.0]
     assert (window.forecast_slots, window.persisted_slots) == (2, 4)
+
+
+def test_a_refresh_of_a_url_runs_off_the_slot_and_the_slot_keeps_the_last_good_read(server):
+    served, url = server
+    served.body = csv_text(T0 - 86_400.0, 300.0, [400.0] * 288 + [200.0] * 288)
+    clock = SimulatedClock(T0)
+    feed = CarbonFeed(CarbonSettings(source=url, unit="gCO2eq/kWh", refresh_s=600, max_staleness_s=1800, timeout_s=5), clock)
+    assert feed.window(T0, 300.0, 1).value_now == 200.0  # the first read, in the slot: there is nothing else yet
+    served.body = csv_text(T0 - 86_400.0, 300.0, [400.0] * 288 + [100.0] * 288)
+    clock.advance(600.0)
+    # The slot that starts the refresh does not wait for it (the daemon's test holds such a read);
+    # once it has finished, the next slot sees it.
+    assert feed.window(clock.now_s(), 300.0, 1) is not None
+    assert feed.join(timeout_s=60)
+    assert feed.window(clock.now_s(), 300.0, 1).value_now == 100.0 and served.hits == 2
+
+
+def test_the_daemon_warns_of_a_signal_implausible_for_its_unit(tmp_path):
+    import structlog
+
+    path = tmp_path / "prices.csv"
+    path.write_text(csv_text(T0 - HOUR_S, 300.0, [0.05, 0.12, 0.2] * 8))
+    with structlog.testing.capture_logs() as logs:
+        feed = CarbonFeed(CarbonSettings(source=str(path), unit="gCO2eq/kWh"), SimulatedClock(T0))
+        assert feed.window(T0, 300.0, 1) is not None  # a warning, not a refusal: the values may be right
+    warned = [line for line in logs if line["event"] == "carbon_signal_implausible"]
+    assert len(warned) == 1 and "0.05 to 0.2 gCO2eq/kWh" in warned[0]["detail"]
+
+
+def test_the_daemon_names_carbon_unit_for_a_csv_source_without_one(tmp_path):
+    from autoscaler.adapters.carbon_feed import check_sources
+
+    path = tmp_path / "grid.csv"
+    path.write_text(csv_text(T0, HOUR_S, [300.0, 310.0]))
+    with pytest.raises(ConfigError, match=r"^\[carbon\] source: .*a CSV signal needs its unit: give \[carbon\] unit"):
+        check_sources(CarbonSettings(source=str(path)))
+
+
+@pytest.mark.parametrize("fields", [{"unit": "gCO2eq/kWh"}, {"refresh_s": 600}, {"timeout_s": 5}, {"max_staleness_s": 9000}])
+def test_a_carbon_section_with_fields_but_no_source_is_a_config_error(fields):
+    # Without a source the daemon would run carbon-blind, the fields doing nothing.
+    with pytest.raises(ValueError, match=r"\[carbon\] has .* but no source"):
+        CarbonSettings(**fields)
+    assert CarbonSettings().source is None  # an empty section (or none) is carbon-blind, as before
+    assert CarbonSettings(refresh_s=1800.0, timeout_s=10.0).source is None  # and so are the defaults written out

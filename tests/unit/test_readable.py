@@ -30,4 +30,4 @@ def test_numbers_have_no_exponent(value, text):
 
 def test_utc_text_to_the_minute_and_out_of_range():
     assert utc_text(1_795_910_400.0) == "2026-11-29T00:00Z"
-    assert utc_text(1e20) == "1e+20 s (Unix time)"
+    assert utc_text(1e20) == "1e+20 s (Unix time, past year 9999)"

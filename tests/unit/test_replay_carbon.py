@@ -12,7 +12,8 @@ from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.intake import parse_duration_s
 from autoscaler.core.model import CostParams
 from autoscaler.core.policies import plan
-from autoscaler.core.replay import place_signal, replay
+from autoscaler.core.replay import replay
+from autoscaler.core.signal_slots import place_signal
 from autoscaler.core.workload import workload_from_curve
 from energy.signal import Signal, parse_time_s
 
@@ -207,3 +208,30 @@ def test_a_price_per_kwh_is_the_slot_energy_times_the_price():
     by_hand = np.array([3, 1, 0, 2, 0]) * (60.30 + 33.57) + np.array([3, 0, 0, 2, 0]) * 60.30 * 300 / 3600
     np.testing.assert_allclose(follow.energy.slot_energy_wh, by_hand, rtol=1e-12)
     assert follow.signal_total == pytest.approx(float(np.dot(by_hand / 1000, price[:5])))
+
+
+# --- values implausible for their unit (issue 20, finding 6) ---------------------------------------
+
+
+def test_a_price_given_as_grams_is_warned_of_in_the_placed_signals_notes():
+    # Half-hourly prices of 0.02-0.22 $/kWh read as gCO2eq/kWh: no grid emits that little.
+    prices = [0.02 + 0.2 * (h % 24) / 23 for h in range(72)]
+    placed = place_signal(hourly(prices), 3600.0, 24, 24)
+    warned = [note for note in placed.notes if "implausible" in note]
+    assert len(warned) == 1
+    assert "0.02 to 0.22 gCO2eq/kWh" in warned[0] and "$/kWh" in warned[0]
+
+
+def test_an_all_zero_signal_is_warned_of():
+    placed = place_signal(hourly([0.0] * 72, unit="$/kWh"), 3600.0, 24, 24)
+    assert any("every value is 0 $/kWh" in note for note in placed.notes)
+
+
+def test_a_price_per_mwh_given_per_kwh_is_warned_of_and_real_values_are_not():
+    # 30-90 $/MWh read as $/kWh: above any price paid for electricity (100 $/kWh and more is refused).
+    per_mwh = [30.0 + 60.0 * (h % 24) / 23 for h in range(72)]
+    warned = [note for note in place_signal(hourly(per_mwh, unit="$/kWh"), 3600.0, 24, 24).notes if "implausible" in note]
+    assert len(warned) == 1 and "30 to 90 $/kWh" in warned[0] and "per MWh" in warned[0]
+    grams = [150.0 + 300.0 * (h % 24) / 23 for h in range(72)]
+    for unit, values in (("gCO2eq/kWh", grams), ("$/kWh", [0.02 + 0.2 * (h % 24) / 23 for h in range(72)]), ("lbs/MWh", [900.0] * 72)):
+        assert not [note for note in place_signal(hourly(values, unit=unit), 3600.0, 24, 24).notes if "implausible" in note or "every value is 0" in note]

@@ -426,3 +426,30 @@ def test_resample_matches_a_fine_grid_average():
 def test_resample_takes_numpy_scalars():
     signal = read_csv(HOURLY, "hourly.csv", "gCO2eq/kWh")
     assert resample(signal, np.int64(MIDNIGHT), np.float64(3600), np.int64(2)).tolist() == [100, 300]
+
+
+# -- issue 20: a field over the csv module's limit, and times at the calendar's end -------------------
+
+
+def test_a_csv_field_over_128_kib_is_a_trace_error_naming_the_line_of_the_stray_quote():
+    # One stray quote on line 3 opens a field that swallows the rest of a year of half-hour points.
+    rows = "".join(f"2026-01-{1 + i // 48 % 28:02d}T{i % 48 // 2:02d}:{30 * (i % 2):02d}:00Z,{i}\n" for i in range(3, 17_520))
+    text = 'time,value\n2026-01-01T00:00:00Z,1\n2026-01-01T00:30:00Z,"2\n' + rows
+    assert len(text) > 128 * 1024
+    with pytest.raises(TraceError, match=r'^s\.csv:3: a field runs past 131,072 characters: an unclosed quote \(\"\) on this line\?'):
+        read_csv(text, "s.csv", "gCO2eq/kWh")
+
+
+def test_times_at_the_end_of_year_9999_read_and_a_window_past_them_is_refused_in_words():
+    text = "time,value\n9999-12-31T23:00:00Z,100\n9999-12-31T23:30:00Z,200\n"
+    signal = read_csv(text, "end.csv", "gCO2eq/kWh")
+    last_s = unix("9999-12-31T23:00:00")
+    assert resample(signal, last_s, 1800.0, 2).tolist() == [100.0, 200.0]
+    with pytest.raises(TraceError, match=r"^end\.csv: does not cover the window 9999-12-31T23:00:00Z to .*past year 9999"):
+        resample(signal, last_s, 1800.0, 3)
+
+
+def test_a_time_past_year_9999_in_utc_is_refused_in_words():
+    # 23:30 at -01:00 is 00:30 on 10000-01-01 in UTC.
+    with pytest.raises(TraceError, match=r"^late\.csv:3: .*9999-12-31T23:30:00-01:00.*after 9999-12-31T23:59:59Z"):
+        read_csv("time,value\n9999-12-31T22:00:00Z,1\n9999-12-31T23:30:00-01:00,2\n", "late.csv", "gCO2eq/kWh")

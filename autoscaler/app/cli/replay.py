@@ -20,7 +20,7 @@ from autoscaler.app.cli.arguments import (
     parse_deadlines,
     positive_int,
 )
-from autoscaler.app.cli.trace_inputs import load_workload, note_shadowed_file, signal_inputs, wanted_slots
+from autoscaler.app.cli.trace_inputs import load_workload, note_shadowed_file, signal_inputs, signal_needs, wanted_slots
 from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.app.traces import label as trace_label
 from autoscaler.core import defaults
@@ -93,12 +93,14 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     names = parse_policy_list(args.policy)
     args.deadline = deadline_slots(args.deadline, args.slot_s)
+    signals = signal_needs(args)
+    budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "replay", "the signal files", budget.SIGNAL_REMEDY)
     carbon_signal, forecast, start_s = signal_inputs(args)
     slow: list[str] = []
 
     def check_size(size) -> None:
         run = [n for n in names if n != "gcp" or size.n_deadlines is not None]
-        estimate = budget.replay_estimate(size, run, args.deadline, files=args.out is not None)
+        estimate = budget.replay_estimate(size, run, args.deadline, files=args.out is not None, signals=signals)
         budget.check_memory(estimate, args.memory_budget_mb, "replay", budget.describe(size, args.window))
         slow.extend(estimate.slow_policies())
 
@@ -188,6 +190,10 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.core.sweep import solves_needed, sweep
 
     deadlines = parse_deadlines(args.deadlines, args.slot_s)
+    from autoscaler.core import budget
+
+    signals = signal_needs(args)
+    budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "sweep", "the signal files", budget.SIGNAL_REMEDY)
     carbon_signal, forecast, start_s = signal_inputs(args)
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     unknown = [p for p in policies if p not in UNIFORM or p == "follow"]
@@ -196,12 +202,11 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.delta_deadline < 2:
         raise ConfigError(f"--delta-deadline: VFW needs D >= 2, got {args.delta_deadline}")
     params, length_model = cost_and_length_model(args)
-    from autoscaler.core import budget
 
     def check_size(size) -> None:
         # One schedule at a time, at the longest D; gcp with classes once a trace.
         run = ["follow", *policies, "vfw"] + (["gcp"] if size.n_deadlines is not None else [])
-        estimate = budget.replay_estimate(size, run, max(deadlines))
+        estimate = budget.replay_estimate(size, run, max(deadlines), signals=signals)
         budget.check_memory(estimate, args.memory_budget_mb, "sweep", budget.describe(size, args.window))
 
     workloads = {}

@@ -10,8 +10,16 @@ import numpy as np
 from rich.console import Console
 
 from autoscaler.app.traces import open_trace, shadowed_file, shipped
-from autoscaler.core.errors import ConfigError
+from autoscaler.core.errors import AutoscalerError, ConfigError
 from autoscaler.core.model import MAX_SLOTS, LengthModel, Workload
+
+
+def signal_needs(args: argparse.Namespace):
+    """The memory of reading --carbon and --forecast (:func:`autoscaler.core.budget.signal_needs`)."""
+    from autoscaler.adapters.signal_source import local_bytes
+    from autoscaler.core.budget import signal_needs as needs
+
+    return needs((flag, value, local_bytes(value)) for flag, value in (("--carbon", args.carbon), ("--forecast", args.forecast)))
 
 
 def signal_inputs(args: argparse.Namespace):
@@ -32,15 +40,18 @@ def signal_inputs(args: argparse.Namespace):
             start_s = parse_time_s(args.start)
         except ValueError as exc:
             raise ConfigError(f"--start: {exc}") from None
-    signal = load_signal(args.carbon, args.carbon_unit)
+    signal = load_signal(args.carbon, args.carbon_unit, unit_name="--carbon-unit")
     forecast = args.forecast
     if forecast.strip().lower() in ("persistence", "perfect") and forecast not in ("persistence", "perfect"):
         raise ConfigError(f"--forecast {forecast!r}: the forms are persistence, perfect (lower case) or a file or URL")
     if not forecast.strip():
         raise ConfigError("--forecast: expected persistence, perfect or a file or URL, got an empty value")
     if forecast not in ("persistence", "perfect"):
-        # A CSV forecast is in the signal's own unit; a JSON one names its unit, which must agree.
-        forecast = load_signal(forecast, args.carbon_unit or signal.unit)
+        # A JSON forecast names its own unit; a CSV one takes --carbon-unit, never a unit guessed from the signal.
+        try:
+            forecast = load_signal(forecast, args.carbon_unit, unit_name="--carbon-unit")
+        except AutoscalerError as error:
+            raise ConfigError(f"--forecast: {error}") from None
     return signal, forecast, start_s
 
 
