@@ -32,9 +32,10 @@ its size against its header and its small tables: see ``SqliteJobStore``), and a
 ``SqliteJobStore.backup`` and ``restore_store`` copy a store with SQLite's online backup API.
 
 This module holds the store's queries; what it keeps (tables, migrations, rows) is in
-``store_schema``, the files beside it and the words for disk errors in ``store_files``, the checks
-of a file in ``store_check``, and backup and restore in ``store_copy``. The names callers use are
-importable from here.
+``store_schema``, the files beside it and the words for disk and permission errors in
+``store_files``, the checks of a file in ``store_check``, backup and restore in ``store_copy``
+(with ``store_staging``, the temporary copy, and ``store_difference``, what a restore would lose).
+The names callers use are importable from here.
 
 When the disk is full SQLite's error comes out as "disk full: <path> (N bytes free on its file
 system)", at open and at every write; ``record_intent`` is the small write a slot makes before it

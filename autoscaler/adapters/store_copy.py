@@ -49,7 +49,8 @@ for as long as it is open (the unix VFS's "dead man switch", UNIX_SHM_DMS in sql
 _DB_LOCK_BYTE = 0x40000000
 _DB_LOCK_BYTES = 2 + 510
 """The bytes of the database file SQLite's POSIX locks are on: PENDING_BYTE (2**30), the RESERVED byte
-after it, then the 510 SHARED bytes (os_unix.c). A file this small never has data there."""
+after it, then the 510 SHARED bytes (os_unix.c). SQLite never keeps data on the page that holds them,
+so locking them, as SQLite does, takes nothing from a reader but the lock."""
 
 
 def backup_store(
