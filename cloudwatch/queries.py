@@ -27,11 +27,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from numbers import Real
 
 import numpy as np
 
+from autoscaler.core import readable
 from autoscaler.core.errors import ConfigError, MetricsError
 
 EC2_NAMESPACE = "AWS/EC2"
@@ -406,7 +407,7 @@ def bound_metrics(
 
 def utc_text(seconds: float) -> str:
     """Unix seconds as 'YYYY-MM-DD HH:MM UTC' (slots start on whole minutes)."""
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return readable.utc_text(seconds, layout="text")
 
 
 @dataclass(frozen=True, eq=False)

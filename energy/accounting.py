@@ -240,7 +240,7 @@ def counterfactual_schedules(
 
 
 @dataclass(frozen=True, eq=False)
-class SlotSignal:
+class ReportSignal:
     """A cost signal on a report's slots.
 
     ``values``: (n_slots,), the signal's time-weighted mean over each slot (``energy.signal.resample``)
@@ -273,7 +273,7 @@ class SlotSignal:
         return int(self.covered.sum())
 
 
-def slot_signal(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> SlotSignal:
+def slot_signal(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> ReportSignal:
     """The signal on ``n_slots`` slots of ``slot_s`` seconds from ``start_s`` (Unix seconds): the mean
     over each slot the signal covers, NaN over a slot it does not (before its first point, after its
     last point's step, or overlapping a step longer than ``GAP_FACTOR`` median intervals, the gaps
@@ -295,10 +295,10 @@ def slot_signal(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> 
             f"(first uncovered slot at {utc_text(start_s)}); the series runs from {utc_text(float(signal.times_s[0]))} to "
             f"{utc_text(float(signal.times_s[-1]) + median_s)}",
         )
-    return SlotSignal(values, signal.unit, signal.source, converted_from)
+    return ReportSignal(values, signal.unit, signal.source, converted_from)
 
 
-def slot_cost(energy: ScheduleEnergy, signal: SlotSignal, slot_s: float) -> np.ndarray:
+def slot_cost(energy: ScheduleEnergy, signal: ReportSignal, slot_s: float) -> np.ndarray:
     """(n_slots,) cost of a schedule in each slot: gCO2eq = Wh / 1000 * gCO2eq/kWh, $ = Wh / 1000 * $/kWh,
     or $ = nodes * slot_s / 3600 * $/node-hour; NaN where the signal has no value."""
     if signal.unit == "$/node-hour":
@@ -328,7 +328,7 @@ class EnergyReport:
     baseline: str = FOLLOW
     notes: tuple[str, ...] = ()
     window_slots: int | None = None
-    signal: SlotSignal | None = None
+    signal: ReportSignal | None = None
     nodes_by_tenant: tuple[dict[str, int], ...] | None = None
 
     def __post_init__(self) -> None:
@@ -364,7 +364,7 @@ class EnergyReport:
         reference = self.get(against or self.baseline).energy_wh
         return 100.0 * self.saved_wh(schedule, against) / reference if reference > 0 else math.nan
 
-    def _signal(self) -> SlotSignal:
+    def _signal(self) -> ReportSignal:
         if self.signal is None:
             raise ConfigError("the report has no carbon or price signal")
         return self.signal

@@ -8,14 +8,14 @@ price signal gains its CO2 (kgCO2eq) or cost ($) beside the energy, per schedule
 from __future__ import annotations
 
 import csv
-import datetime
 import io
 import math
 
 import numpy as np
 
+from autoscaler.core import readable
 from autoscaler.core.readable import duration_text
-from energy.accounting import NO_PROVISIONING, EnergyReport, SlotSignal
+from energy.accounting import NO_PROVISIONING, EnergyReport, ReportSignal
 
 METRIC_ROWS = (
     ("CPUUtilization", "CPUUtilization (sum)", 1.0),
@@ -106,7 +106,7 @@ def markdown(report: EnergyReport) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def cost_label(signal: SlotSignal) -> tuple[str, float]:
+def cost_label(signal: ReportSignal) -> tuple[str, float]:
     """(row label, divisor from grams or dollars): ("CO2 (kgCO2eq)", 1000) or ("Cost ($)", 1)."""
     return ("CO2 (kgCO2eq)", 1000.0) if signal.is_carbon else ("Cost ($)", 1.0)
 
@@ -129,7 +129,7 @@ def tenant_lines(report: EnergyReport) -> list[str]:
     return lines
 
 
-def _places(signal: SlotSignal) -> int:
+def _places(signal: ReportSignal) -> int:
     # kgCO2eq to the gram; dollars to the cent would hide a small cluster's cost.
     return 3 if signal.is_carbon else 4
 
@@ -249,4 +249,4 @@ def _time(seconds: float) -> str:
     """UTC time for Unix seconds of this century; a replay's seconds from the trace's start otherwise."""
     if seconds < 946_684_800:  # before 2000: a trace's own clock, not a date
         return f"{seconds / 3600:g} h"
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return readable.utc_text(seconds, layout="text")

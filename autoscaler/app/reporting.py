@@ -25,7 +25,7 @@ import numpy as np
 import structlog
 from rich.console import Console
 
-from autoscaler.core import defaults
+from autoscaler.core import defaults, readable
 from autoscaler.core.errors import ActuationError, AutoscalerError, ConfigError, DeliveryError, MetricsError
 from autoscaler.core.model import CostParams, Workload
 from autoscaler.core.readable import duration_text
@@ -536,6 +536,4 @@ def mail_sender(settings, session=None, ssl_context=None):
 
 
 def _utc(seconds: float) -> str:
-    import datetime
-
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return readable.utc_text(seconds, layout="text")

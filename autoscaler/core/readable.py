@@ -40,15 +40,17 @@ FIRST_TIME_S = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
 """0001-01-01T00:00:00Z, the first."""
 
 
-def utc_text(seconds: float, precision: str = "minute") -> str:
-    """Unix seconds as an ISO-8601 UTC time, to the minute ("2026-12-01T10:00Z") or, with
-    ``precision="second"``, to the second ("2026-12-01T10:00:00Z"). The one UTC formatter of the
-    messages; it never raises: a time no calendar holds is given as its seconds and which end it is
-    past ("2.534e+11 s (Unix time, past year 9999)")."""
-    pattern = "%Y-%m-%dT%H:%M:%SZ" if precision == "second" else "%Y-%m-%dT%H:%MZ"
+def utc_text(seconds: float, precision: str = "minute", layout: str = "iso") -> str:
+    """Unix seconds as a UTC time, to the minute or (``precision="second"``) to the second: ISO 8601
+    ("2026-12-01T10:00Z", "2026-12-01T10:00:00Z"), or with ``layout="text"`` as report headings and
+    tables write it ("2026-12-01 10:00 UTC"). The one UTC formatter of the project; it never raises:
+    a time no calendar holds is given as its seconds and which end it is past ("2.534e+11 s (Unix
+    time, past year 9999)")."""
+    clock = "%H:%M:%S" if precision == "second" else "%H:%M"
+    pattern = f"%Y-%m-%d {clock} UTC" if layout == "text" else f"%Y-%m-%dT{clock}Z"
     if isinstance(seconds, float) and math.isnan(seconds):
         return "nan s (Unix time)"
-    if seconds > LAST_TIME_S + 1 - 1e-6:
+    if seconds >= LAST_TIME_S + 1:
         return f"{seconds:.6g} s (Unix time, past year 9999)"
     if seconds < FIRST_TIME_S:
         return f"{seconds:.6g} s (Unix time, before year 1)"

@@ -31,3 +31,11 @@ def test_numbers_have_no_exponent(value, text):
 def test_utc_text_to_the_minute_and_out_of_range():
     assert utc_text(1_795_910_400.0) == "2026-11-29T00:00Z"
     assert utc_text(1e20) == "1e+20 s (Unix time, past year 9999)"
+
+
+def test_one_utc_formatter_writes_iso_and_the_reports_layout_and_never_raises():
+    moment = 1_764_583_200.0  # 2025-12-01T10:00:00Z
+    assert utc_text(moment) == "2025-12-01T10:00Z"
+    assert utc_text(moment + 5, precision="second") == "2025-12-01T10:00:05Z"
+    assert utc_text(moment, layout="text") == "2025-12-01 10:00 UTC"
+    assert utc_text(253_402_300_800.0, layout="text") == "2.53402e+11 s (Unix time, past year 9999)"
