@@ -10,10 +10,10 @@ and a body past ``max_bytes`` is cut off instead of being read into memory.
 
 from __future__ import annotations
 
-import http.client
 import ssl
 import time
 import urllib.parse
+from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from pathlib import Path
 
 from autoscaler.core.budget import format_bytes
@@ -38,7 +38,7 @@ def _shown(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", "")) + ("?..." if parts.query else "")
 
 
-def _connection(parts: urllib.parse.SplitResult, name: str, timeout_s: float) -> http.client.HTTPConnection:
+def _connection(parts: urllib.parse.SplitResult, name: str, timeout_s: float) -> HTTPConnection:
     try:
         port = parts.port
     except ValueError:
@@ -46,8 +46,8 @@ def _connection(parts: urllib.parse.SplitResult, name: str, timeout_s: float) ->
     if not parts.hostname:
         raise ConfigError(f"signal source {name}: the URL has no host")
     if parts.scheme == "https":
-        return http.client.HTTPSConnection(parts.hostname, port, timeout=timeout_s, context=ssl.create_default_context())
-    return http.client.HTTPConnection(parts.hostname, port, timeout=timeout_s)
+        return HTTPSConnection(parts.hostname, port, timeout=timeout_s, context=ssl.create_default_context())
+    return HTTPConnection(parts.hostname, port, timeout=timeout_s)
 
 
 def _fetch(url: str, name: str, timeout_s: float, max_bytes: int = MAX_SIGNAL_BYTES) -> bytes:
@@ -102,7 +102,7 @@ def _fetch(url: str, name: str, timeout_s: float, max_bytes: int = MAX_SIGNAL_BY
         if not received:
             raise TraceError(name, None, f"no answer within {timeout_s:g} s") from None
         raise TraceError(name, None, f"no complete answer within {timeout_s:g} s ({received:,} byte{'' if received == 1 else 's'} read)") from None
-    except (http.client.HTTPException, ssl.SSLError) as exc:
+    except (HTTPException, ssl.SSLError) as exc:
         raise TraceError(name, None, f"cannot fetch: {type(exc).__name__}: {exc}") from None
     except OSError as exc:
         raise TraceError(name, None, f"cannot fetch: {exc.strerror or exc}") from None
