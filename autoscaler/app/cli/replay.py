@@ -94,7 +94,8 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     names = parse_policy_list(args.policy)
     args.deadline = deadline_slots(args.deadline, args.slot_s)
     signals = signal_needs(args)
-    budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "replay", "the signal files", budget.SIGNAL_REMEDY)
+    if signals:  # checked before the signal files are read; without them the trace's estimate below is the first check
+        budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "replay", "the signal files", budget.SIGNAL_REMEDY)
     carbon_signal, forecast, start_s = signal_inputs(args)
     slow: list[str] = []
 
@@ -193,7 +194,8 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.core import budget
 
     signals = signal_needs(args)
-    budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "sweep", "the signal files", budget.SIGNAL_REMEDY)
+    if signals:  # checked before the signal files are read; without them the trace's estimate below is the first check
+        budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "sweep", "the signal files", budget.SIGNAL_REMEDY)
     carbon_signal, forecast, start_s = signal_inputs(args)
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     unknown = [p for p in policies if p not in UNIFORM or p == "follow"]
