@@ -88,8 +88,8 @@ class TwinConfig:
     seed: int = 0
     step_concurrency: int = STEP_CONCURRENCY
     price_per_node_hour: float = PRICE_PER_NODE_HOUR
-    idle_power_w: float = 60.30
-    busy_power_w: float = 93.87
+    idle_power_w: float = 60.30  # Table III: gamma_cpu (energy.power.TABLE_III.idle_power_w)
+    busy_power_w: float = 93.87  # Table III at u = 1: every alpha and gamma (TABLE_III.peak_power_w)
 
     def __post_init__(self) -> None:
         _number(self.provision_s, "--provision-s", "provision_s", 0.0, MAX_PROVISION_S)
@@ -101,9 +101,9 @@ class TwinConfig:
             raise ConfigError(f"--step-concurrency (step_concurrency): expected a whole number in 1..{STEP_CONCURRENCY} (EMR's StepConcurrencyLevel), got {concurrency!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"--seed (seed): expected a whole number >= 0, got {self.seed!r}")
-        idle = _number(self.idle_power_w, "--power-model", "idle_power_w", 0.0, 10_000.0)
-        if _number(self.busy_power_w, "--power-model", "busy_power_w", 0.0, 10_000.0) < idle:
-            raise ConfigError(f"--power-model: busy_power_w {self.busy_power_w!r} W is below idle_power_w {idle!r} W")
+        idle = _number(self.idle_power_w, "the power model", "idle_power_w", 0.0, 10_000.0)
+        if _number(self.busy_power_w, "the power model", "busy_power_w", 0.0, 10_000.0) < idle:
+            raise ConfigError(f"the power model: busy_power_w {self.busy_power_w!r} W is below idle_power_w {idle!r} W")
 
     def true_length_s(self, job_id: str, estimate_s: float) -> float:
         """The job's true run time, s: ``estimate_s`` x lognormal(0, sigma), drawn from (seed, job id)."""
@@ -175,7 +175,8 @@ class ClusterTwin:
     _started: int = 0  # steps started and not ended: what step_concurrency bounds
     _booting: set = field(default_factory=set)
     _idle: set = field(default_factory=set)  # usable, no job, not draining
-    _busy: set = field(default_factory=set)
+    _busy: set = field(default_factory=set)  # running a job, not draining
+    _draining: set = field(default_factory=set)  # running a job, to go when it ends or at the timeout
     _up: int = 0  # nodes not removed
     runs: list = field(default_factory=list)  # (step id, node id, start_s, end_s, completed) of each run ended
 
@@ -209,6 +210,7 @@ class ClusterTwin:
             chosen = sorted(self._busy, key=lambda n: (self.steps[self.nodes[n].job].run_start_s, n), reverse=True)[:surplus]
             for node_id in chosen:
                 self._busy.discard(node_id)
+                self._draining.add(node_id)
                 self.nodes[node_id].draining_s = now_s
                 self._push(now_s + self.config.decommission_timeout_s, "timeout", node_id)
         self.peak_nodes = max(self.peak_nodes, self._up)
@@ -331,6 +333,7 @@ class ClusterTwin:
     def _remove(self, node_id: int, time_s: float) -> None:
         node = self.nodes[node_id]
         node.removed_s = time_s
+        self._draining.discard(node_id)
         self._up -= 1
 
     # -- reading ------------------------------------------------------------------------------
@@ -338,7 +341,7 @@ class ClusterTwin:
     @property
     def running(self) -> int:
         """Nodes usable and not removed (idle, busy or draining): what EMR counts as RUNNING."""
-        return sum(1 for node in self.nodes.values() if node.removed_s is None and node.usable_s <= self.now_s)
+        return len(self._idle) + len(self._busy) + len(self._draining)
 
     def bill(self) -> TwinBill:
         """What the twin ran so far, nodes still up counted to ``now_s`` (call ``finish`` first for

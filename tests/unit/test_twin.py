@@ -237,3 +237,22 @@ def test_the_same_jobs_do_the_same_work_whatever_the_resize_sequence(config, len
     assert first.bill().work_node_s == pytest.approx(sum(config.true_length_s(f"j{i}", length) for i, length in enumerate(lengths)))
     if first.bill().jobs_killed == second.bill().jobs_killed == 0:
         assert first.bill().busy_node_s == pytest.approx(second.bill().busy_node_s)
+
+
+def test_the_default_power_is_table_iii_idle_and_at_full_load():
+    from energy.power import TABLE_III
+
+    assert (TwinConfig().idle_power_w, TwinConfig().busy_power_w) == pytest.approx((TABLE_III.idle_power_w, TABLE_III.peak_power_w))
+
+
+def test_running_counts_usable_nodes_draining_ones_included_booting_ones_not():
+    t = twin(provision_s=100.0)
+    t.resize(0.0, 2)
+    assert t.running == 0
+    add(t, 0.0, "a", 1000.0)
+    t.advance(100.0)
+    assert t.running == 2
+    t.resize(200.0, 0)  # the idle node goes; the busy one drains
+    assert t.running == 1 and t.requested == 0
+    t.advance(1100.0)
+    assert t.running == 0
