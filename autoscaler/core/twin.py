@@ -178,6 +178,7 @@ class ClusterTwin:
     _busy: set = field(default_factory=set)  # running a job, not draining
     _draining: set = field(default_factory=set)  # running a job, to go when it ends or at the timeout
     _up: int = 0  # nodes not removed
+    _finishing: bool = False
     runs: list = field(default_factory=list)  # (step id, node id, start_s, end_s, completed) of each run ended
 
     # -- acting -------------------------------------------------------------------------------
@@ -246,16 +247,21 @@ class ClusterTwin:
             else:
                 self._timeout(ref, time_s)
             self._dispatch(time_s)
+            if self._finishing:
+                self._release_spare(time_s)
         self.now_s = now_s
 
     def finish(self, now_s: float) -> float:
-        """Run every step to its end and remove every node, from ``now_s`` on: nodes stay as requested
-        (at least one while a step waits, so every job ends) until the last job ends, or ``now_s`` if
-        later, when every node still up is removed. Returns that time, s."""
+        """Run every step to its end and remove every node, from ``now_s`` on, as a daemon would that
+        asks for no more nodes but lets its jobs end: a node without a job goes as soon as no step
+        waits (one node is requested if steps wait and none is up), a busy one when its job ends,
+        and a draining one keeps its timeout. Returns when the last node went, s."""
         self.advance(now_s)
+        self._finishing = True
+        self._release_spare(self.now_s)
         while self._events or self._waiting or self._reruns:
             if (self._waiting or self._reruns) and not (self._booting or self._idle or self._busy):
-                self.resize(self.now_s, max(1, self.requested))
+                self.resize(self.now_s, 1)
             if not self._events:
                 break  # cannot happen: a waiting step has a node booting, idle or busy ahead of it
             self.advance(self._events[0][0])
@@ -265,7 +271,17 @@ class ClusterTwin:
         self._booting.clear()
         self._idle.clear()
         self._busy.clear()
+        self.requested = 0
         return self.now_s
+
+    def _release_spare(self, time_s: float) -> None:
+        """While finishing: remove the nodes without a job once no step waits for one."""
+        if self._waiting or self._reruns:
+            return
+        for pool in (self._booting, self._idle):
+            for node_id in list(pool):
+                pool.discard(node_id)
+                self._remove(node_id, time_s)
 
     # -- events -------------------------------------------------------------------------------
 

@@ -256,3 +256,14 @@ def test_running_counts_usable_nodes_draining_ones_included_booting_ones_not():
     assert t.running == 1 and t.requested == 0
     t.advance(1100.0)
     assert t.running == 0
+
+
+def test_finish_lets_busy_nodes_end_their_jobs_and_removes_the_others_at_once():
+    t = twin(provision_s=0.0)
+    t.resize(0.0, 3)
+    add(t, 0.0, "a", 100.0)
+    add(t, 0.0, "b", 500.0)
+    assert t.finish(50.0) == 500.0
+    removed = sorted(node.removed_s for node in t.nodes.values())
+    assert removed == [50.0, 100.0, 500.0]  # the idle node at the finish, each busy one as its job ends
+    assert t.bill().billed_node_s == 60.0 + 100.0 + 500.0  # the idle node up 50 s is billed the 60 s minimum
