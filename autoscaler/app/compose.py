@@ -284,13 +284,30 @@ def replay_clock(start_s: float):
     return SimulatedClock(start_s)
 
 
-def replay_cluster(settings: Settings | None, clock):
-    """The in-memory cluster on ``clock``, or EMR when the config's endpoint is on this machine
-    (moto): a replay never touches a real cluster."""
+def twin_config(settings: Settings | None, **flags):
+    """The cluster twin's settings (:class:`autoscaler.core.twin.TwinConfig`): ``flags`` (its field names;
+    None: the default) and the settings' power model (booting and idle nodes draw its idle power, busy
+    ones its peak). Raises ConfigError naming the flag and the value for a setting out of range."""
+    from autoscaler.core.twin import TwinConfig
+    from energy.power import power_model
+
+    model = power_model(settings.report.power_model if settings is not None else "table-iii")
+    given = {name: value for name, value in flags.items() if value is not None}
+    return TwinConfig(idle_power_w=model.idle_power_w, busy_power_w=model.peak_power_w, **given)
+
+
+def replay_cluster(settings: Settings | None, clock, twin=None):
+    """The cluster twin on ``clock`` when given its settings (``twin``: a TwinConfig), else the
+    in-memory cluster, or EMR when the config's endpoint is on this machine (moto): a replay never
+    touches a real cluster."""
     from urllib.parse import urlparse
 
     from autoscaler.adapters.fakes import FakeCluster
 
+    if twin is not None:
+        from autoscaler.adapters.twin import TwinCluster
+
+        return TwinCluster(clock, twin)
     endpoint = settings.cluster.endpoint_url if settings is not None else None
     if endpoint and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
         from autoscaler.adapters.emr import EmrCluster, emr_client

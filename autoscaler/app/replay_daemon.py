@@ -2,9 +2,9 @@
 
 Jobs enter the store at their trace submit times (idempotently, so a restarted replay
 resumes where the store left off), the same :class:`~autoscaler.app.daemon.SlotRunner` decides
-each slot, and the cluster is the in-memory fake, or EMR (moto or real) when the config
-names an endpoint. At the end the capacity m_t of every slot is compared with what
-``autoscaler replay`` computes for the same policy and D.
+each slot, and the cluster is the in-memory fake, the cluster twin (``--cluster twin``), or EMR
+(moto) when the config names an endpoint. At the end the capacity m_t of every slot is compared
+with what ``autoscaler replay`` computes for the same policy and D, and the twin's bill is printed.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from autoscaler.adapters.fakes import FakeCluster
+from autoscaler.adapters.twin import TwinCluster
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.traces import open_trace
@@ -76,6 +77,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     from autoscaler.app import compose
 
     config = compose.controller_config(settings, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes, tenants=args.tenants)
+    twin, carbon = _twin_inputs(args, settings)
     policy, deadline_slots, slot_s, max_nodes = config.policy, config.deadline_slots, config.slot_s, config.max_nodes
     if args.dry_run and (args.store is not None or args.keep_store):
         raise ConfigError("run --replay --dry-run keeps no store; leave out --store and --keep-store")
@@ -108,14 +110,14 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         saved = store.load_state()
         first_slot = int(saved["last_slot"]) + 1 if saved else 0
         clock = compose.replay_clock(first_slot * slot_s)
-        cluster = compose.replay_cluster(settings, clock)
+        cluster = compose.replay_cluster(settings, clock, twin)
         if saved and _foreign_jobs(store, jobs):
             raise ConfigError(
                 f"{store_path}: holds jobs that are not in {path.name} and a daemon's decisions (a daemon's store?); "
                 "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
                 "for a temporary one"
             )
-        if saved and isinstance(cluster, FakeCluster):
+        if saved and isinstance(cluster, (FakeCluster, TwinCluster)):
             raise ConfigError(
                 f"{store_path}: this replay store was started before, and the in-memory cluster it used is gone; "
                 "give a new --store (only a replay against an EMR endpoint can resume)"
@@ -175,6 +177,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         stored_jobs = _released_as_decided(jobs, decisions, slot_s)
         last_slot = store.last_slot()
         late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
+        bill = cluster.finish() if isinstance(cluster, TwinCluster) else None
     capacity = np.array([d.capacity for d in decisions])
     nodes = np.array([d.nodes for d in decisions], dtype=float)
     whole = whole_nodes(capacity)
@@ -229,9 +232,86 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         )
     out.print(table)
     out.print(_tenant_table(stored_jobs, late, decisions, final_state))
+    if bill is not None:
+        out.print(twin_bill_table(bill, twin, carbon, slot_s))
     if store_path is not None and (args.store is not None or args.keep_store):
         err.print(f"store: {store_path}", highlight=False)
     return status
+
+
+TWIN_FLAGS = {
+    "provision_s": "--provision-s",
+    "decommission_timeout_s": "--decommission-timeout-s",
+    "length_error_sigma": "--length-error",
+    "seed": "--seed",
+    "step_concurrency": "--step-concurrency",
+    "price_per_node_hour": "--price-per-node-hour",
+}
+"""TwinConfig's fields and the run flags that set them."""
+
+
+def _twin_inputs(args: argparse.Namespace, settings: Settings):
+    """(the TwinConfig, the --carbon signal) of ``--cluster twin``, (None, None) otherwise; checked
+    before any work. Raises ConfigError naming the flag: a twin flag without ``--cluster twin``, a
+    value out of range, a --carbon that is a price; TraceError for a --carbon that cannot be read."""
+    flags = {name: getattr(args, name.replace("length_error_sigma", "length_error"), None) for name in TWIN_FLAGS}
+    carbon_flags = {"--carbon": getattr(args, "carbon", None), "--carbon-unit": getattr(args, "carbon_unit", None)}
+    if getattr(args, "cluster", "instant") != "twin":
+        given = [TWIN_FLAGS[name] for name, value in flags.items() if value is not None] + [flag for flag, value in carbon_flags.items() if value is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: for the cluster twin only; add --cluster twin")
+        return None, None
+    from autoscaler.app import compose
+
+    twin = compose.twin_config(settings, **flags)
+    if carbon_flags["--carbon"] is None:
+        if carbon_flags["--carbon-unit"] is not None:
+            raise ConfigError("--carbon-unit without --carbon: give the signal with --carbon SOURCE")
+        return twin, None
+    from autoscaler.adapters.signal_source import load_signal
+    from energy.signal import in_grams
+
+    signal = load_signal(carbon_flags["--carbon"], carbon_flags["--carbon-unit"], unit_name="--carbon-unit")
+    if signal.unit not in ("gCO2eq/kWh", "lbs/MWh"):
+        raise ConfigError(f"--carbon {signal.source}: its unit is {signal.unit}; the twin's bill needs a carbon intensity (gCO2eq/kWh or lbs/MWh)")
+    return twin, in_grams(signal)
+
+
+def twin_bill_table(bill, twin, carbon, slot_s: float) -> Table:
+    """The twin's bill as a table: node-hours billed and by state, $, kWh, kgCO2 (with ``carbon``: a
+    Signal in gCO2eq/kWh whose first time is the replay's time 0), jobs killed and run again, jobs
+    that finished after their deadline, wait from submit to start, peak nodes, scale events."""
+    from autoscaler.core.signal_slots import covered_means
+
+    table = Table(
+        title=(
+            f"the cluster twin's bill: provision {twin.provision_s:g} s, decommission timeout {twin.decommission_timeout_s:g} s, "
+            f"length error sigma {twin.length_error_sigma:g} (seed {twin.seed}), {twin.step_concurrency} steps at once, "
+            f"${twin.price_per_node_hour:g}/node-hour"
+        )
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    hours = {state: seconds / 3600.0 for state, seconds in bill.state_node_s.items()}
+    table.add_row("node-hours billed (per second, 60 s minimum)", f"{bill.billed_node_s / 3600:,.2f}")
+    table.add_row("  booting, idle, busy node-hours", f"{hours['booting']:,.2f}, {hours['idle']:,.2f}, {hours['busy']:,.2f}")
+    table.add_row("cost, $", f"{bill.cost_usd:,.2f}")
+    table.add_row("energy, kWh", f"{bill.energy_wh / 1000:,.3f}")
+    if carbon is not None:
+        end_s = max((job[5] for job in bill.jobs if job[5] is not None), default=0.0)
+        n_slots = max(1, math.ceil(max(end_s, max((i[1] for i in bill.power_intervals), default=0.0)) / slot_s))
+        values = covered_means(carbon, float(carbon.times_s[0]), slot_s, n_slots)
+        kg, uncovered = bill.carbon_kg(0.0, slot_s, values)
+        table.add_row("CO2, kg" + (f" (over the slots --carbon covers; {uncovered:,} slots used energy outside it)" if uncovered else ""), f"{kg:,.3f}")
+    ended = [job for job in bill.jobs if job[5] is not None]
+    # The replay submits a job at the start of the slot its submit time is in, so its wait runs from there.
+    waits = np.array([job[4] - math.floor(job[2] / slot_s) * slot_s for job in ended]) if ended else np.zeros(1)
+    table.add_row("jobs run", f"{len(bill.jobs):,}")
+    table.add_row("jobs finished after their deadline", f"{sum(1 for job in ended if job[5] > job[6] + 1e-9):,}")
+    table.add_row("wait from submit (its slot's start) to start, p50 / p95, s", f"{np.percentile(waits, 50):,.0f} / {np.percentile(waits, 95):,.0f}")
+    table.add_row("jobs killed at the decommission timeout (runs), run again (jobs)", f"{bill.jobs_killed:,}, {bill.jobs_rerun:,}")
+    table.add_row("peak nodes, scale events", f"{bill.peak_nodes:,}, {bill.scale_events:,}")
+    return table
 
 
 def replay_end_slot(horizon: int) -> int:

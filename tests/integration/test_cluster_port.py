@@ -1,5 +1,6 @@
 """One suite over every implementation of the Cluster port (``autoscaler.core.ports.Cluster``): the
-in-memory cluster of replays and dry runs (``adapters.fakes.FakeCluster``) and the EMR adapter
+in-memory cluster of replays and dry runs (``adapters.fakes.FakeCluster``), the cluster twin
+(``adapters.twin.TwinCluster``) and the EMR adapter
 against moto's server over HTTP with the real boto3 client. What they both promise is checked the
 same way on each; what only one does stays in its own tests (test_fakes.py, test_emr.py)."""
 
@@ -12,6 +13,7 @@ import pytest
 
 from autoscaler.adapters.emr import EmrCluster
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
+from autoscaler.adapters.twin import TwinCluster
 from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.ports import Cluster, TaskGroup
 
@@ -31,7 +33,7 @@ def make_job(job_id: str) -> Job:
     return Job(job_id, job_id, "ads", 0.0, 3600.0, LENGTH_S, StepSpec(args=("true",)))
 
 
-@pytest.fixture(params=["in-memory", "emr-via-moto"])
+@pytest.fixture(params=["in-memory", "twin", "emr-via-moto"])
 def under_test(request) -> ClusterUnderTest:
     """Each implementation with 2 TASK nodes requested and no step yet."""
     if request.param == "in-memory":
@@ -50,6 +52,27 @@ def under_test(request) -> ClusterUnderTest:
 
         def complete(step_id: str) -> None:
             clock.time_s = max(clock.time_s, added[step_id] + LENGTH_S)
+
+        return ClusterUnderTest(cluster, complete)
+    if request.param == "twin":
+        clock = SimulatedClock(1_000.0)
+        cluster = TwinCluster(clock, start_nodes=2)
+        clock.advance(cluster.config.provision_s)  # both nodes usable before the first step
+        original_twin_add = cluster.add_step
+
+        def add_twin_step(job: Job) -> str:
+            step_id = original_twin_add(job)
+            clock.advance(LENGTH_S / 4)  # steps added apart, so one can end before the next
+            return step_id
+
+        cluster.add_step = add_twin_step
+
+        def complete(step_id: str) -> None:
+            # The twin ends a step when its run has lasted its true length: move its clock until it has.
+            run = cluster.twin.steps[step_id]
+            while cluster.step_state(step_id) != "COMPLETED":
+                assert clock.time_s < run.added_s + 100 * LENGTH_S, f"{step_id} never completed"
+                clock.advance(LENGTH_S / 10)
 
         return ClusterUnderTest(cluster, complete)
     client, cluster_id = request.getfixturevalue("emr_cluster_id")

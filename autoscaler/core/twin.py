@@ -1,0 +1,465 @@
+"""The cluster twin's rules in event time: an EMR TASK group as an operator is billed for it. Pure.
+
+Times are seconds on the caller's clock (a replay's simulated Unix seconds); nothing here reads a
+clock. The rules (issue 21; AWS's EMR best practices, managed-scaling section, and the EMR
+management guide):
+
+* whole nodes; a node requested is usable ``provision_s`` later (EMR: about 5-6 minutes from the
+  resize to RUNNING), and is powered and billed from the request;
+* a resize down removes nodes without a job first (booting ones, newest first, then idle ones);
+  a node running a job is decommissioned gracefully: it takes no new job and goes when its job
+  ends, or ``decommission_timeout_s`` after the resize (YARN's
+  ``yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs``, 3,600 s by default),
+  when its job is killed, counted, and run again from the start on another node;
+* a job runs on one node for its true length, estimate x lognormal(0, sigma) drawn from
+  (seed, job id), so the same job has the same true length whatever releases it, and when;
+* at most ``step_concurrency`` steps have started and not ended (EMR's StepConcurrencyLevel,
+  1..256); a step waits (PENDING) for that and for an idle usable node, first added first;
+* per node state, power from the power model: booting and idle draw its idle power, busy its
+  peak (u = 1 on every input, as ``energy.power.modelled_energy_wh`` counts a server at x = m);
+* per-second billing with a 60 s minimum per node, at ``price_per_node_hour``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from numbers import Real
+
+import numpy as np
+
+from autoscaler.core.errors import ConfigError
+
+PROVISION_S = 330.0
+"""Seconds from a resize up to a usable TASK node: EMR's 5-6 minutes (issue 21), their middle."""
+
+DECOMMISSION_TIMEOUT_S = 3600.0
+"""YARN's graceful decommission timeout, yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs."""
+
+EC2_M5_XLARGE_USD_PER_HOUR = 0.192
+"""m5.xlarge on-demand Linux, us-east-1 (aws.amazon.com/ec2/pricing/on-demand/)."""
+
+EMR_M5_XLARGE_USD_PER_HOUR = 0.048
+"""The EMR charge for an m5.xlarge, us-east-1 (aws.amazon.com/emr/pricing/), on top of EC2's."""
+
+PRICE_PER_NODE_HOUR = EC2_M5_XLARGE_USD_PER_HOUR + EMR_M5_XLARGE_USD_PER_HOUR
+"""$0.240 per node-hour: what one m5.xlarge TASK node of EMR costs on demand in us-east-1."""
+
+MIN_BILLED_S = 60.0
+"""EC2 and EMR bill per second with a one-minute minimum per instance."""
+
+STEP_CONCURRENCY = 256
+"""EMR's largest StepConcurrencyLevel; the default here, so the nodes, not the steps, bound the work."""
+
+MAX_PROVISION_S = 3600.0
+"""A node taking longer than an hour to boot is a typing error (seconds given as minutes x 60 twice?)."""
+
+MAX_DECOMMISSION_TIMEOUT_S = 7 * 86400.0
+MAX_PRICE_PER_NODE_HOUR = 1000.0
+"""The dearest EC2 instances cost tens of dollars an hour; more than this is a unit or typing error."""
+
+MAX_LENGTH_ERROR_SIGMA = 5.0
+"""lognormal(0, 5) spreads lengths over a factor of e^10 either way at 2 sigma: beyond it, no estimate."""
+
+STATES = ("booting", "idle", "busy")
+
+
+def _number(value, flag: str, field_name: str, low: float, high: float, low_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value > high or (value <= low if low_open else value < low):
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        raise ConfigError(f"{flag} ({field_name}): expected a finite number {bound} and <= {high:g}, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class TwinConfig:
+    """The twin's settings; every field is checked on construction (ConfigError naming the flag and
+    the value): ``provision_s`` in [0, 3,600] s, ``decommission_timeout_s`` in [0, 7 days] s,
+    ``length_error_sigma`` in [0, 5], ``step_concurrency`` a whole number in 1..256,
+    ``price_per_node_hour`` in (0, 1,000] $, power in W (``idle_power_w`` for booting and idle nodes,
+    ``busy_power_w`` for busy ones, busy >= idle >= 0)."""
+
+    provision_s: float = PROVISION_S
+    decommission_timeout_s: float = DECOMMISSION_TIMEOUT_S
+    length_error_sigma: float = 0.0
+    seed: int = 0
+    step_concurrency: int = STEP_CONCURRENCY
+    price_per_node_hour: float = PRICE_PER_NODE_HOUR
+    idle_power_w: float = 60.30  # Table III: gamma_cpu (energy.power.TABLE_III.idle_power_w)
+    busy_power_w: float = 93.87  # Table III at u = 1: every alpha and gamma (TABLE_III.peak_power_w)
+
+    def __post_init__(self) -> None:
+        _number(self.provision_s, "--provision-s", "provision_s", 0.0, MAX_PROVISION_S)
+        _number(self.decommission_timeout_s, "--decommission-timeout-s", "decommission_timeout_s", 0.0, MAX_DECOMMISSION_TIMEOUT_S)
+        _number(self.length_error_sigma, "--length-error", "length_error_sigma", 0.0, MAX_LENGTH_ERROR_SIGMA)
+        _number(self.price_per_node_hour, "--price-per-node-hour", "price_per_node_hour", 0.0, MAX_PRICE_PER_NODE_HOUR, low_open=True)
+        concurrency = self.step_concurrency
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= STEP_CONCURRENCY:
+            raise ConfigError(f"--step-concurrency (step_concurrency): expected a whole number in 1..{STEP_CONCURRENCY} (EMR's StepConcurrencyLevel), got {concurrency!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"--seed (seed): expected a whole number >= 0, got {self.seed!r}")
+        idle = _number(self.idle_power_w, "the power model", "idle_power_w", 0.0, 10_000.0)
+        if _number(self.busy_power_w, "the power model", "busy_power_w", 0.0, 10_000.0) < idle:
+            raise ConfigError(f"the power model: busy_power_w {self.busy_power_w!r} W is below idle_power_w {idle!r} W")
+
+    def true_length_s(self, job_id: str, estimate_s: float) -> float:
+        """The job's true run time, s: ``estimate_s`` x lognormal(0, sigma), drawn from (seed, job id)."""
+        if self.length_error_sigma == 0.0:
+            return float(estimate_s)
+        rng = np.random.default_rng([self.seed, zlib.crc32(job_id.encode())])
+        return float(estimate_s) * float(rng.lognormal(0.0, self.length_error_sigma))
+
+
+@dataclass
+class Node:
+    """One TASK node: requested at ``requested_s``, usable from ``usable_s``, gone at ``removed_s``
+    (None: still up); ``job``: the step running on it; ``draining_s``: when a resize down chose it."""
+
+    node_id: int
+    requested_s: float
+    usable_s: float
+    removed_s: float | None = None
+    job: str | None = None
+    draining_s: float | None = None
+    busy_s: float = 0.0  # closed busy seconds; a job running adds to it when it ends or is killed
+    busy_from_s: float | None = None
+
+
+@dataclass
+class StepRun:
+    """One step: its job, when it was added, its estimate and true length (s), its first start and
+    its end (None: not yet), how often it was killed and the seconds lost to that."""
+
+    step_id: str
+    job_id: str
+    added_s: float
+    estimate_s: float
+    true_s: float
+    submit_s: float
+    deadline_s: float
+    start_s: float | None = None
+    end_s: float | None = None
+    kills: int = 0
+    killed_busy_s: float = 0.0
+    node: int | None = None
+    run_start_s: float | None = None
+
+    @property
+    def state(self) -> str:
+        """EMR's state: PENDING until first started, RUNNING until it ends (also while a killed run
+        waits to run again: YARN retries within the step), then COMPLETED."""
+        if self.end_s is not None:
+            return "COMPLETED"
+        return "PENDING" if self.start_s is None else "RUNNING"
+
+
+@dataclass
+class ClusterTwin:
+    """The twin's state; ``advance(now_s)`` plays every event up to ``now_s``; ``resize`` and
+    ``add_step`` act at a time no earlier than the last (ConfigError otherwise)."""
+
+    config: TwinConfig
+    now_s: float = 0.0
+    requested: int = 0
+    nodes: dict[int, Node] = field(default_factory=dict)
+    steps: dict[str, StepRun] = field(default_factory=dict)
+    scale_events: int = 0
+    peak_nodes: int = 0
+    _events: list = field(default_factory=list)  # (time_s, order, kind, ref)
+    _order: int = 0
+    _waiting: deque = field(default_factory=deque)  # step ids never started, first added first
+    _reruns: deque = field(default_factory=deque)  # step ids killed, to run again before new ones
+    _started: int = 0  # steps started and not ended: what step_concurrency bounds
+    _booting: set = field(default_factory=set)
+    _idle: set = field(default_factory=set)  # usable, no job, not draining
+    _busy: set = field(default_factory=set)  # running a job, not draining
+    _draining: set = field(default_factory=set)  # running a job, to go when it ends or at the timeout
+    _up: int = 0  # nodes not removed
+    _finishing: bool = False
+    runs: list = field(default_factory=list)  # (step id, node id, start_s, end_s, completed) of each run ended
+
+    # -- acting -------------------------------------------------------------------------------
+
+    def resize(self, now_s: float, nodes: int) -> None:
+        """Ask for ``nodes`` TASK nodes at ``now_s``: new nodes boot for ``provision_s``; fewer
+        removes nodes without a job at once (booting newest first, then idle) and drains busy ones
+        (the job started last first). Raises ConfigError for a count that is not a whole number >= 0."""
+        if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 0:
+            raise ConfigError(f"resize: nodes must be a whole number >= 0, got {nodes!r}")
+        self.advance(now_s)
+        nodes = int(nodes)
+        if nodes != self.requested:
+            self.scale_events += 1
+        self.requested = nodes
+        serving = len(self._booting) + len(self._idle) + len(self._busy)
+        for _ in range(nodes - serving):
+            node = Node(len(self.nodes), now_s, now_s + self.config.provision_s)
+            self.nodes[node.node_id] = node
+            self._booting.add(node.node_id)
+            self._up += 1
+            self._push(node.usable_s, "usable", node.node_id)
+        surplus = serving - nodes
+        for pool in (self._booting, self._idle):
+            for node_id in sorted(pool, reverse=True)[: max(0, surplus)]:
+                pool.discard(node_id)
+                self._remove(node_id, now_s)
+                surplus -= 1
+        if surplus > 0:
+            chosen = sorted(self._busy, key=lambda n: (self.steps[self.nodes[n].job].run_start_s, n), reverse=True)[:surplus]
+            for node_id in chosen:
+                self._busy.discard(node_id)
+                self._draining.add(node_id)
+                self.nodes[node_id].draining_s = now_s
+                self._push(now_s + self.config.decommission_timeout_s, "timeout", node_id)
+        self.peak_nodes = max(self.peak_nodes, self._up)
+        self._dispatch(now_s)
+
+    def add_step(self, now_s: float, step_id: str, job_id: str, estimate_s: float, submit_s: float, deadline_s: float) -> None:
+        """Add a step for a job of ``estimate_s`` seconds (its true length is drawn here). Raises
+        ConfigError for a step id given twice or an estimate that is not a finite number >= 0."""
+        if step_id in self.steps:
+            raise ConfigError(f"add_step: step id {step_id!r} given twice")
+        if not (isinstance(estimate_s, Real) and math.isfinite(estimate_s) and estimate_s >= 0):
+            raise ConfigError(f"add_step: job {job_id!r} has length_s {estimate_s!r}, expected a finite number >= 0")
+        self.advance(now_s)
+        true_s = self.config.true_length_s(job_id, estimate_s)
+        self.steps[step_id] = StepRun(step_id, job_id, now_s, float(estimate_s), true_s, float(submit_s), float(deadline_s))
+        self._waiting.append(step_id)
+        self._dispatch(now_s)
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def advance(self, now_s: float) -> None:
+        """Play every event at or before ``now_s``. Raises ConfigError if ``now_s`` is earlier than
+        the last time seen (a twin's time never goes back) or not finite."""
+        if not math.isfinite(now_s) or now_s < self.now_s:
+            raise ConfigError(f"twin: time {now_s!r} s is before its last time {self.now_s!r} s (or not finite)")
+        while self._events and self._events[0][0] <= now_s:
+            time_s, _, kind, ref = heapq.heappop(self._events)
+            self.now_s = time_s
+            if kind == "usable":
+                self._usable(ref, time_s)
+            elif kind == "end":
+                self._end(ref, time_s)
+            else:
+                self._timeout(ref, time_s)
+            self._dispatch(time_s)
+            if self._finishing:
+                self._release_spare(time_s)
+        self.now_s = now_s
+
+    def finish(self, now_s: float) -> float:
+        """Run every step to its end and remove every node, from ``now_s`` on, as a daemon would that
+        asks for no more nodes but lets its jobs end: a node without a job goes as soon as no step
+        waits (one node is requested if steps wait and none is up), a busy one when its job ends,
+        and a draining one keeps its timeout. Returns when the last node went, s."""
+        self.advance(now_s)
+        self._finishing = True
+        self._release_spare(self.now_s)
+        while self._events or self._waiting or self._reruns:
+            if (self._waiting or self._reruns) and not (self._booting or self._idle or self._busy):
+                self.resize(self.now_s, 1)
+            if not self._events:
+                break  # cannot happen: a waiting step has a node booting, idle or busy ahead of it
+            self.advance(self._events[0][0])
+        for node in self.nodes.values():
+            if node.removed_s is None:
+                self._remove(node.node_id, self.now_s)
+        self._booting.clear()
+        self._idle.clear()
+        self._busy.clear()
+        self.requested = 0
+        return self.now_s
+
+    def _release_spare(self, time_s: float) -> None:
+        """While finishing: remove the nodes without a job once no step waits for one."""
+        if self._waiting or self._reruns:
+            return
+        for pool in (self._booting, self._idle):
+            for node_id in list(pool):
+                pool.discard(node_id)
+                self._remove(node_id, time_s)
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _push(self, time_s: float, kind: str, ref) -> None:
+        self._order += 1
+        heapq.heappush(self._events, (time_s, self._order, kind, ref))
+
+    def _usable(self, node_id: int, time_s: float) -> None:
+        if node_id in self._booting:
+            self._booting.discard(node_id)
+            self._idle.add(node_id)
+
+    def _end(self, step_id: str, time_s: float) -> None:
+        step = self.steps[step_id]
+        if step.end_s is not None or step.node is None or step.run_start_s is None:
+            return
+        if time_s < step.run_start_s + step.true_s:  # a run killed and started again since this event
+            return
+        node = self.nodes[step.node]
+        self._close_busy(node, time_s)
+        self.runs.append((step_id, node.node_id, step.run_start_s, time_s, True))
+        step.end_s, step.node = time_s, None
+        self._started -= 1
+        node.job = None
+        if node.draining_s is not None:
+            self._remove(node.node_id, time_s)
+        else:
+            self._busy.discard(node.node_id)
+            self._idle.add(node.node_id)
+
+    def _timeout(self, node_id: int, time_s: float) -> None:
+        node = self.nodes[node_id]
+        if node.removed_s is not None or node.job is None:
+            return
+        step = self.steps[node.job]
+        self._close_busy(node, time_s)
+        step.kills += 1
+        step.killed_busy_s += time_s - step.run_start_s
+        self.runs.append((step.step_id, node_id, step.run_start_s, time_s, False))
+        step.node, step.run_start_s = None, None
+        node.job = None
+        self._reruns.append(step.step_id)
+        self._remove(node_id, time_s)
+
+    def _dispatch(self, time_s: float) -> None:
+        while self._idle and (self._reruns or (self._waiting and self._started < self.config.step_concurrency)):
+            node_id = min(self._idle)
+            if self._reruns:
+                step = self.steps[self._reruns.popleft()]
+            else:
+                step = self.steps[self._waiting.popleft()]
+                step.start_s = time_s
+                self._started += 1
+            self._idle.discard(node_id)
+            self._busy.add(node_id)
+            node = self.nodes[node_id]
+            node.job, node.busy_from_s = step.step_id, time_s
+            step.node, step.run_start_s = node_id, time_s
+            self._push(time_s + step.true_s, "end", step.step_id)
+
+    def _close_busy(self, node: Node, time_s: float) -> None:
+        node.busy_s += time_s - node.busy_from_s
+        node.busy_from_s = None
+
+    def _remove(self, node_id: int, time_s: float) -> None:
+        node = self.nodes[node_id]
+        node.removed_s = time_s
+        self._draining.discard(node_id)
+        self._up -= 1
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> int:
+        """Nodes usable and not removed (idle, busy or draining): what EMR counts as RUNNING."""
+        return len(self._idle) + len(self._busy) + len(self._draining)
+
+    def bill(self) -> TwinBill:
+        """What the twin ran so far, nodes still up counted to ``now_s`` (call ``finish`` first for
+        the whole bill)."""
+        return TwinBill.of(self)
+
+
+@dataclass(frozen=True)
+class TwinBill:
+    """The twin's bill: node-seconds billed (per node max(60, up)), booting, idle and busy seconds,
+    busy seconds of runs that completed (``work_node_s``) and of runs killed, $ (``cost_usd``), Wh by
+    state and in all, kills and steps run again, peak nodes, scale events, and per step
+    (step id, job id, submit_s, added_s, start_s, end_s, deadline_s, kills). ``power_intervals``:
+    (start_s, end_s, power_w) of every node state, for a carbon signal's kgCO2 (:meth:`carbon_kg`)."""
+
+    billed_node_s: float
+    state_node_s: dict[str, float]
+    work_node_s: float
+    killed_node_s: float
+    cost_usd: float
+    energy_wh_by_state: dict[str, float]
+    jobs_killed: int
+    jobs_rerun: int
+    peak_nodes: int
+    scale_events: int
+    nodes_requested: int
+    jobs: tuple[tuple, ...]
+    power_intervals: tuple[tuple[float, float, float], ...]
+
+    @property
+    def energy_wh(self) -> float:
+        return sum(self.energy_wh_by_state.values())
+
+    @property
+    def busy_node_s(self) -> float:
+        return self.state_node_s["busy"]
+
+    @classmethod
+    def of(cls, twin: ClusterTwin) -> TwinBill:
+        config, now_s = twin.config, twin.now_s
+        power = {"booting": config.idle_power_w, "idle": config.idle_power_w, "busy": config.busy_power_w}
+        seconds = dict.fromkeys(STATES, 0.0)
+        billed = 0.0
+        intervals: list[tuple[float, float, float]] = []
+        for node in twin.nodes.values():
+            end_s = now_s if node.removed_s is None else node.removed_s
+            boot_end_s = min(node.usable_s, end_s)
+            busy_s = node.busy_s + (now_s - node.busy_from_s if node.busy_from_s is not None else 0.0)
+            seconds["booting"] += boot_end_s - node.requested_s
+            seconds["busy"] += busy_s
+            seconds["idle"] += max(0.0, end_s - boot_end_s - busy_s)
+            billed += max(MIN_BILLED_S, end_s - node.requested_s)
+            # idle power over the node's whole life, and busy's extra over its busy time, is the same sum
+            intervals.append((node.requested_s, end_s, config.idle_power_w))
+        extra_w = config.busy_power_w - config.idle_power_w
+        work = killed = 0.0
+        jobs = []
+        for step in twin.steps.values():
+            killed += step.killed_busy_s
+            if step.end_s is not None:
+                work += step.true_s
+                intervals.append((step.end_s - step.true_s, step.end_s, extra_w))
+            elif step.run_start_s is not None:
+                intervals.append((step.run_start_s, now_s, extra_w))
+            jobs.append((step.step_id, step.job_id, step.submit_s, step.added_s, step.start_s, step.end_s, step.deadline_s, step.kills))
+        intervals.extend((start, end, extra_w) for _, _, start, end, completed in twin.runs if not completed)
+        energy = {state: seconds[state] * power[state] / 3600.0 for state in STATES}
+        kills = sum(step.kills for step in twin.steps.values())
+        return cls(
+            billed_node_s=billed,
+            state_node_s=seconds,
+            work_node_s=work,
+            killed_node_s=killed,
+            cost_usd=billed / 3600.0 * config.price_per_node_hour,
+            energy_wh_by_state=energy,
+            jobs_killed=kills,
+            jobs_rerun=sum(1 for step in twin.steps.values() if step.kills),
+            peak_nodes=twin.peak_nodes,
+            scale_events=twin.scale_events,
+            nodes_requested=len(twin.nodes),
+            jobs=tuple(jobs),
+            power_intervals=tuple(intervals),
+        )
+
+    def energy_wh_between(self, boundaries_s: np.ndarray) -> np.ndarray:
+        """Wh used in each interval [boundaries_s[k], boundaries_s[k+1]), shape (len(boundaries_s) - 1,):
+        the cumulative energy, piecewise linear between power changes, read at the boundaries."""
+        starts = np.array([i[0] for i in self.power_intervals] + [i[1] for i in self.power_intervals])
+        watts = np.array([i[2] for i in self.power_intervals] + [-i[2] for i in self.power_intervals])
+        order = np.argsort(starts, kind="stable")
+        times, steps = starts[order], watts[order]
+        power_after = np.cumsum(steps)
+        cumulative_wh = np.concatenate([[0.0], np.cumsum(power_after[:-1] * np.diff(times))]) / 3600.0
+        at = np.interp(np.asarray(boundaries_s, dtype=float), times, cumulative_wh) if len(times) else np.zeros(len(boundaries_s))
+        return np.diff(at)
+
+    def carbon_kg(self, start_s: float, slot_s: float, g_per_kwh: np.ndarray) -> tuple[float, int]:
+        """kgCO2eq: each slot's Wh x its ``g_per_kwh`` ((n_slots,) of slots of ``slot_s`` from
+        ``start_s``, NaN where the signal does not cover the slot). Returns (kg over the covered slots,
+        how many slots that used energy the signal does not cover)."""
+        values = np.asarray(g_per_kwh, dtype=float)
+        used = self.energy_wh_between(start_s + slot_s * np.arange(len(values) + 1))
+        covered = ~np.isnan(values)
+        return float(np.sum(used[covered] * values[covered]) / 1e6), int(np.sum((used > 0) & ~covered))
+
