@@ -300,6 +300,31 @@ def _time(item: dict, field: str, source: str, label: str) -> float:
         raise TraceError(source, None, f"{label}: {field}: {exc}") from None
 
 
+def _json_points(
+    items: list[Any],
+    source: str,
+    key: str,
+    fields: tuple[str, ...],
+    value_of: Callable[[dict, str, float], tuple[Any, str, str]],
+    unit: str,
+) -> Signal:
+    """The signal in ``unit`` of a JSON list ``items`` (named ``key[i]`` in messages): each an object with
+    ``fields``, the first its time. ``value_of(item, label, time_s)`` gives the item's raw value, the field it
+    came from and how a message names the item. Raises TraceError naming the item (``_item``, ``_time``, ``_number``)."""
+    times_s: list[float] = []
+    values: list[float] = []
+    places: list[tuple[int | None, str]] = []
+    for i, raw in enumerate(items):
+        label = f"{key}[{i}]"
+        item = _item(raw, source, label, fields)
+        time_s = _time(item, fields[0], source, label)
+        value, field, where = value_of(item, label, time_s)
+        times_s.append(time_s)
+        values.append(_number(value, source, where, field))
+        places.append((None, label))
+    return _build(source, unit, times_s, values, places)
+
+
 def read_watttime(text: str, source: str) -> Signal:
     """Read WattTime v3 JSON (``/v3/historical``, ``/v3/forecast``): ``data`` items with ``point_time``
     and ``value``, in lbs/MWh. Raises TraceError for ``meta.units`` other than ``lbs_co2_per_mwh``
@@ -309,16 +334,7 @@ def read_watttime(text: str, source: str) -> Signal:
     meta = document.get("meta")
     if isinstance(meta, dict) and "units" in meta and meta["units"] != WATTTIME_UNITS:
         raise TraceError(source, None, f"meta.units is {meta['units']!r}: only {WATTTIME_UNITS!r} (read as lbs/MWh) is read")
-    times_s: list[float] = []
-    values: list[float] = []
-    places: list[tuple[int | None, str]] = []
-    for i, raw in enumerate(items):
-        label = f"data[{i}]"
-        item = _item(raw, source, label, ("point_time", "value"))
-        times_s.append(_time(item, "point_time", source, label))
-        values.append(_number(item["value"], source, label, "value"))
-        places.append((None, label))
-    return _build(source, "lbs/MWh", times_s, values, places)
+    return _json_points(items, source, "data", ("point_time", "value"), lambda item, label, time_s: (item["value"], "value", label), "lbs/MWh")
 
 
 def read_electricity_maps(text: str, source: str) -> Signal:
@@ -330,16 +346,10 @@ def read_electricity_maps(text: str, source: str) -> Signal:
         raise TraceError(source, None, "expected a JSON object with a list 'history' or 'forecast'")
     key = "history" if "history" in document else "forecast"
     items = _items(document, key, source)
-    times_s: list[float] = []
-    values: list[float] = []
-    places: list[tuple[int | None, str]] = []
-    for i, raw in enumerate(items):
-        label = f"{key}[{i}]"
-        item = _item(raw, source, label, ("datetime", "carbonIntensity"))
-        times_s.append(_time(item, "datetime", source, label))
-        values.append(_number(item["carbonIntensity"], source, f"{label} ({utc_text(times_s[-1])})", "carbonIntensity"))
-        places.append((None, label))
-    return _build(source, "gCO2eq/kWh", times_s, values, places)
+    return _json_points(
+        items, source, key, ("datetime", "carbonIntensity"),
+        lambda item, label, time_s: (item["carbonIntensity"], "carbonIntensity", f"{label} ({utc_text(time_s)})"), "gCO2eq/kWh",
+    )  # fmt: skip
 
 
 def read_uk_carbon(text: str, source: str) -> Signal:
@@ -348,13 +358,8 @@ def read_uk_carbon(text: str, source: str) -> Signal:
     ``from`` is the interval start. Raises TraceError as ``read_watttime``, also when both are null."""
     document = _load_json(text, source)
     items = _items(document, "data", source)
-    times_s: list[float] = []
-    values: list[float] = []
-    places: list[tuple[int | None, str]] = []
-    for i, raw in enumerate(items):
-        label = f"data[{i}]"
-        item = _item(raw, source, label, ("from", "intensity"))
-        time_s = _time(item, "from", source, label)
+
+    def intensity_of(item: dict, label: str, time_s: float) -> tuple[Any, str, str]:
         intensity = item["intensity"]
         if not isinstance(intensity, dict):
             raise TraceError(source, None, f"{label} ({utc_text(time_s)}): intensity: expected an object with 'forecast' and 'actual', got {intensity!r}")
@@ -364,10 +369,9 @@ def read_uk_carbon(text: str, source: str) -> Signal:
             value, field = intensity.get("forecast"), "intensity.forecast"
         if value is None:
             raise TraceError(source, None, f"{label} ({utc_text(time_s)}): neither intensity.actual nor intensity.forecast has a value")
-        times_s.append(time_s)
-        values.append(_number(value, source, f"{label} ({utc_text(time_s)})", field))
-        places.append((None, label))
-    return _build(source, "gCO2eq/kWh", times_s, values, places)
+        return value, field, f"{label} ({utc_text(time_s)})"
+
+    return _json_points(items, source, "data", ("from", "intensity"), intensity_of, "gCO2eq/kWh")
 
 
 def read_signal(text: str, source: str, unit: str | None = None, unit_name: str = "the unit") -> Signal:

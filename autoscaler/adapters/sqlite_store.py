@@ -85,6 +85,7 @@ from autoscaler.adapters.store_schema import (
     to_json,
     whole_number,
 )
+from autoscaler.core.defaults import PRUNE_ROWS_PER_COMMIT
 from autoscaler.core.errors import StoreError
 from autoscaler.core.model import JOB_STATES, Job
 
@@ -104,13 +105,6 @@ __all__ = [
     "read_marker",
     "restore_store",
 ]
-
-PRUNE_ROWS_PER_COMMIT = 2_000
-"""Most jobs, and separately most decisions, one ``commit_slot`` deletes for retention: a backlog (the
-first slot with retention on a store that has run for months) is worked off over several slots
-instead of stalling one. A deleted job costs about 5 us (its row and four index entries; measured by
-``benchmarks/bench_store.py`` on a store of 1.1 million jobs), so the bound adds at most ~10 ms to a
-slot, and still deletes far more than a slot finishes (at 5-minute slots, 576,000 jobs a day)."""
 
 RECENT_STEP_IDS = 256
 """Default number of step ids ``recent_step_ids`` returns."""

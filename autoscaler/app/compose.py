@@ -21,6 +21,7 @@ from autoscaler.app.config import Settings, load_settings
 from autoscaler.app.daemon import SlotRunner
 from autoscaler.core.controller import ControllerConfig
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.policies import POLICY_TABLE
 
 
 def settings(config_path: Path | None, cluster_required: bool = True) -> Settings:
@@ -45,10 +46,16 @@ def controller_config(
     controller refuses (e.g. vfw's delta against a new D), and, with ``carbon``, for a ``[carbon]
     source`` under a policy other than hold (only hold has a carbon-aware variant)."""
     config = settings.controller_config(epoch_s)
-    if carbon and settings.carbon.source and (policy or config.policy) != "hold":
+    chosen = policy or config.policy
+    # The daemon runs a carbon-aware variant only where the policy table gives it a slot rule.
+    aware = [p for p in POLICY_TABLE.values() if p.carbon_online is not None]
+    if carbon and settings.carbon.source and chosen not in {p.name for p in aware}:
+        names = " or ".join(repr(p.name) for p in aware)
+        variants = ", ".join(str(p.carbon) for p in aware)
+        settings_text = " or ".join(f'policy = "{p.name}"' for p in aware)
         raise ConfigError(
-            f"[carbon] source is set but policy is {(policy or config.policy)!r}: only policy 'hold' has a carbon-aware "
-            "variant (hold+carbon); set policy = \"hold\", or remove [carbon] source to run carbon-blind"
+            f"[carbon] source is set but policy is {chosen!r}: only policy {names} has a carbon-aware "
+            f"variant ({variants}); set {settings_text}, or remove [carbon] source to run carbon-blind"
         )
     changes: dict = {}
     wanted = bool(carbon and settings.carbon.source)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from autoscaler.core import defaults
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.core.edf import JobQueue
 from autoscaler.core.errors import ActuationError
@@ -103,7 +104,7 @@ class SlotRunner:
     store: JobStore
     cluster: Cluster
     clock: Clock
-    policy_name: str = "hold"
+    policy_name: str = defaults.POLICY
     dry_run: bool = False
     power_model: PowerModel = TABLE_III
     telemetry: Telemetry | None = None

@@ -41,3 +41,10 @@ never makes a job late."""
 
 TENANTS_N = 10
 """n, the tenants dynamic DRF plans for when any tenant may submit (no ``known_tenants``)."""
+
+PRUNE_ROWS_PER_COMMIT = 2_000
+"""Most jobs, and separately most decisions, one ``commit_slot`` deletes for retention: a backlog (the
+first slot with retention on a store that has run for months) is worked off over several slots
+instead of stalling one. A deleted job costs about 5 us (its row and four index entries; measured by
+``benchmarks/bench_store.py`` on a store of 1.1 million jobs), so the bound adds at most ~10 ms to a
+slot, and still deletes far more than a slot finishes (at 5-minute slots, 576,000 jobs a day)."""

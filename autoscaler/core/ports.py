@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from autoscaler.core import defaults
 from autoscaler.core.model import Job
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class JobStore(Protocol):
         states: dict[str, str] | None = None,
         prune_before_s: float | None = None,
         prune_decisions_before_slot: int | None = None,
-        prune_limit_rows: int = 2_000,
+        prune_limit_rows: int = defaults.PRUNE_ROWS_PER_COMMIT,
     ) -> None:
         """In one transaction, in this order: set job ``states`` ({job id: 'running' | 'done' | 'failed'
         ...}, from EMR step states), mark jobs released ({job id: (released_s, step_id)}), save the

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from autoscaler.core.controller import ControllerConfig, Decision, PolicyState, tick
-from autoscaler.core.model import Job
+from autoscaler.core.model import Job, StepSpec
 
 
 @dataclass
@@ -59,3 +59,26 @@ def simulate_slots(
             live[job_id] = dataclasses.replace(live[job_id], state="running", released_s=now_s)
             released_in[job_id] = t
     return SlotRun(decisions, live, ended, released_in, state)
+
+
+def workload_a_jobs(deadline_slots: int, slot_s: float = 300.0) -> tuple[object, list[Job]]:
+    """Workload A (the package's SWIM sample) as the controller's jobs, with its trace: each job's
+    estimated length (paper: deferral, §V-A) cut at the day's end, as ``autoscaler replay`` clips its
+    curves (and ``run --replay`` its jobs); its deadline ``deadline_slots`` slots of ``slot_s`` after
+    it could end; tenant "t". Jobs submitted after the day are left out."""
+    from importlib import resources
+
+    import numpy as np
+
+    from autoscaler.core.workload import estimate_length_s, read_swim
+
+    with resources.as_file(resources.files("autoscaler") / "data" / "FB-2009_samples_24_times_1hr_0.tsv") as path:
+        trace = read_swim(path)
+    sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs])
+    lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
+    clipped = [(j, min(float(length), 86400 - j.submit_s)) for j, length in zip(trace.jobs, lengths, strict=True) if j.submit_s < 86400]
+    jobs = [
+        Job(j.job_id, j.job_id, "t", j.submit_s, j.submit_s + length + deadline_slots * slot_s, length, StepSpec(args=("true",)))
+        for j, length in clipped
+    ]
+    return trace, jobs

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from slot_simulation import simulate_slots
+from slot_simulation import simulate_slots, workload_a_jobs
 
 from autoscaler.core.controller import ControllerConfig, PolicyState, start_by_slot, tick
 from autoscaler.core.errors import ConfigError
@@ -115,18 +115,9 @@ def test_every_job_starts_by_its_start_by_slot_and_none_is_lost(spec, policy, de
 
 @pytest.mark.parametrize("policy", ["hold", "gcp-u", "follow"])
 def test_replaying_workload_a_through_the_controller_gives_replays_capacity(policy):
-    from importlib import resources
-
-    from autoscaler.core.workload import estimate_length_s, read_swim
-
-    with resources.as_file(resources.files("autoscaler") / "data" / "FB-2009_samples_24_times_1hr_0.tsv") as path:
-        trace = read_swim(path)
-    sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs])
-    lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
     deadline_slots = 2
     # Lengths cut at the window's end, as autoscaler replay clips its curves (and run --replay its jobs).
-    clipped = [(j, min(float(length), 86400 - j.submit_s)) for j, length in zip(trace.jobs, lengths, strict=True) if j.submit_s < 86400]
-    jobs = [job(j.job_id, j.submit_s, length, j.submit_s + length + deadline_slots * TAU) for j, length in clipped]
+    trace, jobs = workload_a_jobs(deadline_slots, TAU)
     config = ControllerConfig(policy=policy, deadline_slots=deadline_slots, slot_s=TAU, max_nodes=10**6)
     decisions, _ = simulate(jobs, config, 288 + deadline_slots)
     workload = workload_from_trace(trace)

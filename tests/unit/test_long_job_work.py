@@ -8,16 +8,15 @@ max_deadline_slots is a setting of gcp alone.
 from __future__ import annotations
 
 import dataclasses
-from importlib import resources
 
 import numpy as np
 import pytest
-from slot_simulation import simulate_slots
+from slot_simulation import simulate_slots, workload_a_jobs
 
 from autoscaler.core.controller import ControllerConfig, PolicyState, tick
 from autoscaler.core.model import CostParams, Job, StepSpec
 from autoscaler.core.policies import plan
-from autoscaler.core.workload import estimate_length_s, read_swim, workload_from_trace
+from autoscaler.core.workload import workload_from_trace
 
 TAU = 300.0
 
@@ -56,13 +55,8 @@ def test_workload_a_through_the_controller_plans_the_replays_work_with_a_small_m
     # The independent method: autoscaler replay's active curve L_t (a difference array over the
     # trace, cut only at the window's end) and gcp-u's plan of it. max_deadline_slots = 1 cut every
     # job at 11 slots (55 minutes), a part of Workload A's work.
-    with resources.as_file(resources.files("autoscaler") / "data" / "FB-2009_samples_24_times_1hr_0.tsv") as path:
-        trace = read_swim(path)
-    sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs])
-    lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
     deadline_slots = 2
-    clipped = [(j, min(float(length), 86400 - j.submit_s)) for j, length in zip(trace.jobs, lengths, strict=True) if j.submit_s < 86400]
-    jobs = [job(j.job_id, j.submit_s, length, j.submit_s + length + deadline_slots * TAU) for j, length in clipped]
+    trace, jobs = workload_a_jobs(deadline_slots, TAU)
     config = ControllerConfig(policy="gcp-u", deadline_slots=deadline_slots, slot_s=TAU, max_deadline_slots=1, max_nodes=10**6)
     run = simulate_slots(jobs, config, 288 + deadline_slots)
     workload = workload_from_trace(trace)

@@ -42,3 +42,43 @@ def test_only_a_policy_with_a_carbon_variant_runs_carbon_aware():
     assert ControllerConfig(policy="hold", carbon=True).policy_name == "hold+carbon"
     with pytest.raises(ConfigError, match=r"only policy 'hold' has a carbon-aware variant \(hold\+carbon\), got policy 'gcp-u'"):
         ControllerConfig(policy="gcp-u", carbon=True)
+
+
+DISPATCH_MODULES = ("autoscaler/app/daemon.py", "autoscaler/app/compose.py")
+"""The daemon and the composition root: they choose by what the table says of a policy, never by its name.
+(The replay's and the command line's vfw-delta and gcp-class rules still name their policy: the table
+has no column for them.)"""
+
+
+def policy_name_literals(path) -> list[str]:
+    """Where ``path`` compares with, or defaults to, a string that is a policy's name (or its carbon
+    variant's): ``x == "hold"``, ``x in ("gcp", ...)``, ``policy: str = "hold"``. Read from the source."""
+    import ast
+
+    names = set(POLICY_TABLE) | {p.carbon for p in POLICY_TABLE.values() if p.carbon}
+
+    def named(node) -> bool:
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(item) for item in node.elts)
+        return isinstance(node, ast.Constant) and node.value in names
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Compare) and any(named(side) for side in (node.left, *node.comparators)):
+            found.append(f"{path.name}:{node.lineno}")
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and named(node.value):
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize("module", DISPATCH_MODULES)
+def test_the_daemon_and_the_composition_root_name_no_policy(module):
+    from pathlib import Path
+
+    assert policy_name_literals(Path(__file__).resolve().parents[2] / module) == []
+
+
+def test_the_scan_finds_a_policy_name_compared_or_defaulted(tmp_path):
+    source = tmp_path / "sample.py"
+    source.write_text('policy: str = "hold"\nok = name != "hold+carbon"\nok = name in ("x", "gcp-u")\nok = name == "lifo"\n')
+    assert policy_name_literals(source) == ["sample.py:1", "sample.py:2", "sample.py:3"]

@@ -13,7 +13,7 @@ import numpy as np
 from rich.console import Console
 
 from autoscaler.adapters.files import write_all_atomic
-from autoscaler.app.cli.arguments import HelpFormatter, agent_count
+from autoscaler.app.cli.arguments import agent_count
 from autoscaler.core.errors import ConfigError
 
 
@@ -25,7 +25,6 @@ def add_parsers(commands) -> None:
         description="Read agents' demand vectors (a CSV: agent, then one column per resource, rows in arrival "
         "order) and print dynamic DRF's water level M^k and dominant shares x^k at every step k, with the "
         "linear-time algorithm. Each resource has capacity 1; at step k at most k/n of each is handed out.",
-        formatter_class=HelpFormatter,
     )
     drf.add_argument("--demands", type=Path, required=True, help="CSV with header agent,RESOURCE,...; one row per agent")
     drf.add_argument("--n", type=agent_count, default=None, help="total agents n that will arrive, at most 10,000,000 (default: the row count)")

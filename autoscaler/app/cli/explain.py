@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from autoscaler.app.cli.arguments import HelpFormatter, add_store_arguments, non_negative_int, open_store
+from autoscaler.app.cli.arguments import add_store_arguments, non_negative_int, open_store
 from autoscaler.core.errors import AutoscalerError, ConfigError
 
 
@@ -23,7 +23,6 @@ def add_parsers(commands) -> None:
         description="Print one slot's decision from the store's decision log (or a --decisions-out file): m_t, x_t, "
         "nodes, the jobs released, late and missed, and which rule bound m_t and the nodes, in words; under hold+carbon "
         "also the signal the slot saw (or why it had none).",
-        formatter_class=HelpFormatter,
     )
     add_store_arguments(explain)
     explain.add_argument("--slot", type=non_negative_int, default=None, help="the slot (default: the last decided)")

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable
 
 from autoscaler.app.cli import drf, explain, jobs, replay, report, store
+from autoscaler.app.cli.arguments import HelpFormatter
 
 ECHO_MAX_CHARS = 200
 """The most of one command-line value a message echoes: a path or a list fits; a value pasted by
@@ -44,12 +45,21 @@ class Parser(argparse.ArgumentParser):
         super().error(shortened(message, self._given))
 
 
+class CommandParser(Parser):
+    """A command's parser (``autoscaler replay``, ``autoscaler store backup`` ...): its help shows
+    the defaults (:class:`~autoscaler.app.cli.arguments.HelpFormatter`), so no command has to ask.
+    A command's own actions are CommandParsers too (``add_subparsers`` makes its parser's type)."""
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="autoscaler",
         description="Deadline-aware, energy-saving capacity provisioning for Hadoop/EMR clusters.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
     for group in (replay, jobs, explain, store, report, drf):
         group.add_parsers(commands)
     return parser

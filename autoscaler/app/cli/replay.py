@@ -11,7 +11,6 @@ from rich.console import Console
 
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.app.cli.arguments import (
-    HelpFormatter,
     add_model_arguments,
     add_signal_arguments,
     cost_and_length_model,
@@ -37,7 +36,6 @@ def add_parsers(commands) -> None:
         description="Replay a SWIM trace (or a slot,released CSV load curve) through the policies, "
         "print each one's cost and saving against 'follow the workload', and optionally write "
         "a PNG, CSV and JSON of the schedules.",
-        formatter_class=HelpFormatter,
     )
     replay.add_argument(
         "--trace",
@@ -67,7 +65,6 @@ def add_parsers(commands) -> None:
         description="Run the policies at every deadline D on each trace and print the savings against "
         "'follow the workload'; with --out, write fig9.png (saving against D) and fig11.png (VFW saving "
         "against delta at one D), plus sweep.json.",
-        formatter_class=HelpFormatter,
     )
     sweep.add_argument(
         "--trace", action="append", default=None, help=f"trace or load curve, repeatable: {TRACE_NAMES_HELP} (default: A)"

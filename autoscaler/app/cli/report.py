@@ -9,7 +9,6 @@ from pathlib import Path
 from rich.console import Console
 
 from autoscaler.app.cli.arguments import (
-    HelpFormatter,
     boot_seconds,
     deadline_slots,
     deadline_text,
@@ -37,7 +36,6 @@ def add_parsers(commands) -> None:
         "nodes' CloudWatch metrics where they exist and modelled from the decision log where not, against "
         "'follow the workload' and 'no provisioning' (all max_nodes on), modelled. With --replay TRACE: every "
         "schedule modelled from a replay of the trace. The report says which numbers are measured.",
-        formatter_class=HelpFormatter,
     )
     report.add_argument("--config", type=Path, default=None, help="TOML config: the store, cluster, and [report] email settings")
     report.add_argument("--replay", nargs="?", const="default", default=None, metavar="TRACE", help=f"model a replay of TRACE instead of the daemon's slots: {TRACE_NAMES_HELP} (alone: A)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from autoscaler.app.cli.arguments import HelpFormatter, add_store_arguments, open_store, settings_or_none
+from autoscaler.app.cli.arguments import add_store_arguments, open_store, settings_or_none
 
 
 def add_parsers(commands) -> None:
@@ -19,18 +19,17 @@ def add_parsers(commands) -> None:
         "daemon writes. restore SRC: replace the store with the backup SRC (checked first), while no daemon runs "
         "on it and nothing else has it open; the replaced files are kept beside it. check: read the whole store "
         "with SQLite's quick_check. Each prints the jobs and the last slot of the store it made or read.",
-        formatter_class=HelpFormatter,
     )
     store_actions = store.add_subparsers(dest="store_action", required=True, metavar="ACTION")
-    store_backup = store_actions.add_parser("backup", help="copy the store to a new file", formatter_class=HelpFormatter)
+    store_backup = store_actions.add_parser("backup", help="copy the store to a new file")
     add_store_arguments(store_backup)
     store_backup.add_argument("dest", type=Path, metavar="DEST", help="the backup file to write (refused if it exists)")
     store_backup.add_argument("--force", action="store_true", help="replace DEST if it exists")
-    store_restore = store_actions.add_parser("restore", help="replace the store with a backup", formatter_class=HelpFormatter)
+    store_restore = store_actions.add_parser("restore", help="replace the store with a backup")
     add_store_arguments(store_restore)
     store_restore.add_argument("source", type=Path, metavar="SRC", help="the backup file to restore (a store written by store backup)")
     store_restore.add_argument("--force", action="store_true", help="restore even when the store has what SRC lacks (jobs submitted after it, slots decided since)")
-    store_check = store_actions.add_parser("check", help="check the whole store file and summarise it", formatter_class=HelpFormatter)
+    store_check = store_actions.add_parser("check", help="check the whole store file and summarise it")
     add_store_arguments(store_check)
     store.set_defaults(handler=_run_store)
 
