@@ -68,3 +68,13 @@ def test_a_fifo_given_as_an_input_is_refused_naming_the_flag(tmp_path, backup_b1
     # Nothing was put in its place, nor renamed aside.
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir() if "fifo" in p.name) == ["fifo"]
+
+
+def test_a_character_device_is_named_as_one(tmp_path, capsys):
+    """/dev/null reads as empty, so it passed for "no job store here"; it is a character device
+    (``ls -l /dev/null`` starts with "c")."""
+    from autoscaler.app.cli import main
+
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert main(["store", "check", "--store", "/dev/null"]) == 2
+    assert "--store /dev/null: is a character device, not a regular file" in capsys.readouterr().err
