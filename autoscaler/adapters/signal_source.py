@@ -16,6 +16,7 @@ import urllib.parse
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from pathlib import Path
 
+from autoscaler.adapters.files import require_regular_file
 from autoscaler.core.budget import format_bytes
 from autoscaler.core.errors import ConfigError, TraceError
 from energy.signal import Signal, read_signal
@@ -124,15 +125,22 @@ def local_bytes(path_or_url: str | None) -> int:
 
 
 def load_signal(
-    path_or_url: str, unit: str | None = None, timeout_s: float = 10, max_bytes: int = MAX_SIGNAL_BYTES, unit_name: str = "the unit"
+    path_or_url: str,
+    unit: str | None = None,
+    timeout_s: float = 10,
+    max_bytes: int = MAX_SIGNAL_BYTES,
+    unit_name: str = "the unit",
+    flag: str = "signal source",
 ) -> Signal:
     """Read a signal from a local path or an ``http://`` / ``https://`` URL and parse it with
     ``read_signal`` (``unit`` is needed for CSV). ``timeout_s``: seconds the whole fetch of a URL may
     take (connecting, headers and body); ``max_bytes``: the largest body read from a URL;
-    ``unit_name``: where ``unit`` comes from, for messages (``--carbon-unit``, ``[carbon] unit``).
+    ``unit_name``: where ``unit`` comes from, for messages (``--carbon-unit``, ``[carbon] unit``);
+    ``flag``: where ``path_or_url`` comes from (``--carbon``, ``[carbon] source``).
 
     Raises ConfigError for another URL scheme, a URL with a user and password, or a timeout_s <= 0;
-    TraceError naming the path or URL when the file is missing or unreadable, the server answers with
+    ConfigError naming ``flag`` and the path for a FIFO or a device (never opened: reading a FIFO
+    blocks); TraceError naming the path or URL when the file is missing or unreadable, the server answers with
     an HTTP error status, the answer is not complete within ``timeout_s`` or larger than
     ``max_bytes``, the bytes are not UTF-8, or the text is not a valid signal.
     """
@@ -156,6 +164,7 @@ def load_signal(
         raise ConfigError(f"signal source {path_or_url!r}: only a local path or an http(s) URL is read, not {scheme}://")
     else:
         name = path_or_url
+        require_regular_file(path_or_url, flag)
         try:
             raw = Path(path_or_url).read_bytes()
         except FileNotFoundError:

@@ -127,13 +127,14 @@ class SqliteJobStore:
     ``full_check_max_bytes``: an existing store file up to this size is checked whole with
     ``PRAGMA quick_check`` before it is used; a larger one only for its size against its header and
     its small tables (see ``FULL_CHECK_MAX_BYTES``); None checks every file whole.
+    ``flag``: where the path came from ("--store", "store_path"), named when it is a FIFO or a device.
 
     A new store gets its marker ``<store>.created`` beside it; a store from before markers gets one
     at its first open (when its folder can be written).
 
     Raises StoreError, naming the file, when it is not ours (foreign or corrupt; it is never
     modified), was ours and is now empty, missing or damaged (the marker or a WAL beside it says
-    so), has more than one hard link, its folder does not exist, the disk is full, or SQLite fails
+    so), has more than one hard link, is a FIFO or a device (never opened), its folder does not exist, the disk is full, or SQLite fails
     (locked for longer than 30 s).
     """
 
@@ -143,11 +144,12 @@ class SqliteJobStore:
         durable: bool = True,
         full_check_max_bytes: int | None = FULL_CHECK_MAX_BYTES,
         read_only: bool = False,
+        flag: str = "--store",
     ) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        verdict, _ = check_file(self.path, full_check_max_bytes, to_write=not read_only)
+        verdict, _ = check_file(self.path, full_check_max_bytes, to_write=not read_only, flag=flag)
         if read_only and verdict == "ours":
             self._open_read_only()
             return

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoscaler.adapters.files import require_regular_file
 from autoscaler.adapters.lock import hard_links_text
 from autoscaler.adapters.store_files import (
     BUSY_TIMEOUT_S,
@@ -49,13 +50,14 @@ SQLITE_HEADER_BYTES = 100
 
 
 def check_file(
-    path: Path, full_check_max_bytes: int | None, summarise: bool = False, to_write: bool = True
+    path: Path, full_check_max_bytes: int | None, summarise: bool = False, to_write: bool = True, flag: str = "--store"
 ) -> tuple[str, StoreSummary | None]:
     """What is at ``path``, found without writing to it: 'new' (no file, an empty file or an SQLite
     database without tables, and nothing says a store was there), 'ours' or 'version 1' to
     'version 4' (a store of ours that passed its checks, with its summary when ``summarise``).
     Raises StoreError for anything else, naming the file and what to do; when the file is
-    ``to_write``, also for a file with more than one hard link.
+    ``to_write``, also for a file with more than one hard link; and, naming ``flag`` (where the
+    path came from), for a FIFO or a device, which is never opened (reading a FIFO blocks).
 
     Non-SQLite files are recognised from their first bytes without SQLite opening them. SQLite
     files are then opened read-only: with ``immutable=1`` when there is no WAL file beside them
@@ -81,6 +83,7 @@ def check_file(
         return "new", None
     if real.is_dir():
         raise StoreError(f"{path}: is a folder, expected a job store file")
+    require_regular_file(path, flag, StoreError)
     try:
         status = os.stat(real)
         with open(real, "rb") as handle:
@@ -262,11 +265,12 @@ def summary_of(conn: sqlite3.Connection, path: Path) -> StoreSummary:
     )
 
 
-def check_store(path: str | os.PathLike) -> StoreSummary:
+def check_store(path: str | os.PathLike, flag: str = "--store") -> StoreSummary:
     """Check the store at ``path`` whole (``PRAGMA quick_check`` over every page, read-only) and
-    summarise it. Raises StoreError naming the file and the first problem, or if there is no store."""
+    summarise it. Raises StoreError naming the file and the first problem, or if there is no store;
+    naming ``flag`` too if it is a FIFO or a device (never opened)."""
     path = Path(path)
-    verdict, summary = check_file(path, None, summarise=True, to_write=False)
+    verdict, summary = check_file(path, None, summarise=True, to_write=False, flag=flag)
     if verdict == "new":
         raise StoreError(f"{path}: no job store here (no file, an empty file, or an SQLite file without tables)")
     check_rows(path)

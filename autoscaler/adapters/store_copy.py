@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoscaler.adapters.files import file_kind, require_regular_file
 from autoscaler.adapters.lock import StoreLock
 from autoscaler.adapters.store_check import (
     SQLITE_HEADER_BYTES,
@@ -29,7 +30,6 @@ from autoscaler.adapters.store_check import (
 from autoscaler.adapters.store_difference import backup_lacks
 from autoscaler.adapters.store_files import (
     beside,
-    file_kind,
     marker_path,
     new_marker,
     os_store_error,
@@ -131,7 +131,7 @@ def restore_store(source: str | os.PathLike, store_path: str | os.PathLike, forc
     real = Path(os.path.realpath(path))
     if os.path.realpath(source) == str(real):
         raise StoreError(f"{source}: is the job store itself; restore from a backup file")
-    verdict, _ = check_file(source, None, to_write=False)
+    verdict, _ = check_file(source, None, to_write=False, flag="SRC")
     if verdict == "new":
         raise StoreError(f"{source}: not a job store to restore from (no file, an empty file, or an SQLite file without tables)")
     _require_replaceable(path, real)
@@ -203,11 +203,13 @@ def _file_state(real: Path) -> tuple:
 
 
 def _require_replaceable(path: Path, real: Path) -> None:
-    """Nothing if restore may replace what is at ``path``; StoreError naming it otherwise."""
+    """Nothing if restore may replace what is at ``path``; StoreError naming it otherwise (naming
+    --store too for a FIFO or a device: the rename aside would leave a plain file in its place)."""
     if not real.exists():
         return
     if real.is_dir():
         raise StoreError(f"{path}: is a folder, expected a job store file")
+    require_regular_file(path, "--store", StoreError)
     if marker_path(path).exists() or real.stat().st_size == 0:
         return
     refusal = f"restore replaces only a job store (or a file with its marker {marker_path(path)}): move it away or give another --store"

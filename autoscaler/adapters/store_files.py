@@ -59,21 +59,6 @@ def side_file_role(path: str | os.PathLike, store_path: str | os.PathLike) -> st
     return next((role for suffix, role in SIDE_FILES.items() if real == store + suffix), None)
 
 
-def file_kind(mode: int) -> str:
-    """The kind of file an ``st_mode`` says, as words: "a FIFO", "a character device" ..."""
-    for test, words in (
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return words
-    return "not a file"
-
-
 def file_bytes(path: Path) -> int:
     try:
         return path.stat().st_size

@@ -237,7 +237,7 @@ def report_store(settings: Settings):
     Raises StoreError when it cannot be opened or is not ours."""
     from autoscaler.adapters.sqlite_store import SqliteJobStore
 
-    return SqliteJobStore(settings.store_path)
+    return SqliteJobStore(settings.store_path, flag="store_path")
 
 
 def task_instances_source(settings: Settings, session=None):

@@ -25,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from autoscaler.adapters.files import require_regular_file
 from autoscaler.core import defaults
 from autoscaler.core.controller import ControllerConfig
 from autoscaler.core.errors import ConfigError
@@ -270,11 +271,12 @@ def load_settings(path: str | os.PathLike | None, cluster_required: bool = True)
 
     ``cluster_required``: refuse settings without ``cluster.id`` (every command that talks to a
     cluster); a replay passes False. Raises ConfigError naming the path if the file is missing,
-    unreadable or not valid TOML, and ConfigError listing every bad, missing or unknown field with
+    unreadable, a FIFO or a device (never opened: reading a FIFO blocks) or not valid TOML, and ConfigError listing every bad, missing or unknown field with
     what was expected.
     """
     toml_path = None if path is None else Path(path)
     if toml_path is not None:
+        require_regular_file(toml_path, "--config")
         # The TOML source skips a missing file silently; a named config file must exist.
         try:
             with toml_path.open("rb"):

@@ -271,7 +271,7 @@ def _twin_inputs(args: argparse.Namespace, settings: Settings):
     from autoscaler.adapters.signal_source import load_signal
     from energy.signal import in_grams
 
-    signal = load_signal(carbon_flags["--carbon"], carbon_flags["--carbon-unit"], unit_name="--carbon-unit")
+    signal = load_signal(carbon_flags["--carbon"], carbon_flags["--carbon-unit"], unit_name="--carbon-unit", flag="--carbon")
     if signal.unit not in ("gCO2eq/kWh", "lbs/MWh"):
         raise ConfigError(f"--carbon {signal.source}: its unit is {signal.unit}; the twin's bill needs a carbon intensity (gCO2eq/kWh or lbs/MWh)")
     return twin, in_grams(signal)

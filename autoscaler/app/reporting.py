@@ -74,15 +74,15 @@ def report_signal(source: str | None, unit: str | None, settings):
     from energy.signal import plausibility_notes
 
     carbon = settings.carbon if settings is not None else None
-    unit_name = "--carbon-unit"
+    unit_name, flag = "--carbon-unit", "--carbon"
     if source is None and carbon is not None and carbon.source is not None:
         source, unit = carbon.source, unit or carbon.unit
-        unit_name = "--carbon-unit (or [carbon] unit)"
+        unit_name, flag = "--carbon-unit (or [carbon] unit)", "[carbon] source"
     if source is None:
         if unit is not None:
             raise ConfigError("report: --carbon-unit needs --carbon SOURCE (or [carbon] source in the config)")
         return None
-    signal = load_signal(source, unit, carbon.timeout_s if carbon is not None else 10.0, unit_name=unit_name)
+    signal = load_signal(source, unit, carbon.timeout_s if carbon is not None else 10.0, unit_name=unit_name, flag=flag)
     for note in plausibility_notes(signal):
         log.warning("signal_implausible", source=signal.source, detail=note)
     return signal

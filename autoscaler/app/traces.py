@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from autoscaler.adapters.files import require_regular_file
 from autoscaler.core.errors import ConfigError
 
 
@@ -55,7 +56,7 @@ def open_trace(text: str | None, flag: str = "--trace") -> Iterator[tuple[Path, 
     ``text``: None or 'default' for Workload A, 'A' or 'B' for a shipped trace, anything else a
     file path. The names win over a file of the same name in the working folder, so a command
     means the same wherever it is run; ``./A`` reads such a file. Raises ConfigError naming
-    ``flag`` for an empty text. Whether the path exists is left to the reader (TraceError).
+    ``flag`` for an empty text, or for a FIFO or a device (reading a FIFO blocks). Whether the path exists is left to the reader (TraceError).
     """
     trace = shipped(text)
     if trace is not None:
@@ -64,6 +65,7 @@ def open_trace(text: str | None, flag: str = "--trace") -> Iterator[tuple[Path, 
         return
     if not str(text).strip():
         raise ConfigError(f"{flag}: expected 'A', 'B', 'default' or a file path, got an empty string")
+    require_regular_file(text, flag)
     yield Path(text), str(text)
 
 

@@ -109,15 +109,16 @@ def open_store(args: argparse.Namespace, must_exist: bool = False):
 
     settings = settings_or_none(args.config)
     path = args.store or (settings.store_path if settings else Path("autoscaler.db"))
+    flag = "--store" if args.store else "store_path"
     if must_exist and not Path(path).exists():
         from autoscaler.adapters.sqlite_store import marker_path
 
         if marker_path(path).exists():
             # It was there: opening it says when it was made and how to restore it.
-            SqliteJobStore(path, read_only=True)
+            SqliteJobStore(path, read_only=True, flag=flag)
         raise ConfigError(f"{path}: no job store here (give --store or --config with its store_path)")
     # Commands that only read (jobs, explain, store backup) open it read-only: they change no file.
-    return SqliteJobStore(path, read_only=must_exist), settings
+    return SqliteJobStore(path, read_only=must_exist, flag=flag), settings
 
 
 def settings_or_none(path: Path | None):

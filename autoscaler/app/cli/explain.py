@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from autoscaler.adapters.files import require_regular_file
 from autoscaler.app.cli.arguments import add_store_arguments, non_negative_int, open_store
 from autoscaler.core.errors import AutoscalerError, ConfigError
 
@@ -36,6 +37,7 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.core.controller import Decision, explain
 
     if args.decisions is not None:
+        require_regular_file(args.decisions, "--decisions")
         scan = scan_decisions(args.decisions, args.slot)
         if scan.torn_line is not None:
             err.print(

@@ -54,6 +54,6 @@ def _run_store(args: argparse.Namespace, out: Console, err: Console) -> int:
             err.print(f"the replaced store is kept as {', '.join(map(str, result.kept))}", markup=False, highlight=False, soft_wrap=True)
     else:
         with err.status("checking the store"):
-            summary = check_store(path)
+            summary = check_store(path, "--store" if args.store else "store_path")
         out.print(f"{path}: ok (quick_check of every page): {summary.text()}", markup=False, highlight=False, soft_wrap=True)
     return 0

@@ -40,7 +40,7 @@ def signal_inputs(args: argparse.Namespace):
             start_s = parse_time_s(args.start)
         except ValueError as exc:
             raise ConfigError(f"--start: {exc}") from None
-    signal = load_signal(args.carbon, args.carbon_unit, unit_name="--carbon-unit")
+    signal = load_signal(args.carbon, args.carbon_unit, unit_name="--carbon-unit", flag="--carbon")
     forecast = args.forecast
     if forecast.strip().lower() in ("persistence", "perfect") and forecast not in ("persistence", "perfect"):
         raise ConfigError(f"--forecast {forecast!r}: the forms are persistence, perfect (lower case) or a file or URL")
@@ -49,7 +49,7 @@ def signal_inputs(args: argparse.Namespace):
     if forecast not in ("persistence", "perfect"):
         # A JSON forecast names its own unit; a CSV one takes --carbon-unit, never a unit guessed from the signal.
         try:
-            forecast = load_signal(forecast, args.carbon_unit, unit_name="--carbon-unit")
+            forecast = load_signal(forecast, args.carbon_unit, unit_name="--carbon-unit", flag="--forecast")
         except AutoscalerError as error:
             raise ConfigError(f"--forecast: {error}") from None
     return signal, forecast, start_s
