@@ -123,7 +123,7 @@ def check_file(
             return "new", None
         problem = quick_check(conn, full=full_check_max_bytes is None or status.st_size <= full_check_max_bytes)
         if problem:
-            raise StoreError(_damaged_text(path, marker if known else None, problem, ours=True))
+            raise StoreError(_damaged_text(path, marker if known else None, problem, ours=True, backup=flag == "SRC"))
         return verdict, (summary_of(conn, path) if summarise else None)
     except sqlite3.Error as exc:
         problem = access_problem(path)  # not damaged: this user cannot make or write its -shm
@@ -213,13 +213,14 @@ def _stopped_restore(path: Path, marker: Path) -> str | None:
     )
 
 
-def _damaged_text(path: Path, marker: Path | None, problem: str, ours: bool) -> str:
+def _damaged_text(path: Path, marker: Path | None, problem: str, ours: bool, backup: bool = False) -> str:
     free = free_bytes(path)
     if "disk I/O error" in problem and free is not None and free < LOW_SPACE_BYTES:
         # SQLite could not make its -shm or journal: the disk is full, the store may be sound.
         return f"{disk_full_text(path, free)}: SQLite cannot open the job store ({problem}); free some space and start again"
     since = "" if marker is None else f"; the job store was {created_text(read_marker(marker))}"
-    advice = ": restore it with `autoscaler store restore BACKUP`" if ours else ""
+    # A damaged restore source is the backup itself: restoring it is what cannot be done.
+    advice = ": it cannot be restored from; restore another backup" if backup else ": restore it with `autoscaler store restore BACKUP`" if ours else ""
     return f"{path}: corrupt or unreadable SQLite database ({problem}){since}; left unchanged{advice}"
 
 

@@ -105,6 +105,25 @@ def test_restore_refuses_a_backup_that_store_check_refuses_and_leaves_the_store_
     assert check_store(path).jobs == 20 and main(["jobs", "--store", str(path)]) == 0
 
 
+
+def test_a_damaged_backup_is_not_met_with_advice_to_restore_it(tmp_path, capsys):
+    # A backup whose pages fail quick_check: the advice for a damaged store ("restore it with store
+    # restore BACKUP") is wrong here, where the damaged file is the backup being restored.
+    path, backup = tmp_path / "jobs.db", tmp_path / "backup.db"
+    store_with_jobs(path, n=400)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+    page = sqlite3.connect(backup).execute("PRAGMA page_size").fetchone()[0]
+    with open(backup, "r+b") as f:
+        f.seek(2 * page)
+        f.write(b"\xff" * page)
+    assert main(["store", "restore", "--store", str(path), str(backup)]) == 2
+    message = capsys.readouterr().err
+    assert "corrupt or unreadable" in message and "restore another backup" in message
+    assert "restore it with" not in message
+    assert check_store(path).jobs == 400
+
+
 # -- finding 3: restore is refused while another program has the store open, in either journal mode --
 
 _HOLDER = """
