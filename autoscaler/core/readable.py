@@ -74,3 +74,17 @@ def number_text(value: float) -> str:
 def count_text(n: int, noun: str) -> str:
     """``n`` with its noun, plural unless it is 1: "1 slot", "12,000 jobs"."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+ECHO_MAX_CHARS = 200
+"""The most of one given value a message echoes: a path or a list fits; a value pasted by mistake
+(a 10,000-character --id, a field a stray quote ran to the end of a file) is shown by its start and
+its length."""
+
+
+def echo_text(value: str) -> str:
+    """``value`` quoted as ``repr`` does, cut past :data:`ECHO_MAX_CHARS` characters to its start
+    and its length: "'abc'", "'xxxx...'... (10,000 characters)"."""
+    if len(value) <= ECHO_MAX_CHARS:
+        return repr(value)
+    return f"{value[:ECHO_MAX_CHARS]!r}... ({len(value):,} characters)"
