@@ -216,6 +216,12 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
         if not row or all(not cell.strip() for cell in row):
             continue
         cells = [cell.strip() for cell in row]
+        for cell in cells:
+            if "\n" in cell or "\r" in cell:
+                # A time and a number never hold a line break: a quote opened on this line and not closed.
+                raise TraceError(
+                    source, line_no, f"a field runs over the lines after it: an unclosed quote (\") on this line? A signal's fields are a time and a number; got {readable.echo_text(cell.splitlines()[0])} and {readable.count_text(len(cell.splitlines()) - 1, 'line')} after it"
+                )
         if not header_seen:
             if [cell.lower() for cell in cells] != ["time", "value"]:
                 raise TraceError(source, line_no, f"expected the header 'time,value', got {','.join(row)!r}")
@@ -230,7 +236,7 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
         try:
             value = float(cells[1])
         except ValueError:
-            raise TraceError(source, line_no, f"{utc_text(time_s)}: expected a number, got {cells[1]!r}") from None
+            raise TraceError(source, line_no, f"{utc_text(time_s)}: expected a number, got {readable.echo_text(cells[1])}") from None
         times_s.append(time_s)
         values.append(value)
         lines.append(line_no)

@@ -43,7 +43,8 @@ def controller_config(
     ``tenants``: the tenants a replay deals its jobs to (n is at least that many). ``carbon``: run
     hold as hold+carbon when ``[carbon] source`` is set (the daemon and its dry run); False (a
     replay) decides carbon-blind whatever the config says. Raises ConfigError for a combination the
-    controller refuses (e.g. vfw's delta against a new D), and, with ``carbon``, for a ``[carbon]
+    controller refuses (e.g. vfw's delta against a new D; a D under the policy's least (vfw: 2), naming --deadline or
+    deadline_slots), and, with ``carbon``, for a ``[carbon]
     source`` under a policy other than hold (only hold has a carbon-aware variant)."""
     config = settings.controller_config(epoch_s)
     chosen = policy or config.policy
@@ -57,6 +58,12 @@ def controller_config(
             f"[carbon] source is set but policy is {chosen!r}: only policy {names} has a carbon-aware "
             f"variant ({variants}); set {settings_text}, or remove [carbon] source to run carbon-blind"
         )
+    chosen_deadline_slots = deadline_slots if deadline_slots is not None else config.deadline_slots
+    needs_slots = POLICY_TABLE[chosen].min_deadline_slots if chosen in POLICY_TABLE else 0
+    if chosen_deadline_slots < needs_slots:
+        # Said of D, which the user gave: the delta the controller would refuse (vfw's) is D // 2, a default.
+        where = "--deadline" if deadline_slots is not None else "deadline_slots"
+        raise ConfigError(f"{where}: {chosen} needs D >= {needs_slots}, got {chosen_deadline_slots}")
     changes: dict = {}
     wanted = bool(carbon and settings.carbon.source)
     if config.carbon != wanted:

@@ -496,12 +496,18 @@ class DecisionsFile:
     """Appends one JSON line per slot to a file, flushed at once (``--decisions-out``).
 
     Opened for appending, so a restarted daemon goes on where it stopped; a line is written
-    whole with one ``write`` call. Raises OSError when the file cannot be opened.
+    whole with one ``write`` call. A file that does not end in a newline was cut short mid-line (a
+    run stopped mid-write): its torn line is ended with a newline first, so that it stays a line of
+    its own that ``explain --decisions`` skips, not the start of this run's first line. Raises
+    OSError when the file cannot be opened.
     """
 
     def __init__(self, path) -> None:
         self.path = path
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        if self._file.tell() > 0 and not _ends_in_newline(path):
+            self._file.write("\n")
+            self._file.flush()
 
     def __call__(self, record: dict) -> None:
         self._file.write(json.dumps(record, allow_nan=False) + "\n")
@@ -515,6 +521,12 @@ class DecisionsFile:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _ends_in_newline(path) -> bool:
+    with open(path, "rb") as file:
+        file.seek(-1, 2)
+        return file.read(1) == b"\n"
 
 
 def next_boundary_s(now_s: float, slot_s: float, epoch_s: float) -> float:

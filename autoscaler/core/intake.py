@@ -72,7 +72,7 @@ def build_job(
     Raises SubmitError naming the field and what was expected: an empty name or tenant, a tenant
     not in ``known_tenants`` (when given), a job id outside [A-Za-z0-9._-] or longer than 64, a
     number that is NaN, infinite or negative, a deadline that cannot be read, is not after now,
-    or leaves less time than the job's length, or a malformed step.
+    or leaves less time than the job's length, a length past :data:`MAX_DEADLINE_S`, or a malformed step.
     """
     job_id = _job_id(job_id)
     name = _non_empty("name", name)
@@ -87,6 +87,12 @@ def build_job(
         raise SubmitError(
             f"deadline: {deadline!r} is {duration_text(deadline_s - now_s)} away ({utc_text(deadline_s)}); expected at most "
             f"{MAX_DEADLINE_S / 86400:.0f} days (the daemon plans slots, not years)"
+        )
+    if length_s > MAX_DEADLINE_S:
+        # No deadline accepted leaves that long: say so once, not "needs X but leaves only Y; expected X".
+        raise SubmitError(
+            f"length_s: {length_s:.6g} s ({duration_text(length_s)}); expected at most "
+            f"{MAX_DEADLINE_S / 86400:.0f} days, the latest deadline accepted"
         )
     if now_s + length_s > deadline_s:
         needs, leaves = duration_text(length_s), duration_text(deadline_s - now_s)

@@ -12,7 +12,7 @@ YEAR_S = 365.25 * 86400.0
 
 def duration_text(seconds: float) -> str:
     """``seconds`` in the largest units that read well: "0.5 s", "45 s", "5 min", "1 h 30 min",
-    "26 h", "3 days 4 h", "6.9 years". Whole minutes from an hour up, whole hours from two days up."""
+    "26 h", "3 days 4 h", "6.9 years", "3.17e+300 years" (from a million years up). Whole minutes from an hour up, whole hours from two days up."""
     if not math.isfinite(seconds):
         return f"{seconds} s"
     if seconds < 0:
@@ -30,6 +30,8 @@ def duration_text(seconds: float) -> str:
         days, hours = divmod(round(seconds / 3600), 24)
         return f"{days} days" + (f" {hours} h" if hours else "")
     years = seconds / YEAR_S
+    if years >= 1e6:  # a million years on is a mistake, not a plan: its digits would fill the message
+        return f"{years:.3g} years"
     return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"
 
 
@@ -74,3 +76,17 @@ def number_text(value: float) -> str:
 def count_text(n: int, noun: str) -> str:
     """``n`` with its noun, plural unless it is 1: "1 slot", "12,000 jobs"."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+ECHO_MAX_CHARS = 200
+"""The most of one given value a message echoes: a path or a list fits; a value pasted by mistake
+(a 10,000-character --id, a field a stray quote ran to the end of a file) is shown by its start and
+its length."""
+
+
+def echo_text(value: str) -> str:
+    """``value`` quoted as ``repr`` does, cut past :data:`ECHO_MAX_CHARS` characters to its start
+    and its length: "'abc'", "'xxxx...'... (10,000 characters)"."""
+    if len(value) <= ECHO_MAX_CHARS:
+        return repr(value)
+    return f"{value[:ECHO_MAX_CHARS]!r}... ({len(value):,} characters)"

@@ -110,3 +110,36 @@ def test_explain_after_a_dry_run_says_a_dry_run_records_nothing(tmp_path, capsys
     assert main(["explain", "--store", str(store)]) == 2
     error = capsys.readouterr().err
     assert "no slot decided yet" in error and "--dry-run" in error and "--decisions-out" in error
+
+
+def test_a_run_appending_to_a_torn_file_ends_the_torn_line_first(replayed, tmp_path, capsys):
+    _, decisions = replayed
+    text = decisions.read_text()
+    complete = text.splitlines()
+    trace = decisions.parent / "a-2h.tsv"
+    glued = tmp_path / "glued.jsonl"
+    glued.write_bytes(text.encode()[:-150])  # as `head -c -150`: the last line loses its end
+    torn_number = len(complete)
+    assert main(["run", "--replay", str(trace), "--dry-run", "--decisions-out", str(glued)]) == 0
+    lines = glued.read_text().splitlines()
+    # The torn line is a line of its own; the appending run's lines follow it whole.
+    assert lines[torn_number - 1] == complete[-1][: len(complete[-1]) - 149]
+    # The same replay again: as many whole lines as the first run wrote.
+    assert len(lines) == 2 * len(complete) and all(json.loads(line)["slot"] >= 0 for line in lines[torn_number:])
+    capsys.readouterr()
+    assert main(["explain", "--decisions", str(glued), "--slot", "5"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("slot 5:")
+    assert f"{glued}:{torn_number}:" in err and "cut short" in err and "skipped" in err
+    assert main(["explain", "--decisions", str(glued), "--slot", str(SLOTS - 1)]) == 0
+    assert capsys.readouterr().out.startswith(f"slot {SLOTS - 1}:")
+
+
+def test_a_bad_line_in_the_middle_that_is_no_torn_object_is_still_an_error(replayed, tmp_path, capsys):
+    _, decisions = replayed
+    complete = decisions.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([complete[0], "not json at all", *complete[1:]]) + "\n")
+    capsys.readouterr()
+    assert main(["explain", "--decisions", str(bad), "--slot", "5"]) == 2
+    assert f"{bad}:2: not a JSON line" in capsys.readouterr().err

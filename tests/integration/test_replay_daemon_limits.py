@@ -133,3 +133,18 @@ def test_a_deadline_longer_than_the_window_is_refused_as_replay_refuses_it(tmp_p
     trace = tmp_path / "short.tsv"
     trace.write_text("".join(f"j{i}\t{i * 300 + 10}\t0\t0\t0\t0\n" for i in range(4)))
     assert main(["run", "--replay", str(trace), "--deadline", "288"]) == 0
+
+
+def test_vfw_with_a_deadline_under_two_slots_names_d_and_where_it_came_from(tmp_path, capsys):
+    """``policy = "vfw"`` in a config and ``-D 1`` said "got delta = 0", a delta nobody gave (it
+    defaults to D // 2). VFW needs D >= 2, as ``replay --delta-deadline`` says; the message names
+    the flag, or the config field, that set D."""
+    config = tmp_path / "v.toml"
+    config.write_text('policy = "vfw"\n')
+    store = tmp_path / "replay.db"
+    assert main(["run", "--replay", "A", "--dry-run", "--config", str(config), "-D", "1", "--store", str(store)]) == 2
+    message = " ".join(capsys.readouterr().err.split())
+    assert "--deadline: vfw needs D >= 2, got 1" in message and "delta = 0" not in message
+    assert main(["run", "--replay", "A", "--dry-run", "--policy", "vfw", "-D", "0", "--store", str(store)]) == 2
+    assert "--deadline: vfw needs D >= 2, got 0" in capsys.readouterr().err
+    assert not store.exists()

@@ -168,3 +168,12 @@ def test_bad_submissions_are_refused_naming_the_field(overrides, field):
 
 def test_the_longest_allowed_job_id_is_accepted():
     assert build_job(**submission(job_id="A-z.0_" + "x" * 58)).job_id == "A-z.0_" + "x" * 58
+
+
+def test_a_job_longer_than_any_deadline_accepted_is_refused_in_a_short_message():
+    # 1e308 s is about 3.2e300 years; the latest deadline accepted is 366 days away.
+    with pytest.raises(SubmitError) as error:
+        build_job(**submission(length_s=1e308))
+    message = str(error.value)
+    assert message.startswith("length_s: ") and "expected at most 366 days" in message
+    assert len(message) < 200 and not any(len(run) > 12 for run in message.replace(",", "").split())

@@ -39,3 +39,8 @@ def test_one_utc_formatter_writes_iso_and_the_reports_layout_and_never_raises():
     assert utc_text(moment + 5, precision="second") == "2025-12-01T10:00:05Z"
     assert utc_text(moment, layout="text") == "2025-12-01 10:00 UTC"
     assert utc_text(253_402_300_800.0, layout="text") == "2.53402e+11 s (Unix time, past year 9999)"
+
+
+def test_a_duration_of_a_million_years_or_more_is_written_with_an_exponent_not_300_digits():
+    assert duration_text(1e308) == "3.17e+300 years"
+    assert duration_text(1e6 * 365.25 * 86400 * 0.999) == "999,000 years"

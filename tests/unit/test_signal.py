@@ -453,3 +453,29 @@ def test_a_time_past_year_9999_in_utc_is_refused_in_words():
     # 23:30 at -01:00 is 00:30 on 10000-01-01 in UTC.
     with pytest.raises(TraceError, match=r"^late\.csv:3: .*9999-12-31T23:30:00-01:00.*after 9999-12-31T23:59:59Z"):
         read_csv("time,value\n9999-12-31T22:00:00Z,1\n9999-12-31T23:30:00-01:00,2\n", "late.csv", "gCO2eq/kWh")
+
+
+# -- a stray quote that swallows less than the csv module's limit ----------------------------------
+
+
+def test_a_stray_quote_in_the_deploy_carbon_csv_is_a_short_error_naming_its_line_and_the_quote():
+    from pathlib import Path
+
+    lines = (Path(__file__).parents[2] / "deploy" / "carbon-daily.csv").read_text().splitlines(keepends=True)
+    assert lines[51].startswith("2026-06-01T01:00:00Z,")
+    lines[51] = '2026-06-01T01:00:00Z,"275.2\n'
+    text = "".join(lines)
+    with pytest.raises(TraceError) as error:
+        read_csv(text, "quote2.csv", "gCO2eq/kWh")
+    message = str(error.value)
+    assert message.startswith("quote2.csv:52: ") and 'unclosed quote (")' in message
+    # The field runs to the end of the file (193 lines): the message echoes its first line and counts the rest.
+    assert len(lines) == 193 and message.endswith("got '275.2' and 141 lines after it")
+    assert len(message) < 300
+
+
+def test_echo_text_cuts_a_long_value_to_its_start_and_length():
+    from autoscaler.core.readable import ECHO_MAX_CHARS, echo_text
+
+    assert echo_text("abc") == "'abc'"
+    assert echo_text("x" * 1000) == repr("x" * ECHO_MAX_CHARS) + "... (1,000 characters)"

@@ -47,6 +47,14 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
                 highlight=False,
                 soft_wrap=True,
             )
+        for number in scan.torn_lines_within:
+            err.print(
+                f"note: {args.decisions}:{number}: a line cut short (a run stopped mid-write), followed by a later "
+                "run's lines; skipped",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         if scan.last_slot is None:
             raise ConfigError(f"{args.decisions}: no decisions in this file (expected one JSON line per slot, as --decisions-out writes)")
         slot = scan.slot
@@ -101,6 +109,8 @@ class DecisionScan:
     """The smallest and largest slot in the file (None: no decisions)."""
     torn_line: int | None
     """The number of a last line cut short and skipped, else None."""
+    torn_lines_within: tuple[int, ...] = ()
+    """The numbers of lines cut short that a later run's lines follow (skipped)."""
 
 
 def scan_decisions(path: Path, slot: int | None) -> DecisionScan:
@@ -108,13 +118,18 @@ def scan_decisions(path: Path, slot: int | None) -> DecisionScan:
     slot's), so memory stays one line however long the file.
 
     A last line with no newline at its end that is not JSON was cut short by a writer stopped
-    mid-append: it is skipped and its number returned as ``torn_line``. Raises ConfigError naming
+    mid-append: it is skipped and its number returned as ``torn_line``. A run appending to such a
+    file ends the torn line with a newline before its own lines (:class:`DecisionsFile`), so a torn
+    line can also sit within the file; the reader cannot tell that newline from one written with a
+    whole line, so it takes as torn a line that is not JSON, starts with ``{`` (as every line the
+    writer writes does) and is followed by a good line: skipped, its number in
+    ``torn_lines_within``. Such a line with no good line after it is an error. Raises ConfigError naming
     the file and line for a line that is not a JSON object with a whole 'slot' >= 0, a line longer
     than :data:`MAX_DECISION_LINE_CHARS`, a file that is not UTF-8 text, or one that cannot be read.
     """
     expected = "expected one JSON object per line with a whole 'slot' >= 0, as --decisions-out writes"
     chosen, record, times, first, last, torn = slot, None, 0, None, None, None
-    number = 0
+    number, pending, torn_within = 0, None, []
     try:
         with path.open(encoding="utf-8") as file:
             while line := file.readline(MAX_DECISION_LINE_CHARS + 1):
@@ -131,10 +146,19 @@ def scan_decisions(path: Path, slot: int | None) -> DecisionScan:
                         torn = number
                         break
                     why = error.msg if isinstance(error, json.JSONDecodeError) else "nested too deep"
-                    raise ConfigError(f"{path}:{number}: not a JSON line ({why}); {expected}") from None
+                    if pending is None and line.startswith("{"):
+                        pending = (number, why)  # torn if a good line follows
+                        continue
+                    bad, why = pending if pending is not None else (number, why)
+                    raise ConfigError(f"{path}:{bad}: not a JSON line ({why}); {expected}") from None
                 found = parsed.get("slot") if isinstance(parsed, dict) else None
                 if isinstance(found, bool) or not isinstance(found, int) or found < 0:
+                    if pending is not None:
+                        raise ConfigError(f"{path}:{pending[0]}: not a JSON line ({pending[1]}); {expected}")
                     raise ConfigError(f"{path}:{number}: {expected}; got {line.rstrip()[:60]!r}")
+                if pending is not None:
+                    torn_within.append(pending[0])
+                    pending = None
                 first = found if first is None else min(first, found)
                 last = found if last is None else max(last, found)
                 if slot is None and (chosen is None or found > chosen):
@@ -145,4 +169,6 @@ def scan_decisions(path: Path, slot: int | None) -> DecisionScan:
         raise ConfigError(f"{path}: not a text file ({expected})") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read the decisions file: {error.strerror or error}") from None
-    return DecisionScan(slot=chosen, record=record, times=times, first_slot=first, last_slot=last, torn_line=torn)
+    if pending is not None:
+        raise ConfigError(f"{path}:{pending[0]}: not a JSON line ({pending[1]}); {expected}")
+    return DecisionScan(slot=chosen, record=record, times=times, first_slot=first, last_slot=last, torn_line=torn, torn_lines_within=tuple(torn_within))

@@ -9,10 +9,7 @@ from collections.abc import Iterable
 
 from autoscaler.app.cli import drf, explain, jobs, replay, report, store
 from autoscaler.app.cli.arguments import HelpFormatter
-
-ECHO_MAX_CHARS = 200
-"""The most of one command-line value a message echoes: a path or a list fits; a value pasted by
-mistake (a 10,000-character --id) is shown by its start and its length."""
+from autoscaler.core.readable import ECHO_MAX_CHARS, echo_text
 
 
 def shortened(message: str, given: Iterable[str]) -> str:
@@ -27,7 +24,7 @@ def shortened(message: str, given: Iterable[str]) -> str:
                 long_values.add(form)
     for value in sorted(long_values, key=len, reverse=True):
         start, length = value[:ECHO_MAX_CHARS], f"({len(value):,} characters)"
-        message = message.replace(repr(value), f"{start!r}... {length}").replace(value, f"{start}... {length}")
+        message = message.replace(repr(value), echo_text(value)).replace(value, f"{start}... {length}")
     return message
 
 

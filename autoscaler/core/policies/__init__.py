@@ -42,7 +42,8 @@ class Policy:
     runs it (None: replay only); ``online_rank``: its place in the daemon's list, the default first.
     ``carbon``: the name of its carbon-aware variant (None: none); ``carbon_online``: how the
     controller runs that variant, None if only the replay has it. ``work_vector``: its slot updates
-    a vector of nu + 1 values (the memory estimate counts them).
+    a vector of nu + 1 values (the memory estimate counts them). ``min_deadline_slots``: the smallest
+    D it runs with (vfw's valley delta needs 0 < delta < D).
     """
 
     name: str
@@ -53,6 +54,7 @@ class Policy:
     carbon: str | None = None
     carbon_online: SlotRule | None = None
     work_vector: bool = False
+    min_deadline_slots: int = 0
 
 
 _GCP_RULE = SlotRule(slot_steps.gcp_slot, "gcp", ("deadlines",))
@@ -67,7 +69,7 @@ POLICY_TABLE: dict[str, Policy] = {
         ),
         Policy("offline", "uniform", offline.plan, carbon="offline"),
         Policy("gcp-u", "uniform", gcp.plan_uniform, _GCP_RULE, online_rank=1, work_vector=True),
-        Policy("vfw", "uniform", vfw.plan, SlotRule(slot_steps.vfw_slot, "vfw", ("deadlines", "valley")), online_rank=3, work_vector=True),
+        Policy("vfw", "uniform", vfw.plan, SlotRule(slot_steps.vfw_slot, "vfw", ("deadlines", "valley")), online_rank=3, work_vector=True, min_deadline_slots=2),
         Policy("gcp", "per_job", None, _GCP_RULE, online_rank=2, work_vector=True),
     )
 }  # fmt: skip
