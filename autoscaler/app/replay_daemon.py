@@ -131,7 +131,11 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         runner = compose.runner(settings, config, store, cluster, clock, dry_run=args.dry_run, on_decision=decisions_file, retention_s=None)
         horizon = window_slots + deadline_slots
         end_slot = replay_end_slot(horizon)
-        check = _DrainCheck(jobs, end_slot, horizon, max_nodes, slot_s)
+        # On the twin, fewer steps at once than nodes bound the work as the nodes would.
+        cap, cap_flag = max_nodes, "--max-nodes"
+        if twin is not None and twin.step_concurrency < max_nodes:
+            cap, cap_flag = twin.step_concurrency, "--step-concurrency"
+        check = _DrainCheck(jobs, end_slot, horizon, cap, slot_s, cap_flag)
         submitted = 0
         started = time.perf_counter()
         stop = _StopSignal()
@@ -251,27 +255,52 @@ TWIN_FLAGS = {
 
 
 def _twin_inputs(args: argparse.Namespace, settings: Settings):
-    """(the TwinConfig, the --carbon signal) of ``--cluster twin``, (None, None) otherwise; checked
-    before any work. Raises ConfigError naming the flag: a twin flag without ``--cluster twin``, a
-    value out of range, a --carbon that is a price; TraceError for a --carbon that cannot be read."""
-    flags = {name: getattr(args, name.replace("length_error_sigma", "length_error"), None) for name in TWIN_FLAGS}
-    carbon_flags = {"--carbon": getattr(args, "carbon", None), "--carbon-unit": getattr(args, "carbon_unit", None)}
-    if getattr(args, "cluster", "instant") != "twin":
+    """(the TwinConfig, the --carbon signal) of a replay on the twin, (None, None) on the instant
+    cluster or EMR; checked before any work. The twin is the default, unless the config names an
+    endpoint on this machine (EMR in moto: :func:`replay_on_emr`). Raises ConfigError naming the flag:
+    a twin flag with ``--cluster instant`` or on EMR, a value out of range, a --carbon that is a
+    price; TraceError for a --carbon that cannot be read."""
+    chosen = getattr(args, "cluster", None)
+    if chosen == "instant" or (chosen is None and replay_on_emr(settings)):
+        flags = twin_flags(args)
+        carbon_flags = {"--carbon": getattr(args, "carbon", None), "--carbon-unit": getattr(args, "carbon_unit", None)}
         given = [TWIN_FLAGS[name] for name, value in flags.items() if value is not None] + [flag for flag, value in carbon_flags.items() if value is not None]
         if given:
-            raise ConfigError(f"{', '.join(given)}: for the cluster twin only; add --cluster twin")
+            where = "--cluster instant" if chosen == "instant" else f"EMR at {settings.cluster.endpoint_url} (the config's endpoint_url)"
+            raise ConfigError(f"{', '.join(given)}: for the cluster twin only, and this replay runs on {where}; leave them out or give --cluster twin")
         return None, None
+    return twin_inputs(args, settings)
+
+
+def replay_on_emr(settings: Settings | None) -> bool:
+    """Whether a replay without --cluster runs on EMR: the config's endpoint_url is on this machine (moto)."""
+    from urllib.parse import urlparse
+
+    endpoint = settings.cluster.endpoint_url if settings is not None else None
+    return bool(endpoint) and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")
+
+
+def twin_flags(args: argparse.Namespace) -> dict:
+    """TwinConfig's fields as the command line gave them (None: not given)."""
+    return {name: getattr(args, name.replace("length_error_sigma", "length_error"), None) for name in TWIN_FLAGS}
+
+
+def twin_inputs(args: argparse.Namespace, settings: Settings | None):
+    """(the TwinConfig of the twin flags and the settings' power model, the --carbon signal in
+    gCO2eq/kWh or None), checked before any work: ConfigError naming the flag and the value, a
+    --carbon that is a price or a --carbon-unit without --carbon; TraceError for an unreadable --carbon."""
     from autoscaler.app import compose
 
-    twin = compose.twin_config(settings, **flags)
-    if carbon_flags["--carbon"] is None:
-        if carbon_flags["--carbon-unit"] is not None:
+    twin = compose.twin_config(settings, **twin_flags(args))
+    source, unit = getattr(args, "carbon", None), getattr(args, "carbon_unit", None)
+    if source is None:
+        if unit is not None:
             raise ConfigError("--carbon-unit without --carbon: give the signal with --carbon SOURCE")
         return twin, None
     from autoscaler.adapters.signal_source import load_signal
     from energy.signal import in_grams
 
-    signal = load_signal(carbon_flags["--carbon"], carbon_flags["--carbon-unit"], unit_name="--carbon-unit", flag="--carbon")
+    signal = load_signal(source, unit, unit_name="--carbon-unit", flag="--carbon")
     if signal.unit not in ("gCO2eq/kWh", "lbs/MWh"):
         raise ConfigError(f"--carbon {signal.source}: its unit is {signal.unit}; the twin's bill needs a carbon intensity (gCO2eq/kWh or lbs/MWh)")
     return twin, in_grams(signal)
@@ -342,7 +371,8 @@ def deadline_nodes_needed(jobs: list[Job], slot_s: float) -> int:
 
 
 def check_drain(
-    waiting: list[Job], running: list[Job], slot: int, end_slot: int, horizon: int, max_nodes: int, slot_s: float, deadline_cap: int
+    waiting: list[Job], running: list[Job], slot: int, end_slot: int, horizon: int, max_nodes: int, slot_s: float, deadline_cap: int,
+    cap_flag: str = "--max-nodes",
 ) -> None:
     """Raise ConfigError when the jobs not yet released (``waiting``) cannot all be released by
     ``end_slot`` on ``max_nodes`` nodes.
@@ -351,7 +381,8 @@ def check_drain(
     the slots from now, and from each later submit slot r on, the node-slots of the jobs that
     can only run there must fit in max_nodes x the slots to ``end_slot``. The message names
     --max-nodes, the least cap that could release every job in time, and ``deadline_cap``, a
-    lower bound on the cap that meets every deadline.
+    lower bound on the cap that meets every deadline; ``cap_flag`` is the flag that set the cap
+    (--step-concurrency on a twin that runs fewer steps at once than --max-nodes).
     """
     busy = sum(max(0, math.ceil((job.released_s + job.length_s) / slot_s) - slot) for job in running if job.released_s is not None)
     by_release: dict[int, list[int]] = {}
@@ -365,7 +396,7 @@ def check_drain(
         if release > slot:
             windows.append((release, jobs_from, work_from))
     windows.append((slot, jobs_from, work_from + busy))
-    _refuse_if_short(windows, len(running) if busy else 0, slot, end_slot, horizon, max_nodes, deadline_cap)
+    _refuse_if_short(windows, len(running) if busy else 0, slot, end_slot, horizon, max_nodes, deadline_cap, cap_flag)
 
 
 class _DrainCheck:
@@ -373,7 +404,8 @@ class _DrainCheck:
     start at a later submit slot hold only jobs not yet submitted, so they are checked once,
     before the first slot; each slot then checks the window from now."""
 
-    def __init__(self, jobs: list[Job], end_slot: int, horizon: int, max_nodes: int, slot_s: float) -> None:
+    def __init__(self, jobs: list[Job], end_slot: int, horizon: int, max_nodes: int, slot_s: float, cap_flag: str = "--max-nodes") -> None:
+        self._cap_flag = cap_flag
         self._held = [node_slots(job, slot_s) for job in jobs]
         self._left = list(itertools.accumulate(reversed(self._held)))[::-1] + [0]  # node-slots of jobs[i:]
         self._end, self._horizon, self._max_nodes, self._slot_s = end_slot, horizon, max_nodes, slot_s
@@ -391,7 +423,7 @@ class _DrainCheck:
             check_drain(
                 [job for job in active if job.state == "queued"] + self._jobs[submitted:],
                 [job for job in active if job.state != "queued"],
-                slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap,
+                slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap, self._cap_flag,
             )  # fmt: skip
             return
         if self._left[0] <= self._max_nodes * (self._end - slot):
@@ -402,11 +434,12 @@ class _DrainCheck:
         busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) for job in running)
         work = sum(self._held_by_id.get(job.job_id, node_slots(job, self._slot_s)) for job in queued) + self._left[submitted] + busy
         count = len(queued) + len(self._jobs) - submitted
-        _refuse_if_short([(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap)
+        _refuse_if_short([(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap, self._cap_flag)
 
 
 def _refuse_if_short(
-    windows: list[tuple[int, int, int]], running: int, slot: int, end_slot: int, horizon: int, max_nodes: int, deadline_cap: int
+    windows: list[tuple[int, int, int]], running: int, slot: int, end_slot: int, horizon: int, max_nodes: int, deadline_cap: int,
+    cap_flag: str = "--max-nodes",
 ) -> None:
     """ConfigError when some window [first, end_slot) holds more node-slots than max_nodes can run."""
     needed = max(math.ceil(work / max(1, end_slot - first)) for first, _, work in windows)
@@ -419,11 +452,11 @@ def _refuse_if_short(
     else:
         what = f"{count:,} jobs submitted from slot {first:,} on hold {work:,} node-slots"
     raise ConfigError(
-        f"run --replay: under --max-nodes {max_nodes:,} the queue cannot drain ({when}): {what}, more than "
-        f"{max_nodes:,} node(s) x the {end_slot - first:,} slots from slot {first:,} to {end_slot:,} (the horizon of "
-        f"{horizon:,} slots and as long again for late jobs); fewer than --max-nodes {needed:,} cannot release them all "
+        f"run --replay: under {cap_flag} {max_nodes:,} the queue cannot drain ({when}): {what}, more than "
+        f"{max_nodes:,} {'node(s)' if cap_flag == '--max-nodes' else 'step(s) at once'} x the {end_slot - first:,} slots from slot {first:,} to {end_slot:,} (the horizon of "
+        f"{horizon:,} slots and as long again for late jobs); fewer than {cap_flag} {needed:,} cannot release them all "
         f"by then (a lower bound: jobs hold whole nodes for whole slots, so a few more may be needed), and meeting every "
-        f"deadline takes at least --max-nodes {deadline_cap:,}"
+        f"deadline takes at least {cap_flag} {deadline_cap:,}"
     )
 
 

@@ -48,9 +48,19 @@ def test_the_twins_bill_of_workload_a_does_the_traces_work_and_prices_its_energy
     assert billed_hours >= busy_hours
 
 
-def test_the_instant_cluster_stays_the_default_and_prints_no_bill(capsys):
-    assert main(["run", "--replay", "A", "--policy", "hold"]) == 0
+def test_the_twin_is_the_default_and_the_instant_cluster_prints_no_bill(capsys):
+    assert main(["run", "--replay", "A", "--policy", "hold", "--dry-run"]) == 0
+    assert "the cluster twin's bill" in capsys.readouterr().out
+    assert main(["run", "--replay", "A", "--policy", "hold", "--dry-run", "--cluster", "instant"]) == 0
     assert "the cluster twin's bill" not in capsys.readouterr().out
+
+
+def test_a_step_concurrency_that_cannot_drain_the_queue_is_named_not_max_nodes(capsys):
+    assert main(["run", "--replay", "A", "--dry-run", "--step-concurrency", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "under --step-concurrency 1 the queue cannot drain" in err
+    assert "1 step(s) at once x the" in err
+    assert "--max-nodes" not in err
 
 
 @pytest.mark.parametrize(
@@ -63,7 +73,7 @@ def test_the_instant_cluster_stays_the_default_and_prints_no_bill(capsys):
         (["--cluster", "twin", "--length-error", "-0.5"], "--length-error (length_error_sigma): expected a finite number >= 0 and <= 5, got -0.5"),
         (["--cluster", "twin", "--step-concurrency", "0"], "--step-concurrency (step_concurrency): expected a whole number in 1..256"),
         (["--cluster", "twin", "--step-concurrency", "300"], "got 300"),
-        (["--provision-s", "30"], "--provision-s: for the cluster twin only; add --cluster twin"),
+        (["--cluster", "instant", "--provision-s", "30"], "--provision-s: for the cluster twin only, and this replay runs on --cluster instant"),
     ],
 )
 def test_bad_twin_flags_are_refused_naming_the_flag_and_value_before_any_work(flags, message, tmp_path, capsys):

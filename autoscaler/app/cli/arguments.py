@@ -188,37 +188,50 @@ def cost_and_length_model(args: argparse.Namespace) -> tuple[CostParams, LengthM
     return params, length_model
 
 
-def parse_deadlines(text: str, slot_s: float = defaults.SLOT_S) -> list[int]:
+def parse_deadlines(text: str, slot_s: float = defaults.SLOT_S, flag: str = "--deadlines") -> list[int]:
     """'1-12' (slots), or '2,4,8' or '1h,2h,6h' (each slots or a duration, :func:`deadline_slots` at
-    ``slot_s``) -> whole numbers of slots >= 0; ConfigError naming --deadlines and what is wrong otherwise."""
+    ``slot_s``) -> whole numbers of slots >= 0; ConfigError naming ``flag`` and what is wrong otherwise."""
     forms = "a range like 1-12 or a list like 2,4,8 of whole numbers >= 0 (slots), or of durations like 1h,2h,6h"
     span = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", text)
     if span:
         low, high = int(span.group(1)), int(span.group(2))
         if low < 0 or high < 0:
-            raise ConfigError(f"--deadlines: {text!r} has a negative deadline; expected {forms}")
+            raise ConfigError(f"{flag}: {text!r} has a negative deadline; expected {forms}")
         if low > high:
-            raise ConfigError(f"--deadlines: the range {text!r} runs backwards ({low} > {high}); write it smaller first: {high}-{low}")
+            raise ConfigError(f"{flag}: the range {text!r} runs backwards ({low} > {high}); write it smaller first: {high}-{low}")
         if high - low > 10_000:
-            raise ConfigError(f"--deadlines: {text!r} is {high - low + 1:,} deadlines to sweep; expected at most 10,001")
+            raise ConfigError(f"{flag}: {text!r} is {high - low + 1:,} deadlines to sweep; expected at most 10,001")
         return list(range(low, high + 1))
     parts = text.split(",")
     if len(parts) > 1 and not all(part.strip() for part in parts):
-        raise ConfigError(f"--deadlines: {text!r} has an empty item; expected {forms}")
+        raise ConfigError(f"{flag}: {text!r} has an empty item; expected {forms}")
     both = " (a range or a list, not both)" if "-" in text and "," in text else ""
     values = []
     for part in (p.strip() for p in parts if p.strip()):
         if re.fullmatch(r"-?\d+", part):
             values.append(int(part))
         elif not both and re.search(r"[dhms]\Z", part) and parse_duration_s(part) is not None:
-            values.append(deadline_slots(part, slot_s, "--deadlines"))
+            values.append(deadline_slots(part, slot_s, flag))
         else:
-            raise ConfigError(f"--deadlines: expected {forms}{both}, got {text!r}")
+            raise ConfigError(f"{flag}: expected {forms}{both}, got {text!r}")
     if not values:
-        raise ConfigError(f"--deadlines: expected {forms}, got {text!r}")
+        raise ConfigError(f"{flag}: expected {forms}, got {text!r}")
     if min(values) < 0:
-        raise ConfigError(f"--deadlines: {text!r} has a negative deadline ({min(values)}); expected {forms}")
+        raise ConfigError(f"{flag}: {text!r} has a negative deadline ({min(values)}); expected {forms}")
     repeated = sorted({v for v in values if values.count(v) > 1})
     if repeated:
-        raise ConfigError(f"--deadlines: {text!r} gives D = {', '.join(map(str, repeated))} more than once; give each deadline once")
+        raise ConfigError(f"{flag}: {text!r} gives D = {', '.join(map(str, repeated))} more than once; give each deadline once")
     return values
+
+
+def add_twin_arguments(group) -> None:
+    """The cluster twin's flags (``run --replay``, ``compare``): each None unless given, so the twin's
+    defaults (autoscaler.core.twin) live in one place; TwinConfig checks every value and names the flag."""
+    group.add_argument("--provision-s", type=float, default=None, help="twin: seconds from a resize up to a usable node (default 330, EMR's 5-6 minutes)")
+    group.add_argument("--decommission-timeout-s", type=float, default=None, help="twin: seconds a draining node may keep its job before the job is killed and run again (default 3600, YARN's)")
+    group.add_argument("--length-error", type=float, default=None, metavar="SIGMA", help="twin: true length = estimate x lognormal(0, SIGMA) per job (default 0: the estimate)")
+    group.add_argument("--seed", type=int, default=None, help="twin: seed of --length-error's draws (default 0)")
+    group.add_argument("--step-concurrency", type=int, default=None, help="twin: most steps running at once, EMR's StepConcurrencyLevel 1..256 (default 256)")
+    group.add_argument("--price-per-node-hour", type=float, default=None, help="twin: $ per node-hour, billed per second with 60 s minimum (default 0.240: m5.xlarge EC2 0.192 + EMR 0.048, us-east-1 on demand)")
+    group.add_argument("--carbon", default=None, metavar="SOURCE", help="twin: a carbon signal (file or URL) for the bill's kgCO2; the trace's start is placed at its first time; decisions stay carbon-blind")
+    group.add_argument("--carbon-unit", default=None, help="twin: unit of a CSV --carbon (gCO2eq/kWh or lbs/MWh)")

@@ -14,6 +14,7 @@ from rich.console import Console
 from autoscaler.app.cli.arguments import (
     HelpFormatter,
     add_store_arguments,
+    add_twin_arguments,
     non_negative_float,
     non_negative_int,
     open_store,
@@ -109,19 +110,16 @@ def add_parsers(commands) -> None:
     run.add_argument("--tenants", type=positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
     twin = run.add_argument_group(
         "replay on the cluster twin",
-        "--cluster twin runs the replay on an EMR TASK group as it behaves and bills (autoscaler.core.twin): "
+        "the replay runs on the cluster twin, an EMR TASK group as it behaves and bills (autoscaler.core.twin): "
         "nodes usable --provision-s after the request, drains that kill a job at --decommission-timeout-s, "
         "true lengths apart from the estimates, and a bill of node-seconds, $, kWh (and kgCO2 with --carbon) at the end",
     )
-    twin.add_argument("--cluster", choices=["instant", "twin"], default="instant", help="replay: the in-memory cluster whose nodes appear at once (the paper's), or the twin")
-    twin.add_argument("--provision-s", type=float, default=None, help="twin: seconds from a resize up to a usable node (default 330, EMR's 5-6 minutes)")
-    twin.add_argument("--decommission-timeout-s", type=float, default=None, help="twin: seconds a draining node may keep its job before the job is killed and run again (default 3600, YARN's)")
-    twin.add_argument("--length-error", type=float, default=None, metavar="SIGMA", help="twin: true length = estimate x lognormal(0, SIGMA) per job (default 0: the estimate)")
-    twin.add_argument("--seed", type=int, default=None, help="twin: seed of --length-error's draws (default 0)")
-    twin.add_argument("--step-concurrency", type=int, default=None, help="twin: most steps running at once, EMR's StepConcurrencyLevel 1..256 (default 256)")
-    twin.add_argument("--price-per-node-hour", type=float, default=None, help="twin: $ per node-hour, billed per second with 60 s minimum (default 0.240: m5.xlarge EC2 0.192 + EMR 0.048, us-east-1 on demand)")
-    twin.add_argument("--carbon", default=None, metavar="SOURCE", help="twin: a carbon signal (file or URL) for the bill's kgCO2; the trace's start is placed at its first time; decisions stay carbon-blind")
-    twin.add_argument("--carbon-unit", default=None, help="twin: unit of a CSV --carbon (gCO2eq/kWh or lbs/MWh)")
+    twin.add_argument(
+        "--cluster", choices=["twin", "instant"], default=None,
+        help="replay: the twin, or the in-memory cluster whose nodes appear at once (the paper's idealised one) "
+        "(default: twin; EMR itself when the config's endpoint_url is on this machine, e.g. moto)",
+    )  # fmt: skip
+    add_twin_arguments(twin)
     run.set_defaults(handler=_run_daemon)
 
 
@@ -255,7 +253,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         return replay_through_daemon(args, settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
-    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster if args.cluster != "instant" else None)):
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster)):
         if value is not None:
             raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
     import structlog
