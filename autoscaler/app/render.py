@@ -354,6 +354,39 @@ def ratios_png(ratios: list[dict], n: int, source: str) -> bytes:
     return _png(fig, plt)
 
 
+COMPARE_PLOTTED = ("hold", "managed", "fixed")
+"""The runs whose nodes compare.png draws: the default policy and the two an operator would run instead."""
+
+
+def compare_png(results: dict, deadlines: list[int], slot_s: float, with_carbon: bool) -> bytes:
+    """compare.png: one column per deadline; the nodes up over time of hold, managed and fixed, and
+    the cumulative kWh of every run (``results``: {(name, D): autoscaler.app.compare.RunResult})."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(deadlines), figsize=(6 * len(deadlines), 7), squeeze=False, sharex="col")
+    for column, d in enumerate(deadlines):
+        top, bottom = axes[0][column], axes[1][column]
+        for (name, deadline), result in results.items():
+            if deadline != d or result.nodes is None:
+                continue
+            if name in COMPARE_PLOTTED:
+                times, nodes = result.nodes
+                top.step(times / 3600.0, nodes, where="post", label=name, linewidth=0.8)
+            hours = slot_s * np.arange(1, len(result.cumulative_kwh) + 1) / 3600.0
+            bottom.plot(hours, result.cumulative_kwh, label=f"{name} ({result.figures.energy_kwh:,.0f} kWh)", linewidth=1.0)
+        top.set_title(f"D = {d * slot_s / 3600:g} h: nodes up (booting, idle, busy)")
+        top.set_ylabel("nodes")
+        top.legend(loc="upper right", fontsize=8)
+        bottom.set_ylabel("cumulative kWh")
+        bottom.set_xlabel("hours from the trace's start")
+        bottom.legend(loc="upper left", fontsize=7)
+    fig.tight_layout()
+    return _png(fig, plt)
+
+
 def _png(fig, plt) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")

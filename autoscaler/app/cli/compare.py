@@ -1,0 +1,195 @@
+"""``autoscaler compare``: what each policy and each baseline an operator would run instead costs, on
+the cluster twin, for the same jobs: node-hours, $, kWh, kgCO2, jobs late, waits, nodes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from autoscaler.adapters.files import write_all_atomic
+from autoscaler.app.cli.arguments import add_twin_arguments, non_negative_int, parse_deadlines, positive_int
+from autoscaler.app.cli.trace_inputs import note_shadowed_file
+from autoscaler.app.traces import TRACE_NAMES_HELP
+from autoscaler.core.errors import ConfigError
+
+DEFAULT_DEADLINES = "30m,2h,6h"
+REFERENCE = "managed"
+"""The row every other is set against: what an EMR operator runs when not running us."""
+
+
+def add_parsers(commands) -> None:
+    """The compare command."""
+    from autoscaler.app.compare import BASELINE_NAMES, BOUND, DEFAULT_RUNS
+
+    compare = commands.add_parser(
+        "compare",
+        help="every policy against EMR managed scaling, a fixed cluster and custom rules, on the cluster twin",
+        description="Run the trace's jobs through each policy (the daemon's slot loop) and each baseline an EMR "
+        "operator would pick instead, on the same cluster twin (nodes usable --provision-s after the request, "
+        "graceful decommission, per-second billing), and print per run and deadline: node-hours, $, kWh, "
+        "kgCO2 (with --carbon), jobs released late, jobs finished after their deadline, the wait from submit "
+        f"to start, peak nodes and scale events; beside them '{BOUND}', the offline LP with the twin's costs, "
+        "which no policy can beat. Baselines: fixed (always on: the fewest nodes that meet every deadline, or "
+        "--fixed-nodes), managed (EMR managed scaling: every job released at submission, nodes added for pending "
+        "work every 10 s, idle nodes removed), custom-rules (the console's default rules: +1 node when "
+        "YARNMemoryAvailablePercentage < 15, -1 when > 75, 300 s period and cooldown).",
+    )
+    compare.add_argument("--trace", default=None, help=f"SWIM trace (.tsv): {TRACE_NAMES_HELP} (default: A)")
+    compare.add_argument(
+        "--deadline", "-D", default=DEFAULT_DEADLINES,
+        help="deadlines: a comma list of durations (30m,2h,6h) or slots, each a whole number of slots of the config's slot_s; a job's deadline is its submit time + its length + D",
+    )  # fmt: skip
+    compare.add_argument(
+        "--policy", default="all",
+        help=f"comma list of runs, or 'all': {', '.join(DEFAULT_RUNS)} (policies through the daemon's slot loop; baselines {', '.join(BASELINE_NAMES)}; {BOUND})",
+    )  # fmt: skip
+    compare.add_argument("--config", type=Path, default=None, help="settings TOML (slot_s, costs, power model, cluster.min_nodes/max_nodes; default: the defaults)")
+    compare.add_argument("--max-nodes", type=positive_int, default=None, help="most task nodes, every run (default: the config's cluster.max_nodes)")
+    compare.add_argument("--min-nodes", type=non_negative_int, default=None, help="fewest task nodes of managed and custom-rules (default: the config's cluster.min_nodes)")
+    compare.add_argument("--fixed-nodes", type=positive_int, default=None, help="fixed: this many nodes always on (default: the fewest that meet every deadline, at most --max-nodes)")
+    compare.add_argument("--workers", type=positive_int, default=None, help="processes running the runs side by side (default: the machine's cores)")
+    compare.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
+    compare.add_argument("--out", type=Path, default=None, help="folder for compare.json and compare.png (nodes over time of hold, managed and fixed; cumulative kWh and kgCO2)")
+    add_twin_arguments(compare.add_argument_group("the cluster twin", "how the twin's EMR TASK group behaves and bills (autoscaler.core.twin)"))
+    compare.set_defaults(handler=_run_compare)
+
+
+def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler.app import compare as runs
+    from autoscaler.app import compose
+    from autoscaler.app.render import compare_png, json_text
+    from autoscaler.app.replay_daemon import twin_inputs
+
+    settings = compose.settings(args.config, cluster_required=False)
+    slot_s = settings.slot_s
+    deadlines = parse_deadlines(args.deadline, slot_s, "--deadline")
+    names = runs.check_runs(runs.DEFAULT_RUNS if args.policy.strip() == "all" else [n.strip() for n in args.policy.split(",")])
+    max_nodes = args.max_nodes if args.max_nodes is not None else settings.cluster.max_nodes
+    min_nodes = args.min_nodes if args.min_nodes is not None else settings.cluster.min_nodes
+    if max_nodes < 1:
+        raise ConfigError(f"--max-nodes: expected at least 1 node (the widest job needs 1), got {max_nodes}")
+    if min_nodes > max_nodes:
+        raise ConfigError(f"--min-nodes {min_nodes} is above --max-nodes {max_nodes}")
+    if args.fixed_nodes is not None and args.fixed_nodes > max_nodes:
+        raise ConfigError(f"--fixed-nodes {args.fixed_nodes} is above --max-nodes {max_nodes}")
+    twin, carbon = twin_inputs(args, settings)
+    note_shadowed_file(args.trace, "--trace", err)
+    inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines))
+    for name in names:
+        for d in deadlines:
+            if (why := runs.skipped(name, d)) is not None:
+                err.print(f"note: {why}", highlight=False)
+    total = sum(runs.skipped(name, d) is None for name in names for d in deadlines)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task(f"{len(inputs.jobs):,} jobs, {total} runs", total=total)
+        results = runs.compare(inputs, names, deadlines, workers=args.workers, on_done=lambda _: progress.advance(task))
+    document = _document(args, inputs, results, deadlines)
+    if args.format == "json":
+        out.print(json_text(document, indent=2), markup=False, highlight=False, soft_wrap=True)
+    else:
+        for d in deadlines:
+            out.print(_table(results, d, slot_s, carbon is not None))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_all_atomic(args.out / "compare.json", json_text(document, indent=2).encode())
+        write_all_atomic(args.out / "compare.png", compare_png(results, deadlines, slot_s, carbon is not None))
+        err.print(f"wrote {args.out / 'compare.json'} and {args.out / 'compare.png'}", highlight=False)
+    return 0
+
+
+def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, fixed_nodes, max_deadline: int):
+    """The trace's jobs at D = 0 and everything else a worker needs (autoscaler.app.compare.CompareInputs)."""
+    from autoscaler.app.compare import CompareInputs
+    from autoscaler.app.replay_daemon import trace_jobs
+    from autoscaler.app.traces import open_trace
+    from autoscaler.core.replay import require_deadline_within_window
+    from autoscaler.core.signal_slots import covered_means
+    from autoscaler.core.workload import read_swim, workload_from_trace
+
+    slot_s = settings.slot_s
+    with open_trace(trace_text, "--trace") as (path, _):
+        if path.suffix.lower() == ".csv":
+            raise ConfigError(f"{path}: compare needs a SWIM trace of jobs (6 tab-separated columns); a .csv load curve has no jobs")
+        trace = read_swim(path)
+    window_slots = workload_from_trace(trace, slot_s=slot_s).n_slots
+    require_deadline_within_window(max_deadline, window_slots, "--deadline: D")
+    jobs = sorted(trace_jobs(trace, 0, slot_s, window_slots * slot_s), key=lambda job: job.submit_s)
+    g_per_kwh = None
+    if carbon is not None:
+        # Long enough for the longest run: the horizon at the largest D and as long again.
+        g_per_kwh = covered_means(carbon, float(carbon.times_s[0]), slot_s, 2 * (window_slots + max_deadline) + 1)
+    return CompareInputs(tuple(jobs), window_slots, settings, twin, min_nodes, max_nodes, g_per_kwh, fixed_nodes)
+
+
+def _number(value, digits: int = 1) -> str:
+    return "" if value is None else f"{value:,.{digits}f}"
+
+
+def _against(value, reference) -> str:
+    from autoscaler.core.compare import against
+
+    if value is None or reference is None:
+        return ""
+    pct = against(value, reference)
+    return "" if pct is None else f"{pct:+.1f} %"
+
+
+def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool) -> Table:
+    """One deadline's runs as a table; the % columns are against managed (when it ran)."""
+    rows = [(name, r) for (name, d), r in results.items() if d == deadline_slots]
+    reference = next((r.figures for name, r in rows if name == REFERENCE), None)
+    hours = deadline_slots * slot_s / 3600.0
+    table = Table(title=f"D = {deadline_slots} slots ({hours:g} h): on the cluster twin" + (f"; % against {REFERENCE}" if reference else ""))
+    headers = ["run", "node-hours", "$", "kWh"] + (["kgCO2"] if with_carbon else [])
+    if reference is not None:
+        headers += ["node-h vs managed", "kWh vs managed"]
+    headers += ["released late", "finished after deadline", "wait p50 / p95, s", "peak nodes", "scale events", "note"]
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("run", "note") else "right")
+    for name, result in rows:
+        f = result.figures
+        cells = [name, _number(f.node_hours), _number(f.cost_usd, 2), _number(f.energy_kwh)] + ([_number(f.co2_kg, 2)] if with_carbon else [])
+        if reference is not None:
+            cells += [_against(f.node_hours, reference.node_hours), _against(f.energy_kwh, reference.energy_kwh)]
+        waits = "" if f.wait_p50_s is None else f"{f.wait_p50_s:,.0f} / {f.wait_p95_s:,.0f}"
+        cells += [_number(f.jobs_released_late, 0), _number(f.jobs_finished_after_deadline, 0), waits, _number(f.peak_nodes, 0), _number(f.scale_events, 0), result.note or ""]
+        table.add_row(*cells)
+    return table
+
+
+def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[int]) -> dict:
+    """The JSON document: the inputs and one object per run and deadline (keys with their units)."""
+    from autoscaler.core.compare import FIGURE_UNITS
+
+    twin = inputs.twin
+    slot_s = inputs.settings.slot_s
+    return {
+        "trace": args.trace or "A",
+        "jobs": len(inputs.jobs),
+        "slot_s": slot_s,
+        "window_slots": inputs.window_slots,
+        "deadline_slots": deadlines,
+        "deadline_s": [d * slot_s for d in deadlines],
+        "min_nodes": inputs.min_nodes,
+        "max_nodes": inputs.max_nodes,
+        "twin": {
+            "provision_s": twin.provision_s,
+            "decommission_timeout_s": twin.decommission_timeout_s,
+            "length_error_sigma": twin.length_error_sigma,
+            "seed": twin.seed,
+            "step_concurrency": twin.step_concurrency,
+            "price_per_node_hour_usd": twin.price_per_node_hour,
+            "idle_power_w": twin.idle_power_w,
+            "busy_power_w": twin.busy_power_w,
+        },
+        "units": FIGURE_UNITS,
+        "runs": [
+            r.figures.to_dict() | {"deadline_s": d * slot_s, "note": r.note}
+            for (name, d), r in results.items()
+        ],
+    }

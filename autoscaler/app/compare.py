@@ -1,0 +1,212 @@
+"""`autoscaler compare`: every policy and every baseline on the same cluster twin and the same jobs.
+
+The product's policies run through the daemon's own slot loop (:class:`~autoscaler.app.daemon.SlotRunner`
+on a shadow store, a simulated clock and :class:`~autoscaler.adapters.twin.TwinCluster`), the way
+``run --replay --dry-run`` does, except that a job enters the store at the first slot boundary at or
+after its submit time, as a live daemon sees it (a job cannot start before it is submitted). The
+baselines an operator would run instead (``fixed``, ``managed``, ``custom-rules``,
+:mod:`autoscaler.core.baselines`) play on the twin directly; ``bound`` is the offline LP with the
+twin's costs (:mod:`autoscaler.core.twin_bound`). Each (run, deadline) is one task; tasks run in
+worker processes, each given the inputs once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+
+import numpy as np
+
+from autoscaler.core.compare import TwinFigures, cumulative_kwh, nodes_up, twin_figures
+from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import Job
+from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
+from autoscaler.core.twin import ClusterTwin, TwinConfig
+
+BASELINE_NAMES = ("fixed", "managed", "custom-rules")
+BOUND = "bound"
+DEFAULT_RUNS = (*ONLINE_POLICIES, *BASELINE_NAMES, BOUND)
+"""What compare runs unless told: every policy the daemon runs, every baseline, and the bound."""
+
+
+@dataclass(frozen=True)
+class CompareInputs:
+    """What every task needs, given to each worker once: the trace's jobs (submit times from the
+    trace's start; ``deadline_s`` = submit + length, the deadline at D = 0: :meth:`jobs_at` adds D), its window in slots, the settings (the controller's and the power model), the
+    twin, the node range, and the carbon signal per slot (None: no kgCO2)."""
+
+    jobs: tuple[Job, ...]
+    window_slots: int
+    settings: object
+    twin: TwinConfig
+    min_nodes: int
+    max_nodes: int
+    g_per_kwh: np.ndarray | None = None
+    fixed_nodes: int | None = None
+
+    def jobs_at(self, deadline_slots: int) -> tuple[Job, ...]:
+        """The jobs with D slots of slack: deadline = submit + length + D x slot_s."""
+        slack_s = deadline_slots * self.settings.slot_s
+        return tuple(dataclasses.replace(job, deadline_s=job.deadline_s + slack_s) for job in self.jobs)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One task's result: the figures, the nodes up over time (times_s, nodes) and the kWh used up
+    to the end of each slot (None for the bound); ``note``: what an operator should know of it."""
+
+    figures: TwinFigures
+    nodes: tuple[np.ndarray, np.ndarray] | None
+    cumulative_kwh: np.ndarray | None
+    note: str | None = None
+
+
+def check_runs(names: Sequence[str]) -> list[str]:
+    """The run names, in compare's order, checked: ConfigError naming --policy and the choices."""
+    unknown = [name for name in names if name not in DEFAULT_RUNS]
+    if unknown or not names:
+        raise ConfigError(f"--policy: expected a comma list of {', '.join(DEFAULT_RUNS)} or 'all', got {', '.join(unknown) or 'nothing'}")
+    return [name for name in DEFAULT_RUNS if name in names]
+
+
+def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> ClusterTwin:
+    """``policy`` through the daemon's slot loop on a fresh twin; returns the twin after every job has
+    ended and every node is gone. A job is submitted at the first slot start at or after its submit
+    time; the loop runs until the horizon (window + D) and on while jobs are queued, at most as long
+    again (``replay_daemon.replay_end_slot``; ConfigError beyond)."""
+    from autoscaler.adapters.twin import TwinCluster
+    from autoscaler.app import compose
+    from autoscaler.app.replay_daemon import replay_end_slot
+
+    settings = inputs.settings
+    config = compose.controller_config(settings, policy=policy, deadline_slots=deadline_slots, max_nodes=inputs.max_nodes)
+    slot_s = config.slot_s
+    jobs = inputs.jobs_at(deadline_slots)
+    with contextlib.ExitStack() as stack:
+        store = compose.replay_store(None, stack)
+        clock = compose.replay_clock(0.0)
+        cluster = TwinCluster(clock, inputs.twin)
+        runner = compose.runner(settings, config, store, cluster, clock, dry_run=True, retention_s=None)
+        horizon = inputs.window_slots + deadline_slots
+        submitted = 0
+        for slot in range(replay_end_slot(horizon)):
+            clock.time_s = slot * slot_s
+            arriving = submitted
+            while submitted < len(jobs) and jobs[submitted].submit_s <= clock.time_s:
+                submitted += 1
+            if submitted > arriving:
+                store.submit_many(list(jobs[arriving:submitted]))
+            if slot >= horizon and submitted == len(jobs) and (runner.queue is None or not runner.queue.queued_count):
+                break
+            runner.run_slot()
+        else:
+            raise ConfigError(f"compare: {policy} at D = {deadline_slots} still has jobs queued at slot {slot:,}, twice the horizon of {horizon:,} slots")
+        cluster.finish()
+        return cluster.twin
+
+
+def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult:
+    """One run of compare: a policy (the slot loop), a baseline, or the bound, at D slots."""
+    slot_s = inputs.settings.slot_s
+    jobs = inputs.jobs_at(deadline_slots)
+    if name == BOUND:
+        from autoscaler.core.twin_bound import twin_load, twin_lower_bound
+
+        load = twin_load(jobs, inputs.twin, slot_s, 0.0, inputs.window_slots)
+        weights = None
+        if inputs.g_per_kwh is not None:
+            weights = _padded(inputs.g_per_kwh, inputs.window_slots + deadline_slots)
+        bound = twin_lower_bound(load, deadline_slots, slot_s, inputs.twin, weights if weights is not None and not np.isnan(weights).any() else None)
+        figures = TwinFigures(
+            BOUND, deadline_slots, bound.node_hours, bound.cost_usd, bound.energy_kwh,
+            bound.co2_kg, bound.busy_node_hours, None, None, None, None, None, None, None, None,
+        )  # fmt: skip
+        return RunResult(figures, None, None, "the offline LP with the twin's costs: fractional nodes, every job's work known in advance")
+    note = None
+    if name in BASELINE_NAMES:
+        from autoscaler.core.baselines import run_baseline, smallest_fixed_nodes
+
+        fixed_nodes = None
+        if name == "fixed":
+            fixed_nodes, meets = inputs.fixed_nodes, True
+            if fixed_nodes is None:
+                fixed_nodes, meets = smallest_fixed_nodes(jobs, inputs.twin, max_nodes=inputs.max_nodes, start_s=0.0)
+            note = f"{fixed_nodes:,} nodes always on" + ("" if meets else f": even --max-nodes {inputs.max_nodes:,} misses a deadline")
+        twin = run_baseline(name, jobs, inputs.twin, min_nodes=inputs.min_nodes, max_nodes=inputs.max_nodes, start_s=0.0, fixed_nodes=fixed_nodes)
+    else:
+        twin = policy_on_twin(inputs, name, deadline_slots)
+    n_slots = max(1, math.ceil(twin.now_s / slot_s))
+    g = None if inputs.g_per_kwh is None else _padded(inputs.g_per_kwh, n_slots)
+    figures = twin_figures(name, twin, deadline_slots, slot_s, g)
+    return RunResult(figures, nodes_up(twin), cumulative_kwh(twin, slot_s, n_slots), note)
+
+
+def _padded(values: np.ndarray, n: int) -> np.ndarray:
+    """``values`` cut or padded with NaN (not covered) to length n."""
+    out = np.full(n, np.nan)
+    out[: min(n, len(values))] = values[:n]
+    return out
+
+
+def skipped(name: str, deadline_slots: int) -> str | None:
+    """Why a policy cannot run at D slots (vfw needs D >= 2), else None."""
+    policy = POLICY_TABLE.get(name)
+    if policy is not None and deadline_slots < policy.min_deadline_slots:
+        return f"{name} left out at D = {deadline_slots}: it needs D >= {policy.min_deadline_slots}"
+    return None
+
+
+_INPUTS: CompareInputs | None = None
+
+
+def _init_worker(inputs: CompareInputs, log_level: int) -> None:
+    from autoscaler.app.logs import configure_logging
+
+    global _INPUTS
+    _INPUTS = inputs
+    configure_logging(inputs.settings.log_format, level=log_level)
+
+
+def _task_in_worker(name: str, deadline_slots: int) -> RunResult:
+    return run_task(_INPUTS, name, deadline_slots)
+
+
+def compare(
+    inputs: CompareInputs,
+    names: Sequence[str],
+    deadlines: Sequence[int],
+    workers: int | None = None,
+    on_done: Callable[[RunResult], None] | None = None,
+    log_level: int = logging.ERROR,
+) -> dict[tuple[str, int], RunResult]:
+    """Every (name, D) of ``names`` x ``deadlines``; {(name, D): RunResult}, in that order. ``workers``:
+    processes (None: the machine's cores, at most the tasks; 1: in this process). ``on_done`` is called
+    as each task ends (a progress bar). The slot loop logs at ``log_level`` and above (a slot line is
+    INFO, an overload WARNING). Errors of a task (ConfigError, InfeasibleError) are raised."""
+    from autoscaler.app.logs import configure_logging
+
+    tasks = [(name, d) for d in deadlines for name in names if skipped(name, d) is None]
+    workers = min(len(tasks), workers or os.cpu_count() or 1)
+    results: dict[tuple[str, int], RunResult] = {}
+    if workers <= 1:
+        configure_logging(inputs.settings.log_format, level=log_level)
+        for name, d in tasks:
+            results[(name, d)] = run_task(inputs, name, d)
+            if on_done:
+                on_done(results[(name, d)])
+    else:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(inputs, log_level)) as pool:
+            # The slow runs first (the slot loop, the bound's LPs), so the pool ends together.
+            order = sorted(tasks, key=lambda task: task[0] in BASELINE_NAMES)
+            futures = {pool.submit(_task_in_worker, name, d): (name, d) for name, d in order}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                if on_done:
+                    on_done(results[futures[future]])
+    return {task: results[task] for task in tasks}

@@ -1,0 +1,121 @@
+"""What an operator pays and gets, per policy or baseline, from a finished cluster twin. Pure.
+
+`autoscaler compare` runs the product's policies through the daemon's slot loop and the baselines
+an operator would run instead (``autoscaler.core.baselines``) on the same twin and the same jobs;
+this module turns each finished twin into one row of figures, in the operator's units: node-hours
+billed, $, kWh, kgCO2, jobs released late, jobs that finished after their deadline, the wait from
+submission to start, peak nodes and scale events (issue 21, item 3).
+
+Times are seconds from the trace's start (slot 0 starts at 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from autoscaler.core.twin import ClusterTwin
+
+FIGURE_UNITS = {
+    "node_hours": "node-hours billed (per second, 60 s minimum per node)",
+    "cost_usd": "$ at the twin's price per node-hour",
+    "energy_kwh": "kWh of the power model over every node's life (booting, idle, busy)",
+    "co2_kg": "kgCO2eq: each slot's energy x the carbon signal (with --carbon)",
+    "busy_node_hours": "node-hours running a job to its end (the same work under every policy)",
+    "jobs": "jobs run",
+    "jobs_released_late": "jobs released after their start-by slot (deadline - estimated length)",
+    "jobs_finished_after_deadline": "jobs whose step ended after their deadline",
+    "wait_p50_s": "median seconds from submission to the step's first start",
+    "wait_p95_s": "95th percentile of the same",
+    "peak_nodes": "most nodes up at once (booting, idle, busy or draining)",
+    "scale_events": "resizes that changed the nodes asked for",
+    "jobs_killed": "runs killed at the decommission timeout (and run again)",
+}
+"""Every figure of a row, its key in ``--format json`` and what it counts, in the words of the help."""
+
+
+@dataclass(frozen=True)
+class TwinFigures:
+    """One row of ``autoscaler compare``: ``name`` (a policy, a baseline or ``bound``), the deadline
+    D in slots, and the figures of :data:`FIGURE_UNITS` (``co2_kg`` None without a signal; a bound
+    has no job counts, waits, peak or scale events: None)."""
+
+    name: str
+    deadline_slots: int
+    node_hours: float
+    cost_usd: float
+    energy_kwh: float
+    co2_kg: float | None
+    busy_node_hours: float
+    jobs: int | None
+    jobs_released_late: int | None
+    jobs_finished_after_deadline: int | None
+    wait_p50_s: float | None
+    wait_p95_s: float | None
+    peak_nodes: int | None
+    scale_events: int | None
+    jobs_killed: int | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def released_late(added_s: float, deadline_s: float, estimate_s: float, slot_s: float) -> bool:
+    """Whether a job added as a step at ``added_s`` was released after its start-by slot, the slot of
+    (deadline - estimated length) (``autoscaler.core.lateness``: released in that slot is in time)."""
+    return math.floor(added_s / slot_s + 1e-9) > math.floor((deadline_s - estimate_s) / slot_s + 1e-9)
+
+
+def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: float, g_per_kwh: np.ndarray | None = None) -> TwinFigures:
+    """The row of a finished twin (call ``twin.finish`` first). ``g_per_kwh``: the carbon signal per
+    slot of ``slot_s`` from 0, shape (n_slots,), NaN where it does not cover (those slots' energy is
+    left out of ``co2_kg``). A job's wait runs from its submit time to its step's first start."""
+    bill = twin.bill()
+    steps = list(twin.steps.values())
+    started = [step for step in steps if step.start_s is not None]
+    waits = np.array([step.start_s - step.submit_s for step in started]) if started else np.zeros(1)
+    co2_kg = None
+    if g_per_kwh is not None:
+        co2_kg, _ = bill.carbon_kg(0.0, slot_s, g_per_kwh)
+    return TwinFigures(
+        name=name,
+        deadline_slots=deadline_slots,
+        node_hours=bill.billed_node_s / 3600.0,
+        cost_usd=bill.cost_usd,
+        energy_kwh=bill.energy_wh / 1000.0,
+        co2_kg=co2_kg,
+        busy_node_hours=bill.work_node_s / 3600.0,
+        jobs=len(steps),
+        jobs_released_late=sum(released_late(s.added_s, s.deadline_s, s.estimate_s, slot_s) for s in steps),
+        jobs_finished_after_deadline=sum(1 for s in steps if s.end_s is not None and s.end_s > s.deadline_s + 1e-6),
+        wait_p50_s=float(np.percentile(waits, 50)),
+        wait_p95_s=float(np.percentile(waits, 95)),
+        peak_nodes=bill.peak_nodes,
+        scale_events=bill.scale_events,
+        jobs_killed=bill.jobs_killed,
+    )
+
+
+def nodes_up(twin: ClusterTwin) -> tuple[np.ndarray, np.ndarray]:
+    """(times_s, nodes): the nodes up (requested and not yet removed) as a step function; nodes[i]
+    holds from times_s[i] to times_s[i + 1]. Shapes (k,), (k,)."""
+    changes: dict[float, int] = {}
+    for node in twin.nodes.values():
+        changes[node.requested_s] = changes.get(node.requested_s, 0) + 1
+        end_s = twin.now_s if node.removed_s is None else node.removed_s
+        changes[end_s] = changes.get(end_s, 0) - 1
+    times = np.array(sorted(changes), dtype=float)
+    return times, np.cumsum([changes[t] for t in times]).astype(int) if len(times) else np.zeros(0, dtype=int)
+
+
+def cumulative_kwh(twin: ClusterTwin, slot_s: float, n_slots: int) -> np.ndarray:
+    """kWh used from 0 to the end of each slot, shape (n_slots,)."""
+    used = twin.bill().energy_wh_between(slot_s * np.arange(n_slots + 1, dtype=float))
+    return np.cumsum(used) / 1000.0
+
+
+def against(value: float, reference: float) -> float | None:
+    """``value`` against ``reference`` in %: +10 is 10 % more; None when the reference is 0."""
+    return None if reference == 0 else 100.0 * (value / reference - 1.0)
