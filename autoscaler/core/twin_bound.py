@@ -146,14 +146,16 @@ def twin_lower_bound(
     ``g_per_kwh``: gCO2/kWh per slot, shape (n_slots + D,) or (n_slots,) (the D slots after the
     window then count no CO2, as ``TwinBill.carbon_kg`` counts energy its signal does not cover),
     finite and >= 0: the energy LP with slot t's operating cost weighted by it and each boot
-    priced at the horizon's lowest intensity (paper: deferral, eq. (3); its slot-weighted form in
-    :func:`autoscaler.core.policies.offline.solve_offline`).
+    priced at the horizon's lowest intensity, so at none when an (n_slots,) signal is padded and
+    D > 0 (paper: deferral, eq. (3); its slot-weighted form in
+    :func:`autoscaler.core.policies.offline.solve_offline`). Returns a TwinBound; with no work
+    every figure is 0 and nothing is solved.
 
     Raises ConfigError for a load that is not 1-D, empty, or has a value that is not finite and
     >= 0; a ``deadline_slots`` that is not a whole number >= 0 (or n_slots + D past MAX_SLOTS); a
     bad ``slot_s``; a ``g_per_kwh`` of another shape or with a NaN, infinite or negative value.
     Raises SolverError (with the solver's status) when an LP is not solved to optimality: a
-    bound is never made up.
+    bound is never made up. (LP (3) without a cap M is always feasible: no InfeasibleError.)
     """
     slot_s = _positive_seconds("slot_s", slot_s)
     curve = workload_from_curve(load, slot_s=slot_s, source="twin_lower_bound load").released
