@@ -127,7 +127,7 @@ def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult
             BOUND, deadline_slots, bound.node_hours, bound.cost_usd, bound.energy_kwh,
             bound.co2_kg, bound.busy_node_hours, None, None, None, None, None, None, None, None,
         )  # fmt: skip
-        return RunResult(figures, None, None, "the offline LP with the twin's costs: fractional nodes, every job's work known in advance")
+        return RunResult(figures, None, None, "the offline LP (3) with the twin's costs, fractional nodes and every job known in advance: no policy can do better")
     note = None
     if name in BASELINE_NAMES:
         from autoscaler.core.baselines import run_baseline, smallest_fixed_nodes

@@ -144,20 +144,24 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
     rows = [(name, r) for (name, d), r in results.items() if d == deadline_slots]
     reference = next((r.figures for name, r in rows if name == REFERENCE), None)
     hours = deadline_slots * slot_s / 3600.0
-    table = Table(title=f"D = {deadline_slots} slots ({hours:g} h): on the cluster twin" + (f"; % against {REFERENCE}" if reference else ""))
+    notes = [f"{name}: {r.note}" for name, r in rows if r.note]
+    table = Table(
+        title=f"D = {deadline_slots} slots ({hours:g} h): on the cluster twin" + (f"; % against {REFERENCE}" if reference else ""),
+        caption="; ".join(notes) or None,
+    )
     headers = ["run", "node-hours", "$", "kWh"] + (["kgCO2"] if with_carbon else [])
     if reference is not None:
         headers += ["node-h vs managed", "kWh vs managed"]
-    headers += ["released late", "finished after deadline", "wait p50 / p95, s", "peak nodes", "scale events", "note"]
+    headers += ["released late", "finished after deadline", "wait p50 / p95, s", "peak nodes", "scale events"]
     for header in headers:
-        table.add_column(header, justify="left" if header in ("run", "note") else "right")
+        table.add_column(header, justify="left" if header == "run" else "right")
     for name, result in rows:
         f = result.figures
         cells = [name, _number(f.node_hours), _number(f.cost_usd, 2), _number(f.energy_kwh)] + ([_number(f.co2_kg, 2)] if with_carbon else [])
         if reference is not None:
             cells += [_against(f.node_hours, reference.node_hours), _against(f.energy_kwh, reference.energy_kwh)]
         waits = "" if f.wait_p50_s is None else f"{f.wait_p50_s:,.0f} / {f.wait_p95_s:,.0f}"
-        cells += [_number(f.jobs_released_late, 0), _number(f.jobs_finished_after_deadline, 0), waits, _number(f.peak_nodes, 0), _number(f.scale_events, 0), result.note or ""]
+        cells += [_number(f.jobs_released_late, 0), _number(f.jobs_finished_after_deadline, 0), waits, _number(f.peak_nodes, 0), _number(f.scale_events, 0)]
         table.add_row(*cells)
     return table
 
