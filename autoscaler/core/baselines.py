@@ -140,7 +140,8 @@ def _play_managed(jobs: Sequence[Job], config: TwinConfig, min_nodes: int, max_n
             twin.resize(now_s, min(max_nodes, demand))
         elif counts["idle"] and up > max(min_nodes, demand):
             twin.remove_idle(now_s, min(counts["idle"], up - max(min_nodes, demand)))
-        next_event_s = min(jobs[next_job].submit_s if next_job < len(jobs) else math.inf, twin.next_event_s or math.inf)
+        queued_s = twin.next_event_s
+        next_event_s = min(jobs[next_job].submit_s if next_job < len(jobs) else math.inf, math.inf if queued_s is None else queued_s)
         following = _next_tick(tick, next_event_s, start_s, MANAGED_INTERVAL_S)
         if following is None:
             break  # nothing can change any more; finish serves what waits

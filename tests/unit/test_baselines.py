@@ -192,7 +192,12 @@ def test_bad_input_is_refused_naming_it(name, options, shown):
 
 TIME_ABS_S = 1e-6
 
-jobs_strategy = st.lists(st.tuples(st.floats(0.0, 3000.0), st.floats(0.0, 2000.0), st.floats(0.0, 3000.0)), min_size=1, max_size=10)
+def seconds(high_s: float) -> st.SearchStrategy[float]:
+    """Any time up to ``high_s``, or one on the 10-s grid, where a submission or an end meets a tick."""
+    return st.one_of(st.floats(0.0, high_s), st.integers(0, int(high_s) // 10).map(lambda k: 10.0 * k))
+
+
+jobs_strategy = st.lists(st.tuples(seconds(3000.0), seconds(2000.0), st.floats(0.0, 3000.0)), min_size=1, max_size=10)
 config_strategy = st.builds(
     TwinConfig,
     provision_s=st.sampled_from([0.0, 30.0, 330.0]),
@@ -265,3 +270,41 @@ def test_the_smallest_fixed_size_meets_every_deadline_on_the_twin_and_one_node_f
         assert nodes == max_nodes
     elif nodes > 1:
         assert not meets(nodes - 1)
+
+
+def managed_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int) -> ClusterTwin:
+    """Managed scaling's rule evaluated at every 10-s tick from 0, no tick skipped: what the
+    baseline's jumps from event to event must reproduce."""
+    twin = ClusterTwin(config, now_s=-config.provision_s)
+    if min_nodes:
+        twin.resize(-config.provision_s, min_nodes)
+    ordered, added, tick = sorted(jobs, key=lambda j: j.submit_s), 0, 0
+    while True:
+        now_s = tick * 10.0
+        while added < len(ordered) and ordered[added].submit_s <= now_s:
+            j = ordered[added]
+            twin.add_step(j.submit_s, f"s-{j.job_id}", j.job_id, j.length_s, j.submit_s, j.deadline_s)
+            added += 1
+        twin.advance(now_s)
+        counts = twin.counts()
+        if added == len(ordered) and counts["waiting"] == 0:
+            break
+        up, demand = counts["booting"] + counts["idle"] + counts["busy"], counts["busy"] + counts["pending"]
+        if demand > up and up < max_nodes:
+            twin.resize(now_s, min(max_nodes, demand))
+        elif counts["idle"] and up > max(min_nodes, demand):
+            twin.remove_idle(now_s, min(counts["idle"], up - max(min_nodes, demand)))
+        tick += 1
+    twin.finish(now_s)
+    return twin
+
+
+@settings(max_examples=200, deadline=None)
+@given(config_strategy, jobs_strategy, bounds_strategy)
+def test_managed_jumping_between_events_is_managed_evaluated_every_10_s(config, rows, bounds):
+    jobs = as_jobs(rows)
+    jumping = run_baseline("managed", jobs, config, min_nodes=bounds[0], max_nodes=bounds[1], start_s=0.0)
+    ticking = managed_at_every_tick(jobs, config, *bounds)
+    assert removed(jumping) == removed(ticking)
+    assert runs(jumping) == runs(ticking)
+    assert jumping.bill().scale_events == ticking.bill().scale_events
