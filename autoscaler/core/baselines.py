@@ -18,8 +18,10 @@ Times are seconds on the trace's clock, ``start_s`` its time 0 (the start of its
   step_concurrency lets start, and killed runs waiting to run again); demand = busy nodes +
   pending; up = booting + idle + busy nodes. If demand > up: resize to min(max_nodes, demand)
   (booting nodes count as covering pending work). Else if a node is idle and up > max(min_nodes,
-  demand): remove idle nodes (never a booting one, never a busy one) down to that. It starts with
-  ``min_nodes`` requested ``provision_s`` before ``start_s`` (the cluster's minimum capacity).
+  demand): remove idle nodes (never a booting one, never a busy one) down to that. Ticks fall at
+  start_s + k x 10 s and see every event at or before them (a job submitted at 105 s is seen at
+  110 s, one at 100 s at 100 s). It starts with ``min_nodes`` requested ``provision_s`` before
+  ``start_s`` (the cluster's minimum capacity).
 * ``custom-rules``: EMR's older automatic scaling with a custom policy (EMR management guide,
   "Using automatic scaling with a custom policy for instance groups"), the console's default
   rules: every :data:`PERIOD_S` (one CloudWatch period; EMR publishes its metrics every five
