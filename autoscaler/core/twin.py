@@ -230,6 +230,23 @@ class ClusterTwin:
         self._waiting.append(step_id)
         self._dispatch(now_s)
 
+    def remove_idle(self, now_s: float, count: int) -> int:
+        """Remove up to ``count`` idle usable nodes at ``now_s``, the newest first, and lower
+        ``requested`` by as many: never a booting node nor one running a job (EMR managed scaling
+        removes idle task nodes only). One scale event if any went. Returns how many went. Raises
+        ConfigError for a count that is not a whole number >= 0."""
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ConfigError(f"remove_idle: count must be a whole number >= 0, got {count!r}")
+        self.advance(now_s)
+        chosen = sorted(self._idle, reverse=True)[: int(count)]
+        for node_id in chosen:
+            self._idle.discard(node_id)
+            self._remove(node_id, now_s)
+        if chosen:
+            self.requested = max(0, self.requested - len(chosen))
+            self.scale_events += 1
+        return len(chosen)
+
     # -- time ---------------------------------------------------------------------------------
 
     def advance(self, now_s: float) -> None:
@@ -358,6 +375,27 @@ class ClusterTwin:
     def running(self) -> int:
         """Nodes usable and not removed (idle, busy or draining): what EMR counts as RUNNING."""
         return len(self._idle) + len(self._busy) + len(self._draining)
+
+    def counts(self) -> dict[str, int]:
+        """What a scaler reads now: nodes ``booting``, ``idle`` (usable, no job), ``busy`` and
+        ``draining``; steps ``pending`` (those a usable node would start now: killed runs to run
+        again, and never-started steps that step_concurrency lets start; YARN's ContainerPending in
+        nodes) and ``waiting`` (every step added, not running and not ended)."""
+        free = max(0, self.config.step_concurrency - self._started)
+        return {
+            "booting": len(self._booting),
+            "idle": len(self._idle),
+            "busy": len(self._busy),
+            "draining": len(self._draining),
+            "pending": len(self._reruns) + min(len(self._waiting), free),
+            "waiting": len(self._reruns) + len(self._waiting),
+        }
+
+    @property
+    def next_event_s(self) -> float | None:
+        """When the next queued event falls (a node usable, a run's end, a drain's timeout), s; None
+        if none is queued. It may turn out to change nothing (the end of a run killed since)."""
+        return self._events[0][0] if self._events else None
 
     def bill(self) -> TwinBill:
         """What the twin ran so far, nodes still up counted to ``now_s`` (call ``finish`` first for

@@ -275,3 +275,31 @@ def test_finish_lets_busy_nodes_end_their_jobs_and_removes_the_others_at_once():
     removed = sorted(node.removed_s for node in t.nodes.values())
     assert removed == [50.0, 100.0, 500.0]  # the idle node at the finish, each busy one as its job ends
     assert t.bill().billed_node_s == 60.0 + 100.0 + 500.0  # the idle node up 50 s is billed the 60 s minimum
+
+
+def test_remove_idle_removes_only_idle_nodes_newest_first_and_counts_one_scale_event():
+    t = twin(provision_s=100.0)
+    t.resize(0.0, 3)  # nodes 0, 1, 2 usable at 100
+    add(t, 100.0, "a", 1000.0)  # on node 0, the lowest idle id
+    t.resize(150.0, 4)  # node 3 boots until 250
+    assert t.counts() == {"booting": 1, "idle": 2, "busy": 1, "draining": 0, "pending": 0, "waiting": 0}
+    events = t.scale_events
+    assert t.remove_idle(200.0, 5) == 2  # only nodes 1 and 2: node 3 boots, node 0 runs a job
+    assert (t.nodes[1].removed_s, t.nodes[2].removed_s, t.nodes[0].removed_s, t.nodes[3].removed_s) == (200.0, 200.0, None, None)
+    assert t.requested == 2 and t.scale_events == events + 1
+    assert t.remove_idle(200.0, 1) == 0 and t.scale_events == events + 1  # nothing idle: no event
+    t.advance(250.0)
+    assert t.remove_idle(260.0, 1) == 1 and t.nodes[3].removed_s == 260.0 and t.requested == 1
+    with pytest.raises(ConfigError, match="whole number"):
+        t.remove_idle(260.0, -1)
+
+
+def test_counts_tell_pending_steps_those_step_concurrency_lets_start():
+    t = twin(provision_s=50.0, step_concurrency=2)
+    t.resize(0.0, 1)
+    for name in "abc":
+        add(t, 0.0, name, 100.0)
+    assert t.counts()["pending"] == 2 and t.counts()["waiting"] == 3 and t.next_event_s == 50.0
+    t.advance(50.0)  # a starts; b may start (one more step), c waits for the concurrency
+    assert t.counts() == {"booting": 0, "idle": 0, "busy": 1, "draining": 0, "pending": 1, "waiting": 2}
+    assert t.next_event_s == 150.0
