@@ -47,7 +47,7 @@ def week_trace(path: Path, jobs_per_day: int = 15_000, seed: int = 7) -> int:
             shuffle = int(rng.uniform(300, 6 * 3600) * MIB) if long_job else int(rng.uniform(0, 30) * MIB)
             lines.append(f"job{n}\t{submit_s:.0f}\t{submit_s - previous_s:.0f}\t{map_bytes}\t{shuffle}\t{int(MIB)}")
             previous_s, n = submit_s, n + 1
-    write_all_atomic(path, ("\n".join(lines) + "\n").encode())
+    write_all_atomic({path: "\n".join(lines) + "\n"})
     return n
 
 

@@ -96,8 +96,10 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(_table(results, d, slot_s, carbon is not None))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        write_all_atomic(args.out / "compare.json", json_text(document, indent=2).encode())
-        write_all_atomic(args.out / "compare.png", compare_png(results, deadlines, slot_s, carbon is not None))
+        write_all_atomic({
+            args.out / "compare.json": json_text(document, indent=2),
+            args.out / "compare.png": compare_png(results, deadlines, slot_s, carbon is not None),
+        })  # fmt: skip
         err.print(f"wrote {args.out / 'compare.json'} and {args.out / 'compare.png'}", highlight=False)
     return 0
 

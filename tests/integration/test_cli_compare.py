@@ -1,0 +1,129 @@
+"""`autoscaler compare`: every policy and baseline on the same twin and jobs, checked against what must
+hold whatever the policies decide (the same work everywhere, the bound below everything, the carbon
+signal's arithmetic), its outputs, and its refusals before any work."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from autoscaler.app.cli import main
+from autoscaler.app.traces import SHIPPED
+
+TRACE_A = Path(__file__).parents[2] / "autoscaler" / "data" / SHIPPED["A"].file_name
+EVERY_RUN = ("hold", "gcp-u", "vfw", "follow", "gcp", "fixed", "managed", "custom-rules", "bound")
+
+
+@pytest.fixture(scope="module")
+def three_hours(tmp_path_factory) -> Path:
+    """Workload A's first three hours: about 700 real jobs, a few seconds a compare."""
+    lines = [line for line in TRACE_A.read_text().splitlines() if float(line.split("\t")[1]) < 3 * 3600]
+    path = tmp_path_factory.mktemp("trace") / "a-3h.tsv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def document(three_hours, tmp_path_factory) -> tuple[dict, Path]:
+    out = tmp_path_factory.mktemp("out")
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert main(["compare", "--trace", str(three_hours), "-D", "30m,1h", "--format", "json", "--out", str(out), "--workers", "2"]) == 0
+    return json.loads(text.getvalue()), out
+
+
+def test_every_run_at_every_deadline_does_the_same_work_and_none_beats_the_bound(document):
+    doc, _ = document
+    runs = doc["runs"]
+    assert sorted({(r["name"], r["deadline_slots"]) for r in runs}) == sorted((name, d) for name in EVERY_RUN for d in (6, 12))
+    for d in (6, 12):
+        at_d = {r["name"]: r for r in runs if r["deadline_slots"] == d}
+        bound = at_d.pop("bound")
+        busy = {name: r["busy_node_hours"] for name, r in at_d.items()}
+        # Without --length-error every job runs its estimate: the same busy node-hours under every run,
+        # and the bound's work is that too.
+        assert max(busy.values()) - min(busy.values()) < 1e-6, busy
+        assert bound["busy_node_hours"] == pytest.approx(busy["managed"], rel=1e-9)
+        for name, r in at_d.items():
+            assert r["jobs"] == doc["jobs"], name
+            assert r["node_hours"] >= r["busy_node_hours"] - 1e-9, name
+            assert r["node_hours"] >= bound["node_hours"] - 1e-6, name
+            assert r["energy_kwh"] >= bound["energy_kwh"] - 1e-6, name
+            assert r["cost_usd"] == pytest.approx(r["node_hours"] * doc["twin"]["price_per_node_hour_usd"], rel=1e-9)
+        # The baselines release every job when it is submitted: none late.
+        for name in ("fixed", "managed", "custom-rules"):
+            assert at_d[name]["jobs_released_late"] == 0, name
+
+
+def test_the_json_names_each_figures_unit_and_the_png_is_written(document):
+    doc, out = document
+    assert set(doc["units"]) >= {"node_hours", "cost_usd", "energy_kwh", "co2_kg", "wait_p50_s", "wait_p95_s", "jobs_finished_after_deadline"}
+    assert doc["deadline_s"] == [1800.0, 3600.0]
+    assert json.loads((out / "compare.json").read_text()) == doc
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_one_worker_and_two_give_the_same_figures(three_hours, capsys):
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,fixed,bound", "--format", "json"]
+    assert main([*argv, "--workers", "1"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--workers", "2"]) == 0
+    assert json.loads(capsys.readouterr().out) == one
+
+
+def test_a_flat_carbon_signal_makes_every_runs_kg_its_kwh_times_the_intensity(three_hours, tmp_path, capsys):
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    rows = [f"{(start + datetime.timedelta(hours=h)).strftime('%Y-%m-%dT%H:%M:%SZ')},250" for h in range(48)]
+    carbon = tmp_path / "flat.csv"
+    carbon.write_text("time,value\n" + "\n".join(rows) + "\n")
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,bound", "--format", "json"]
+    assert main([*argv, "--carbon", str(carbon), "--carbon-unit", "gCO2eq/kWh"]) == 0
+    for run in json.loads(capsys.readouterr().out)["runs"]:
+        assert run["co2_kg"] == pytest.approx(run["energy_kwh"] * 0.250, rel=1e-6), run["name"]
+
+
+def test_the_table_sets_each_run_against_managed_and_names_the_fixed_size(three_hours, capsys):
+    assert main(["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,fixed", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "% against managed" in out
+    assert re.search(r"managed\s*│[^\n]*\+0\.0 %", out)
+    assert re.search(r"fixed: \d+ nodes always on", out)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["-D", "abc"], "--deadline: expected"),
+        (["-D", "7m"], "--deadline"),
+        (["-D", "30d"], "--deadline: D"),
+        (["--policy", "hold,nope"], "--policy: expected a comma list of"),
+        (["--provision-s", "-5"], "--provision-s (provision_s): expected a finite number >= 0 and <= 3600, got -5.0"),
+        (["--provision-s", "1e9"], "--provision-s (provision_s): expected a finite number >= 0 and <= 3600"),
+        (["--price-per-node-hour", "0"], "--price-per-node-hour (price_per_node_hour): expected a finite number > 0"),
+        (["--price-per-node-hour", "nan"], "--price-per-node-hour (price_per_node_hour): expected a finite number > 0 and <= 1000, got nan"),
+        (["--length-error", "-0.1"], "--length-error (length_error_sigma): expected a finite number >= 0 and <= 5, got -0.1"),
+        (["--step-concurrency", "0"], "--step-concurrency (step_concurrency): expected a whole number in 1..256"),
+        (["--max-nodes", "10", "--fixed-nodes", "11"], "--fixed-nodes 11 is above --max-nodes 10"),
+        (["--max-nodes", "10", "--min-nodes", "11"], "--min-nodes 11 is above --max-nodes 10"),
+        (["--carbon-unit", "gCO2eq/kWh"], "--carbon-unit without --carbon"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_flag_and_value_before_any_work(flags, message, three_hours, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["compare", "--trace", str(three_hours), "--out", str(out), *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_load_curve_has_no_jobs_to_compare(tmp_path, capsys):
+    curve = tmp_path / "load.csv"
+    curve.write_text("slot,released\n0,1\n1,2\n")
+    assert main(["compare", "--trace", str(curve)]) == 2
+    assert "compare needs a SWIM trace of jobs" in capsys.readouterr().err
