@@ -23,13 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autoscaler.core.compare import TwinFigures, cumulative_kwh, nodes_up, twin_figures
+from autoscaler.core.baselines import BASELINES as BASELINE_NAMES
+from autoscaler.core.baselines import nodes_over_time
+from autoscaler.core.compare import TwinFigures, cumulative_kwh, twin_figures
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job
 from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
 from autoscaler.core.twin import ClusterTwin, TwinConfig
 
-BASELINE_NAMES = ("fixed", "managed", "custom-rules")
 BOUND = "bound"
 DEFAULT_RUNS = (*ONLINE_POLICIES, *BASELINE_NAMES, BOUND)
 """What compare runs unless told: every policy the daemon runs, every baseline, and the bound."""
@@ -144,7 +145,7 @@ def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult
     n_slots = max(1, math.ceil(twin.now_s / slot_s))
     g = None if inputs.g_per_kwh is None else _padded(inputs.g_per_kwh, n_slots)
     figures = twin_figures(name, twin, deadline_slots, slot_s, g)
-    return RunResult(figures, nodes_up(twin), cumulative_kwh(twin, slot_s, n_slots), note)
+    return RunResult(figures, nodes_over_time(twin), cumulative_kwh(twin, slot_s, n_slots), note)
 
 
 def _padded(values: np.ndarray, n: int) -> np.ndarray:

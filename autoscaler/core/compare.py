@@ -98,18 +98,6 @@ def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: floa
     )
 
 
-def nodes_up(twin: ClusterTwin) -> tuple[np.ndarray, np.ndarray]:
-    """(times_s, nodes): the nodes up (requested and not yet removed) as a step function; nodes[i]
-    holds from times_s[i] to times_s[i + 1]. Shapes (k,), (k,)."""
-    changes: dict[float, int] = {}
-    for node in twin.nodes.values():
-        changes[node.requested_s] = changes.get(node.requested_s, 0) + 1
-        end_s = twin.now_s if node.removed_s is None else node.removed_s
-        changes[end_s] = changes.get(end_s, 0) - 1
-    times = np.array(sorted(changes), dtype=float)
-    return times, np.cumsum([changes[t] for t in times]).astype(int) if len(times) else np.zeros(0, dtype=int)
-
-
 def cumulative_kwh(twin: ClusterTwin, slot_s: float, n_slots: int) -> np.ndarray:
     """kWh used from 0 to the end of each slot, shape (n_slots,)."""
     used = twin.bill().energy_wh_between(slot_s * np.arange(n_slots + 1, dtype=float))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscaler.core.compare import against, cumulative_kwh, nodes_up, released_late, twin_figures
+from autoscaler.core.compare import against, cumulative_kwh, released_late, twin_figures
 from autoscaler.core.twin import ClusterTwin, TwinConfig
 
 SLOT_S = 300.0
@@ -53,17 +53,6 @@ def test_kg_co2_weighs_each_slots_energy_by_its_signal():
     figures = twin_figures("fixed", two_jobs_on_one_node(), 0, SLOT_S, np.array([100.0, 100.0, 400.0, 400.0]))
     wh_per_slot = 100.0 * SLOT_S / 3600
     assert figures.co2_kg == pytest.approx(wh_per_slot * (100 + 100 + 400 + 400) / 1e6)
-
-
-def test_nodes_up_is_a_step_function_of_every_nodes_life():
-    twin = ClusterTwin(TwinConfig(provision_s=100.0))
-    twin.resize(0.0, 2)  # two nodes booting from 0
-    twin.resize(50.0, 1)  # one of them removed at 50
-    twin.resize(400.0, 3)  # two more from 400
-    twin.finish(1000.0)  # no job: every node goes at 1,000
-    times, nodes = nodes_up(twin)
-    assert times.tolist() == [0.0, 50.0, 400.0, 1000.0]
-    assert nodes.tolist() == [2, 1, 3, 0]
 
 
 def test_cumulative_kwh_ends_at_the_bills_energy():
