@@ -127,3 +127,15 @@ def test_a_load_curve_has_no_jobs_to_compare(tmp_path, capsys):
     curve.write_text("slot,released\n0,1\n1,2\n")
     assert main(["compare", "--trace", str(curve)]) == 2
     assert "compare needs a SWIM trace of jobs" in capsys.readouterr().err
+
+
+def test_a_trace_of_two_days_is_compared_whole_by_default(tmp_path, capsys):
+    # Workload A's first hour, and again a day later: every job is in the window (576 slots).
+    first_hour = [line.split("\t") for line in TRACE_A.read_text().splitlines() if float(line.split("\t")[1]) < 3600]
+    shifted = [[f"late-{c[0]}", str(float(c[1]) + 86400), *c[2:]] for c in first_hour]
+    trace = tmp_path / "two-days.tsv"
+    trace.write_text("\n".join("\t".join(c) for c in first_hour + shifted) + "\n")
+    assert main(["compare", "--trace", str(trace), "-D", "1h", "--policy", "managed", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["jobs"], doc["window_slots"]) == (2 * len(first_hour), 576)
+    assert doc["runs"][0]["jobs"] == 2 * len(first_hour)
