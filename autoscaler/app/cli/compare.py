@@ -48,7 +48,7 @@ def add_parsers(commands) -> None:
         "--policy", default="all",
         help=f"comma list of runs, or 'all': {', '.join(DEFAULT_RUNS)} (policies through the daemon's slot loop; baselines {', '.join(BASELINE_NAMES)}; {BOUND})",
     )  # fmt: skip
-    compare.add_argument("--window", type=positive_int, default=None, help="slots of the trace to run (default: all of it, in whole days: 2016 slots of 300 s for a 7-day trace)")
+    compare.add_argument("--window", type=positive_int, default=None, help="slots of the trace to run (default: its day, as replay, unless more than 1 %% of its jobs come later: then the whole days it spans, 2016 slots of 300 s for a week)")
     compare.add_argument("--config", type=Path, default=None, help="settings TOML (slot_s, costs, power model, cluster.min_nodes/max_nodes; default: the defaults)")
     compare.add_argument("--max-nodes", type=positive_int, default=None, help="most task nodes, every run (default: the config's cluster.max_nodes)")
     compare.add_argument("--min-nodes", type=non_negative_int, default=None, help="fewest task nodes of managed and custom-rules (default: the config's cluster.min_nodes)")
@@ -80,7 +80,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise ConfigError(f"--fixed-nodes {args.fixed_nodes} is above --max-nodes {max_nodes}")
     twin, carbon = twin_inputs(args, settings)
     note_shadowed_file(args.trace, "--trace", err)
-    inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window)
+    inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window, err)
     for name in names:
         for d in deadlines:
             if (why := runs.skipped(name, d)) is not None:
@@ -106,9 +106,24 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
-def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, fixed_nodes, max_deadline: int, window_slots: int | None):
-    """The trace's jobs at D = 0 in its window (``window_slots``; None: the whole days its submit
-    times span) and everything else a worker needs (autoscaler.app.compare.CompareInputs)."""
+DAY_S = 86400.0
+STRAGGLERS = 0.01
+"""A trace whose jobs after its first day are at most this share of them is a day's trace (Workload A has 2 of 5,894)."""
+
+
+def default_window_slots(submit_s: list[float], slot_s: float) -> int:
+    """compare's window: the trace's day, as ``replay`` and ``run --replay`` take it, unless more than
+    :data:`STRAGGLERS` of its jobs come after it; then the whole days its submit times span."""
+    day_slots = round(DAY_S / slot_s)
+    after_day = sum(1 for s in submit_s if s >= day_slots * slot_s)
+    if after_day <= STRAGGLERS * len(submit_s):
+        return day_slots
+    return math.ceil((max(submit_s) + 1) / DAY_S) * day_slots
+
+
+def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, fixed_nodes, max_deadline: int, window_slots: int | None, err: Console):
+    """The trace's jobs at D = 0 in its window (``window_slots``; None: :func:`default_window_slots`)
+    and everything else a worker needs (autoscaler.app.compare.CompareInputs)."""
     from autoscaler.app.compare import CompareInputs
     from autoscaler.app.replay_daemon import trace_jobs
     from autoscaler.app.traces import open_trace
@@ -122,9 +137,14 @@ def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, 
             raise ConfigError(f"{path}: compare needs a SWIM trace of jobs (6 tab-separated columns); a .csv load curve has no jobs")
         trace = read_swim(path)
     if window_slots is None:
-        last_s = max((job.submit_s for job in trace.jobs), default=0.0)
-        window_slots = math.ceil((last_s + 1) / 86400.0) * round(86400.0 / slot_s)
-    window_slots = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots).n_slots
+        window_slots = default_window_slots([job.submit_s for job in trace.jobs], slot_s)
+    workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots)
+    window_slots = workload.n_slots
+    if workload.jobs_after_window:
+        err.print(
+            f"note: {workload.jobs_after_window:,} jobs submitted after the window's end ({window_slots:,} slots) are left out; "
+            "--window includes them", highlight=False,
+        )  # fmt: skip
     require_deadline_within_window(max_deadline, window_slots, "--deadline: D")
     jobs = sorted(trace_jobs(trace, 0, slot_s, window_slots * slot_s), key=lambda job: job.submit_s)
     g_per_kwh = None
