@@ -29,6 +29,8 @@ checks the cheap ones in the default run, the slow ones under ``pytest -m slow``
                      energy beside the paper's Table IV; under 1 s
     slow   daemon-replay  ``run --replay default`` for hold, GCP-U and VFW with ``release_margin_slots``
                      1 and 0: rounding to whole nodes and the margin's node-slots; about 10 s
+    slow   compare   ``compare`` of A, B and make_traces.py's weekly-7d at 30 min, 2 h and 6 h: the
+                     headline table against managed and fixed; about a minute
     slow   carbon    ``replay --carbon deploy/carbon-daily.csv`` at 1, 2, 6 and 12 h, with and without
                      ``--forecast perfect``, and ``sweep`` of hold at those deadlines: the carbon
                      table and the eq. (2) savings beside it; about 75 s
@@ -426,6 +428,68 @@ def group_carbon() -> dict[str, str]:
     }
 
 
+COMPARE_DEADLINES = ("30m", "2h", "6h")
+COMPARE_TRACES = (("A", "Workload A"), ("B", "Workload B"), ("weekly-7d", "weekly-7d (make_traces.py)"))
+
+
+def signed_pct(value: float) -> str:
+    """A difference as the README writes it: +20.7 %, −3.2 %."""
+    text = pct(value)
+    return text if text.startswith("−") or text.startswith("0.0") else "+" + text
+
+
+def _compare_cell(run: dict, managed: dict, fixed: dict, key: str, digits: int) -> str:
+    """A figure with its difference from managed and from fixed: 87.5 (+20.7 % / +16.8 %)."""
+    value = run[key]
+    if run["name"] in ("managed", "fixed"):
+        other = fixed if run["name"] == "managed" else managed
+        return f"{value:,.{digits}f} ({signed_pct(100 * (value / other[key] - 1))} vs {other['name']})"
+    return f"{value:,.{digits}f} ({signed_pct(100 * (value / managed[key] - 1))} / {signed_pct(100 * (value / fixed[key] - 1))})"
+
+
+def group_compare() -> dict[str, str]:
+    """``compare`` on Workloads A and B and a week of make_traces.py at 30 min, 2 h and 6 h: the
+    headline table (slow: every policy through the slot loop, about a minute)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import make_traces
+
+    rows = [
+        "| trace | run | kWh, 30 min | kWh, 2 h | kWh, 6 h | node-hours, 30 min | node-hours, 2 h | node-hours, 6 h | $, 2 h | finished after deadline |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    figures: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        week = Path(folder) / "weekly-7d.tsv"
+        week.write_text(make_traces.fresh_traces()["weekly-7d.tsv"], encoding="utf-8")
+        for trace, title in COMPARE_TRACES:
+            document = cli_json("compare", "--trace", str(week) if trace == "weekly-7d" else trace, "-D", ",".join(COMPARE_DEADLINES), "--format", "json")
+            by = {(r["name"], r["deadline_s"]): r for r in document["runs"]}
+            deadlines = document["deadline_s"]
+            names = list(dict.fromkeys(r["name"] for r in document["runs"]))
+            for name in names:
+                cells = [title if name == names[0] else "", f"**{name}**" if name == "hold" else name]
+                for key, digits in (("energy_kwh", 1), ("node_hours", 0)):
+                    for d in deadlines:
+                        run, managed, fixed = by[name, d], by["managed", d], by["fixed", d]
+                        cells.append(_compare_cell(run, managed, fixed, key, digits))
+                cells.append(f"{by[name, deadlines[1]]['cost_usd']:,.2f}")
+                late = [by[name, d]["jobs_finished_after_deadline"] for d in deadlines]
+                cells.append("–" if late[0] is None else " / ".join(f"{n:,}" for n in late))
+                rows.append("| " + " | ".join(cells) + " |")
+            if trace == "A":
+                hold, managed = by["hold", deadlines[1]], by["managed", deadlines[1]]
+                bound = by["bound", deadlines[1]]
+                figures["compare-a-hold"] = (
+                    f"{signed_pct(100 * (hold['energy_kwh'] / managed['energy_kwh'] - 1))} kWh and "
+                    f"{signed_pct(100 * (hold['node_hours'] / managed['node_hours'] - 1))} node-hours against managed at 2 h "
+                    f"({hold['energy_kwh']:.1f} against {managed['energy_kwh']:.1f} kWh; the bound is {bound['energy_kwh']:.1f})"
+                )
+                busy = hold["busy_node_hours"]
+                figures["compare-a-busy"] = f"{busy:,.1f} node-hours of work, billed as {hold['node_hours']:,.0f} under hold and {managed['node_hours']:,.0f} under managed"
+    figures["compare-table"] = "\n".join(rows)
+    return figures
+
+
 @dataclass(frozen=True)
 class Group:
     """Figures computed together: ``cost`` 'cheap' (checked in the default test run) or 'slow'
@@ -448,6 +512,7 @@ GROUPS: dict[str, Group] = {
     "table-iv": Group("cheap", group_table_iv, ("table-iv", "table-iv-none", "table-iv-boot-0", "table-iv-boot-600")),
     "daemon-replay": Group("slow", group_daemon_replay, ("daemon-replay",)),
     "carbon": Group("slow", group_carbon, ("carbon-table", "carbon-eq2", "carbon-first-cuts", "carbon-over-hold")),
+    "compare": Group("slow", group_compare, ("compare-table", "compare-a-hold", "compare-a-busy")),
 }  # fmt: skip
 
 
