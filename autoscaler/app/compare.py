@@ -25,7 +25,7 @@ import numpy as np
 
 from autoscaler.core.baselines import BASELINES as BASELINE_NAMES
 from autoscaler.core.baselines import nodes_over_time
-from autoscaler.core.compare import TwinFigures, cumulative_kwh, twin_figures
+from autoscaler.core.compare import TwinFigures, cumulative_use, twin_figures
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job
 from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
@@ -59,17 +59,39 @@ class CompareInputs:
 
 @dataclass(frozen=True)
 class RunResult:
-    """One task's result: the figures, the nodes up over time (times_s, nodes) and the kWh used up
-    to the end of each slot (None for the bound); ``note``: what an operator should know of it."""
+    """One task's result: the figures, the nodes up over time (times_s, nodes), the kWh (and
+    kgCO2eq) used up to the end of each slot (None for the bound); ``note``: what an operator should
+    know of it. A run that could not finish has ``figures`` None and says why in ``error``."""
 
-    figures: TwinFigures
-    nodes: tuple[np.ndarray, np.ndarray] | None
-    cumulative_kwh: np.ndarray | None
+    name: str
+    deadline_slots: int
+    figures: TwinFigures | None
+    nodes: tuple[np.ndarray, np.ndarray] | None = None
+    cumulative_kwh: np.ndarray | None = None
+    cumulative_co2_kg: np.ndarray | None = None
     note: str | None = None
+    error: str | None = None
+
+
+class QueueNotDrained(ConfigError):
+    """A policy's slot loop still had jobs queued at twice its horizon (a cap it cannot drain under)."""
+
+
+BOUND_NOTE = (
+    "the offline LP (3) with the twin's costs, fractional nodes and every job known in advance: "
+    "no run that meets every deadline can do better"
+)
+
+BOUND_SLOTS_PER_WINDOW = 10
+"""The bound's LP runs over at most this many windows (work of jobs running past them counts at its
+busy cost only, which keeps it a bound): a job 5 sigma longer than estimated is not an LP of millions of slots."""
 
 
 def check_runs(names: Sequence[str]) -> list[str]:
-    """The run names, in compare's order, checked: ConfigError naming --policy and the choices."""
+    """The run names, in compare's order, checked: ConfigError naming --policy and the choices, or a name given twice."""
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"--policy: {', '.join(repeated)} given more than once; give each run once")
     unknown = [name for name in names if name not in DEFAULT_RUNS]
     if unknown or not names:
         raise ConfigError(f"--policy: expected a comma list of {', '.join(DEFAULT_RUNS)} or 'all', got {', '.join(unknown) or 'nothing'}")
@@ -107,28 +129,22 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
                 break
             runner.run_slot()
         else:
-            raise ConfigError(f"compare: {policy} at D = {deadline_slots} still has jobs queued at slot {slot:,}, twice the horizon of {horizon:,} slots")
+            raise QueueNotDrained(
+                f"{runner.queue.queued_count if runner.queue else 0:,} jobs still queued at slot {slot:,}, twice the horizon of "
+                f"{horizon:,} slots: {inputs.max_nodes:,} nodes (--max-nodes) and {inputs.twin.step_concurrency} steps at once "
+                "(--step-concurrency) cannot run them"
+            )
         cluster.finish()
         return cluster.twin
 
 
 def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult:
-    """One run of compare: a policy (the slot loop), a baseline, or the bound, at D slots."""
+    """One run of compare: a policy (the slot loop), a baseline, or the bound, at D slots. A policy
+    that cannot drain its queue gives a result with its ``error``, not an exception."""
     slot_s = inputs.settings.slot_s
     jobs = inputs.jobs_at(deadline_slots)
     if name == BOUND:
-        from autoscaler.core.twin_bound import twin_load, twin_lower_bound
-
-        load = twin_load(jobs, inputs.twin, slot_s, 0.0, inputs.window_slots)
-        weights = None
-        if inputs.g_per_kwh is not None:
-            weights = _padded(inputs.g_per_kwh, inputs.window_slots + deadline_slots)
-        bound = twin_lower_bound(load, deadline_slots, slot_s, inputs.twin, weights if weights is not None and not np.isnan(weights).any() else None)
-        figures = TwinFigures(
-            BOUND, deadline_slots, bound.node_hours, bound.cost_usd, bound.energy_kwh,
-            bound.co2_kg, bound.busy_node_hours, None, None, None, None, None, None, None, None,
-        )  # fmt: skip
-        return RunResult(figures, None, None, "the offline LP (3) with the twin's costs, fractional nodes and every job known in advance: no policy can do better")
+        return _bound(inputs, jobs, deadline_slots)
     note = None
     if name in BASELINE_NAMES:
         from autoscaler.core.baselines import run_baseline, smallest_fixed_nodes
@@ -141,11 +157,45 @@ def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult
             note = f"{fixed_nodes:,} nodes always on" + ("" if meets else f": even --max-nodes {inputs.max_nodes:,} misses a deadline")
         twin = run_baseline(name, jobs, inputs.twin, min_nodes=inputs.min_nodes, max_nodes=inputs.max_nodes, start_s=0.0, fixed_nodes=fixed_nodes)
     else:
-        twin = policy_on_twin(inputs, name, deadline_slots)
+        try:
+            twin = policy_on_twin(inputs, name, deadline_slots)
+        except QueueNotDrained as exc:
+            return RunResult(name, deadline_slots, None, error=str(exc))
     n_slots = max(1, math.ceil(twin.now_s / slot_s))
     g = None if inputs.g_per_kwh is None else _padded(inputs.g_per_kwh, n_slots)
     figures = twin_figures(name, twin, deadline_slots, slot_s, g)
-    return RunResult(figures, nodes_over_time(twin), cumulative_kwh(twin, slot_s, n_slots), note)
+    kwh, kg = cumulative_use(twin, slot_s, n_slots, g)
+    return RunResult(name, deadline_slots, figures, nodes_over_time(twin), kwh, kg, note)
+
+
+def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) -> RunResult:
+    """The twin's lower bound over the jobs' whole true work: the LP over the slots their runs cover
+    (at most :data:`BOUND_SLOTS_PER_WINDOW` windows), and the work past those at its busy cost alone.
+    Slots the carbon signal does not cover count no CO2, as in every run's kgCO2."""
+    from autoscaler.core.twin_bound import twin_load, twin_lower_bound
+
+    slot_s, twin = inputs.settings.slot_s, inputs.twin
+    true_s = np.array([twin.true_length_s(job.job_id, job.length_s) for job in jobs])
+    ends = np.array([job.submit_s for job in jobs]) + true_s
+    needed = max(inputs.window_slots, math.ceil(float(ends.max(initial=0.0)) / slot_s))
+    n_slots = min(needed, BOUND_SLOTS_PER_WINDOW * inputs.window_slots)
+    load = twin_load(jobs, twin, slot_s, 0.0, n_slots)
+    weights = None
+    if inputs.g_per_kwh is not None:
+        weights = np.nan_to_num(_padded(inputs.g_per_kwh, n_slots + deadline_slots), nan=0.0)
+    bound = twin_lower_bound(load, deadline_slots, slot_s, twin, weights)
+    beyond_h = max(0.0, float(true_s.sum()) / 3600.0 - float(load.sum()) * slot_s / 3600.0)
+    beyond_kwh = beyond_h * twin.busy_power_w / 1000.0
+    co2 = bound.co2_kg
+    if co2 is not None and beyond_h > 0:
+        covered = inputs.g_per_kwh[~np.isnan(inputs.g_per_kwh)]
+        co2 += beyond_kwh * (float(covered.min()) / 1000.0 if len(covered) else 0.0)
+    figures = TwinFigures(
+        BOUND, deadline_slots, bound.node_hours + beyond_h, (bound.node_hours + beyond_h) * twin.price_per_node_hour,
+        bound.energy_kwh + beyond_kwh, co2, None, bound.busy_node_hours + beyond_h,
+        None, None, None, None, None, None, None, None,
+    )  # fmt: skip
+    return RunResult(BOUND, deadline_slots, figures, note=BOUND_NOTE)
 
 
 def _padded(values: np.ndarray, n: int) -> np.ndarray:

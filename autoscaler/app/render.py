@@ -360,29 +360,36 @@ COMPARE_PLOTTED = ("hold", "managed", "fixed")
 
 def compare_png(results: dict, deadlines: list[int], slot_s: float, with_carbon: bool) -> bytes:
     """compare.png: one column per deadline; the nodes up over time of hold, managed and fixed, and
-    the cumulative kWh of every run (``results``: {(name, D): autoscaler.app.compare.RunResult})."""
+    every run's cumulative kWh (and kgCO2eq with a carbon signal) (``results``: {(name, D):
+    autoscaler.app.compare.RunResult}; the bound and runs that did not finish have no curves)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, len(deadlines), figsize=(6 * len(deadlines), 7), squeeze=False, sharex="col")
+    panels = 3 if with_carbon else 2
+    fig, axes = plt.subplots(panels, len(deadlines), figsize=(6 * len(deadlines), 3.5 * panels), squeeze=False, sharex="col")
     for column, d in enumerate(deadlines):
-        top, bottom = axes[0][column], axes[1][column]
+        nodes_ax, kwh_ax = axes[0][column], axes[1][column]
         for (name, deadline), result in results.items():
             if deadline != d or result.nodes is None:
                 continue
             if name in COMPARE_PLOTTED:
                 times, nodes = result.nodes
-                top.step(times / 3600.0, nodes, where="post", label=name, linewidth=0.8)
+                nodes_ax.step(times / 3600.0, nodes, where="post", label=name, linewidth=0.8)
             hours = slot_s * np.arange(1, len(result.cumulative_kwh) + 1) / 3600.0
-            bottom.plot(hours, result.cumulative_kwh, label=f"{name} ({result.figures.energy_kwh:,.0f} kWh)", linewidth=1.0)
-        top.set_title(f"D = {d * slot_s / 3600:g} h: nodes up (booting, idle, busy)")
-        top.set_ylabel("nodes")
-        top.legend(loc="upper right", fontsize=8)
-        bottom.set_ylabel("cumulative kWh")
-        bottom.set_xlabel("hours from the trace's start")
-        bottom.legend(loc="upper left", fontsize=7)
+            kwh_ax.plot(hours, result.cumulative_kwh, label=f"{name} ({result.figures.energy_kwh:,.0f} kWh)", linewidth=1.0)
+            if with_carbon and result.cumulative_co2_kg is not None:
+                axes[2][column].plot(hours, result.cumulative_co2_kg, label=f"{name} ({result.figures.co2_kg:,.1f} kg)", linewidth=1.0)
+        nodes_ax.set_title(f"D = {d * slot_s / 3600:g} h: nodes up (booting, idle, busy)")
+        nodes_ax.set_ylabel("nodes")
+        kwh_ax.set_ylabel("cumulative kWh")
+        if with_carbon:
+            axes[2][column].set_ylabel("cumulative kgCO2eq")
+        axes[-1][column].set_xlabel("hours from the trace's start")
+        for ax in axes[:, column]:
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(loc="upper left", fontsize=7)
     fig.tight_layout()
     return _png(fig, plt)
 

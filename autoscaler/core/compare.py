@@ -22,7 +22,8 @@ FIGURE_UNITS = {
     "node_hours": "node-hours billed (per second, 60 s minimum per node)",
     "cost_usd": "$ at the twin's price per node-hour",
     "energy_kwh": "kWh of the power model over every node's life (booting, idle, busy)",
-    "co2_kg": "kgCO2eq: each slot's energy x the carbon signal (with --carbon)",
+    "co2_kg": "kgCO2eq: each slot's energy x the carbon signal (with --carbon), over the slots it covers",
+    "co2_uncovered_slots": "slots in which the run used energy the carbon signal does not cover (left out of co2_kg)",
     "busy_node_hours": "node-hours running a job to its end (the same work under every policy)",
     "jobs": "jobs run",
     "jobs_released_late": "jobs released after their start-by slot (deadline - estimated length)",
@@ -48,6 +49,7 @@ class TwinFigures:
     cost_usd: float
     energy_kwh: float
     co2_kg: float | None
+    co2_uncovered_slots: int | None
     busy_node_hours: float
     jobs: int | None
     jobs_released_late: int | None
@@ -71,14 +73,19 @@ def released_late(added_s: float, deadline_s: float, estimate_s: float, slot_s: 
 def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: float, g_per_kwh: np.ndarray | None = None) -> TwinFigures:
     """The row of a finished twin (call ``twin.finish`` first). ``g_per_kwh``: the carbon signal per
     slot of ``slot_s`` from 0, shape (n_slots,), NaN where it does not cover (those slots' energy is
-    left out of ``co2_kg``). A job's wait runs from its submit time to its step's first start."""
+    left out of ``co2_kg`` and counted in ``co2_uncovered_slots``). Energy used before 0 (nodes
+    booting for the trace's start) is priced at the first slot's value. A job's wait runs from its
+    submit time to its step's first start."""
     bill = twin.bill()
     steps = list(twin.steps.values())
     started = [step for step in steps if step.start_s is not None]
     waits = np.array([step.start_s - step.submit_s for step in started]) if started else np.zeros(1)
-    co2_kg = None
+    co2_kg = uncovered = None
     if g_per_kwh is not None:
-        co2_kg, _ = bill.carbon_kg(0.0, slot_s, g_per_kwh)
+        values = np.asarray(g_per_kwh, dtype=float)
+        early = _slots_before_zero(twin, slot_s)
+        values = np.concatenate([np.full(early, values[0] if len(values) else np.nan), values])
+        co2_kg, uncovered = bill.carbon_kg(-early * slot_s, slot_s, values)
     return TwinFigures(
         name=name,
         deadline_slots=deadline_slots,
@@ -86,6 +93,7 @@ def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: floa
         cost_usd=bill.cost_usd,
         energy_kwh=bill.energy_wh / 1000.0,
         co2_kg=co2_kg,
+        co2_uncovered_slots=uncovered,
         busy_node_hours=bill.work_node_s / 3600.0,
         jobs=len(steps),
         jobs_released_late=sum(released_late(s.added_s, s.deadline_s, s.estimate_s, slot_s) for s in steps),
@@ -98,10 +106,26 @@ def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: floa
     )
 
 
-def cumulative_kwh(twin: ClusterTwin, slot_s: float, n_slots: int) -> np.ndarray:
-    """kWh used from 0 to the end of each slot, shape (n_slots,)."""
-    used = twin.bill().energy_wh_between(slot_s * np.arange(n_slots + 1, dtype=float))
-    return np.cumsum(used) / 1000.0
+def _slots_before_zero(twin: ClusterTwin, slot_s: float) -> int:
+    """Whole slots before 0 in which the twin had a node (a fixed cluster booted for the start)."""
+    first_s = min((node.requested_s for node in twin.nodes.values()), default=0.0)
+    return max(0, math.ceil(-first_s / slot_s - 1e-9))
+
+
+def cumulative_use(twin: ClusterTwin, slot_s: float, n_slots: int, g_per_kwh: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(kWh, kgCO2eq) used from the twin's first node to the end of each slot from 0, shapes
+    (n_slots,): energy before 0 is in the first slot's figure, so the last is the bill's energy.
+    kgCO2eq with ``g_per_kwh`` (as :func:`twin_figures` takes it, uncovered slots adding nothing), else None."""
+    early = _slots_before_zero(twin, slot_s)
+    boundaries = slot_s * np.arange(-early, n_slots + 1, dtype=float)
+    used_wh = twin.bill().energy_wh_between(boundaries)
+    used_wh = np.concatenate([[used_wh[: early + 1].sum()], used_wh[early + 1 :]])
+    kwh = np.cumsum(used_wh) / 1000.0
+    if g_per_kwh is None:
+        return kwh, None
+    values = np.asarray(g_per_kwh, dtype=float)[:n_slots]
+    values = np.concatenate([values, np.full(n_slots - len(values), np.nan)])
+    return kwh, np.cumsum(np.nan_to_num(used_wh * values)) / 1e6
 
 
 def against(value: float, reference: float) -> float | None:

@@ -83,17 +83,55 @@ def test_a_flat_carbon_signal_makes_every_runs_kg_its_kwh_times_the_intensity(th
     rows = [f"{(start + datetime.timedelta(hours=h)).strftime('%Y-%m-%dT%H:%M:%SZ')},250" for h in range(48)]
     carbon = tmp_path / "flat.csv"
     carbon.write_text("time,value\n" + "\n".join(rows) + "\n")
-    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,bound", "--format", "json"]
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,fixed,managed,bound", "--format", "json"]
     assert main([*argv, "--carbon", str(carbon), "--carbon-unit", "gCO2eq/kWh"]) == 0
+    # fixed's nodes boot before the trace's start: that energy is in its kWh and in its kg.
     for run in json.loads(capsys.readouterr().out)["runs"]:
         assert run["co2_kg"] == pytest.approx(run["energy_kwh"] * 0.250, rel=1e-6), run["name"]
+        assert run["co2_uncovered_slots"] in (0, None), run["name"]
+
+
+def test_a_carbon_signal_shorter_than_the_runs_is_said_and_the_bound_still_priced(three_hours, tmp_path, capsys):
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    rows = [f"{(start + datetime.timedelta(hours=h)).strftime('%Y-%m-%dT%H:%M:%SZ')},400" for h in range(2)]
+    carbon = tmp_path / "two-hours.csv"
+    carbon.write_text("time,value\n" + "\n".join(rows) + "\n")
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,bound", "--format", "json"]
+    assert main([*argv, "--carbon", str(carbon), "--carbon-unit", "gCO2eq/kWh"]) == 0
+    captured = capsys.readouterr()
+    runs = {r["name"]: r for r in json.loads(captured.out)["runs"]}
+    assert runs["hold"]["co2_uncovered_slots"] > 0
+    assert runs["hold"]["co2_kg"] < runs["hold"]["energy_kwh"] * 0.4
+    assert 0 < runs["bound"]["co2_kg"] <= runs["hold"]["co2_kg"]
+    assert "its kgCO2 is over the slots --carbon covers" in captured.err
+
+
+def test_under_a_length_error_the_bound_counts_the_same_true_work_as_every_run(three_hours, capsys):
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,bound", "--length-error", "1.5", "--format", "json"]
+    assert main(argv) == 0
+    runs = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert runs["bound"]["busy_node_hours"] == pytest.approx(runs["managed"]["busy_node_hours"], rel=1e-9)
+    assert runs["hold"]["busy_node_hours"] == pytest.approx(runs["managed"]["busy_node_hours"], rel=1e-9)
+    for name in ("hold", "managed"):
+        assert runs[name]["node_hours"] >= runs["bound"]["node_hours"] - 1e-6
+
+
+def test_a_policy_that_cannot_drain_its_queue_is_a_row_that_says_so_and_the_others_stand(capsys):
+    # Workload A's long jobs hold 20 nodes for days: hold's queue cannot drain by twice its horizon.
+    argv = ["compare", "--trace", "A", "-D", "30m", "--policy", "hold,managed", "--max-nodes", "20", "--format", "json"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    runs = {r["name"]: r for r in json.loads(captured.out)["runs"]}
+    assert "cannot run them" in runs["hold"]["error"] and "node_hours" not in runs["hold"]
+    assert runs["managed"]["error"] is None and runs["managed"]["jobs"] > 0
+    assert "warning: hold at D = 30 min (6 slots) did not finish" in captured.err
 
 
 def test_the_table_sets_each_run_against_managed_and_names_the_fixed_size(three_hours, capsys):
     assert main(["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,fixed", "--workers", "1"]) == 0
     out = capsys.readouterr().out
-    assert "% against managed" in out
-    assert re.search(r"managed\s*│[^\n]*\+0\.0 %", out)
+    assert "(%) against managed" in out
+    assert re.search(r"hold\s*│\s*[\d,.]+ \([+-]\d+\.\d%\)", out)
     assert re.search(r"fixed: \d+ nodes always on", out)
 
 
@@ -113,6 +151,8 @@ def test_the_table_sets_each_run_against_managed_and_names_the_fixed_size(three_
         (["--max-nodes", "10", "--fixed-nodes", "11"], "--fixed-nodes 11 is above --max-nodes 10"),
         (["--max-nodes", "10", "--min-nodes", "11"], "--min-nodes 11 is above --max-nodes 10"),
         (["--carbon-unit", "gCO2eq/kWh"], "--carbon-unit without --carbon"),
+        (["--policy", "hold,hold"], "--policy: hold given more than once"),
+        (["--window", "200000"], "--window 200,000 and --deadline of 72 slots"),
     ],
 )
 def test_bad_input_is_refused_naming_the_flag_and_value_before_any_work(flags, message, three_hours, tmp_path, capsys):
@@ -120,6 +160,20 @@ def test_bad_input_is_refused_naming_the_flag_and_value_before_any_work(flags, m
     assert main(["compare", "--trace", str(three_hours), "--out", str(out), *flags]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["parent is a file", "compare.json is a folder"])
+def test_an_out_folder_that_cannot_take_the_files_is_refused_before_any_work(kind, three_hours, tmp_path, capsys):
+    if kind == "parent is a file":
+        (tmp_path / "file").write_text("x")
+        out = tmp_path / "file" / "sub"
+        expected = "exists and is not a folder"
+    else:
+        out = tmp_path / "out"
+        (out / "compare.json").mkdir(parents=True)
+        expected = "compare.json is a folder"
+    assert main(["compare", "--trace", str(three_hours), "--policy", "managed", "--out", str(out)]) == 2
+    assert expected in capsys.readouterr().err
 
 
 def test_a_load_curve_has_no_jobs_to_compare(tmp_path, capsys):

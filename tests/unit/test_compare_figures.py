@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscaler.core.compare import against, cumulative_kwh, released_late, twin_figures
+from autoscaler.core.compare import against, cumulative_use, released_late, twin_figures
 from autoscaler.core.twin import ClusterTwin, TwinConfig
 
 SLOT_S = 300.0
@@ -57,7 +57,8 @@ def test_kg_co2_weighs_each_slots_energy_by_its_signal():
 
 def test_cumulative_kwh_ends_at_the_bills_energy():
     twin = two_jobs_on_one_node()
-    used = cumulative_kwh(twin, SLOT_S, 5)
+    used, kg = cumulative_use(twin, SLOT_S, 5)
+    assert kg is None
     assert used[-1] == pytest.approx(twin.bill().energy_wh / 1000)
     assert np.all(np.diff(used) >= -1e-12)
     assert used[1] == pytest.approx(2 * 100.0 * SLOT_S / 3600 / 1000)
@@ -67,3 +68,33 @@ def test_against_is_a_percentage_of_the_reference():
     assert against(110.0, 100.0) == pytest.approx(10.0)
     assert against(90.0, 100.0) == pytest.approx(-10.0)
     assert against(1.0, 0.0) is None
+
+
+def booted_before_zero() -> ClusterTwin:
+    """A node asked for at -330 s (usable at 0, as fixed starts), one 600 s job at 0."""
+    config = TwinConfig(provision_s=330.0, idle_power_w=50.0, busy_power_w=100.0)
+    twin = ClusterTwin(config, now_s=-330.0)
+    twin.resize(-330.0, 1)
+    twin.add_step(0.0, "s-a", "a", 600.0, submit_s=0.0, deadline_s=700.0)
+    twin.finish(0.0)
+    return twin
+
+
+def test_energy_before_the_traces_start_is_counted_in_kwh_and_kg():
+    twin = booted_before_zero()
+    boot_wh = 50.0 * 330 / 3600
+    assert twin.bill().energy_wh == pytest.approx(boot_wh + 100.0 * 600 / 3600)
+    # A flat 400 g/kWh: kg is the bill's kWh x 0.4, the boot before 0 included.
+    figures = twin_figures("fixed", twin, 0, SLOT_S, np.full(4, 400.0))
+    assert figures.co2_kg == pytest.approx(twin.bill().energy_wh / 1000 * 0.4)
+    assert figures.co2_uncovered_slots == 0
+    used, kg = cumulative_use(twin, SLOT_S, 3, np.full(4, 400.0))
+    assert used[0] == pytest.approx((boot_wh + 100.0 * 300 / 3600) / 1000)
+    assert used[-1] == pytest.approx(twin.bill().energy_wh / 1000)
+    assert kg[-1] == pytest.approx(figures.co2_kg)
+
+
+def test_a_signal_that_stops_early_leaves_the_rest_out_and_counts_the_slots():
+    figures = twin_figures("fixed", two_jobs_on_one_node(), 0, SLOT_S, np.array([100.0, 100.0, np.nan, np.nan]))
+    assert figures.co2_kg == pytest.approx(2 * 100.0 * SLOT_S / 3600 * 100 / 1e6)
+    assert figures.co2_uncovered_slots == 2

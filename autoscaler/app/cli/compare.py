@@ -16,6 +16,7 @@ from autoscaler.app.cli.arguments import add_twin_arguments, non_negative_int, p
 from autoscaler.app.cli.trace_inputs import note_shadowed_file
 from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.readable import count_text, duration_text
 
 DEFAULT_DEADLINES = "30m,2h,6h"
 REFERENCE = "managed"
@@ -70,6 +71,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     slot_s = settings.slot_s
     deadlines = parse_deadlines(args.deadline, slot_s, "--deadline")
     names = runs.check_runs(runs.DEFAULT_RUNS if args.policy.strip() == "all" else [n.strip() for n in args.policy.split(",")])
+    _check_out(args.out)
     max_nodes = args.max_nodes if args.max_nodes is not None else settings.cluster.max_nodes
     min_nodes = args.min_nodes if args.min_nodes is not None else settings.cluster.min_nodes
     if max_nodes < 1:
@@ -96,6 +98,15 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         for d in deadlines:
             out.print(_table(results, d, slot_s, carbon is not None))
+    for result in results.values():
+        f = result.figures
+        if result.error is not None:
+            err.print(f"warning: {result.name} at D = {_deadline_words(result.deadline_slots, slot_s)} did not finish: {result.error}", highlight=False)
+        elif f is not None and f.co2_uncovered_slots:
+            err.print(
+                f"note: {result.name} at D = {_deadline_words(result.deadline_slots, slot_s)}: its kgCO2 is over the slots --carbon covers; "
+                f"{count_text(f.co2_uncovered_slots, 'slot')} used energy outside it", highlight=False,
+            )  # fmt: skip
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         write_all_atomic({
@@ -103,8 +114,31 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
             args.out / "compare.png": compare_png(results, deadlines, slot_s, carbon is not None),
         })  # fmt: skip
         err.print(f"wrote {args.out / 'compare.json'} and {args.out / 'compare.png'}", highlight=False)
-    return 0
+    return 1 if any(result.error for result in results.values()) else 0
 
+
+def _check_out(folder: Path | None) -> None:
+    """Refuse, before any work, an --out whose files cannot be written: a parent that is a file, or a
+    compare.json or compare.png that is a folder."""
+    if folder is None:
+        return
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--out: {parent} exists and is not a folder, so {folder} cannot be made")
+            break
+    for name in ("compare.json", "compare.png"):
+        if (folder / name).is_dir():
+            raise ConfigError(f"--out: {folder / name} is a folder; compare writes a file there")
+
+
+def _deadline_words(deadline_slots: int, slot_s: float) -> str:
+    """'30 min (6 slots)'."""
+    return f"{duration_text(deadline_slots * slot_s)} ({count_text(deadline_slots, 'slot')})"
+
+
+MAX_WINDOW_SLOTS = 105_120
+"""The longest window compare runs, slots: a year of 5-minute slots (each policy runs every slot)."""
 
 DAY_S = 86400.0
 STRAGGLERS = 0.01
@@ -138,12 +172,19 @@ def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, 
         trace = read_swim(path)
     if window_slots is None:
         window_slots = default_window_slots([job.submit_s for job in trace.jobs], slot_s)
+    if window_slots + max_deadline > MAX_WINDOW_SLOTS:
+        raise ConfigError(
+            f"--window {window_slots:,} and --deadline of {max_deadline:,} slots: {window_slots + max_deadline:,} slots, "
+            f"more than the {MAX_WINDOW_SLOTS:,} compare runs (a year of 5-minute slots); give a shorter --window"
+        )
     workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots)
     window_slots = workload.n_slots
+    for warning in workload.notes:
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     if workload.jobs_after_window:
         err.print(
-            f"note: {workload.jobs_after_window:,} jobs submitted after the window's end ({window_slots:,} slots) are left out; "
-            "--window includes them", highlight=False,
+            f"note: {count_text(workload.jobs_after_window, 'job')} submitted after the window's end ({window_slots:,} slots) "
+            f"left out; a longer --window includes them", highlight=False,
         )  # fmt: skip
     require_deadline_within_window(max_deadline, window_slots, "--deadline: D")
     jobs = sorted(trace_jobs(trace, 0, slot_s, window_slots * slot_s), key=lambda job: job.submit_s)
@@ -164,30 +205,40 @@ def _against(value, reference) -> str:
     if value is None or reference is None:
         return ""
     pct = against(value, reference)
-    return "" if pct is None else f"{pct:+.1f} %"
+    return "" if pct is None else f"{pct:+.1f}%"
 
 
 def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool) -> Table:
-    """One deadline's runs as a table; the % columns are against managed (when it ran)."""
-    rows = [(name, r) for (name, d), r in results.items() if d == deadline_slots]
-    reference = next((r.figures for name, r in rows if name == REFERENCE), None)
-    hours = deadline_slots * slot_s / 3600.0
-    notes = [f"{name}: {r.note}" for name, r in rows if r.note]
+    """One deadline's runs as a table, each figure with its difference from managed (when it ran)."""
+    rows = [r for (_, d), r in results.items() if d == deadline_slots]
+    reference = next((r.figures for r in rows if r.name == REFERENCE and r.figures is not None), None)
+    notes = [f"{r.name}: {r.note}" for r in rows if r.note] + [f"{r.name}: did not finish ({r.error})" for r in rows if r.error]
     table = Table(
-        title=f"D = {deadline_slots} slots ({hours:g} h): on the cluster twin" + (f"; % against {REFERENCE}" if reference else ""),
+        title=f"D = {_deadline_words(deadline_slots, slot_s)}, on the cluster twin" + (f"; (%) against {REFERENCE}" if reference else ""),
         caption="; ".join(notes) or None,
     )
     headers = ["run", "node-hours", "$", "kWh"] + (["kgCO2"] if with_carbon else [])
-    if reference is not None:
-        headers += ["node-h vs managed", "kWh vs managed"]
-    headers += ["released late", "finished after deadline", "wait p50 / p95, s", "peak nodes", "scale events"]
+    headers += ["released late", "finished late", "wait p50/p95 s", "peak nodes", "scalings"]
     for header in headers:
-        table.add_column(header, justify="left" if header == "run" else "right")
-    for name, result in rows:
+        table.add_column(header, justify="left" if header == "run" else "right", overflow="fold")
+    for result in rows:
         f = result.figures
-        cells = [name, _number(f.node_hours), _number(f.cost_usd, 2), _number(f.energy_kwh)] + ([_number(f.co2_kg, 2)] if with_carbon else [])
-        if reference is not None:
-            cells += [_against(f.node_hours, reference.node_hours), _against(f.energy_kwh, reference.energy_kwh)]
+        if f is None:
+            table.add_row(result.name, *(["did not finish"] + [""] * (len(headers) - 2)))
+            continue
+
+        def with_change(value, ref, digits: int = 1, is_reference: bool = result.name == REFERENCE) -> str:
+            change = "" if reference is None or is_reference else _against(value, ref)
+            return _number(value, digits) + (f" ({change})" if change else "")
+
+        cells = [
+            result.name,
+            with_change(f.node_hours, reference.node_hours if reference else None),
+            _number(f.cost_usd, 2),
+            with_change(f.energy_kwh, reference.energy_kwh if reference else None),
+        ]
+        if with_carbon:
+            cells.append(with_change(f.co2_kg, reference.co2_kg if reference else None, 2))
         waits = "" if f.wait_p50_s is None else f"{f.wait_p50_s:,.0f} / {f.wait_p95_s:,.0f}"
         cells += [_number(f.jobs_released_late, 0), _number(f.jobs_finished_after_deadline, 0), waits, _number(f.peak_nodes, 0), _number(f.scale_events, 0)]
         table.add_row(*cells)
@@ -221,7 +272,8 @@ def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[i
         },
         "units": FIGURE_UNITS,
         "runs": [
-            r.figures.to_dict() | {"deadline_s": d * slot_s, "note": r.note}
+            (r.figures.to_dict() if r.figures is not None else {"name": name, "deadline_slots": d})
+            | {"deadline_s": d * slot_s, "note": r.note, "error": r.error}
             for (name, d), r in results.items()
         ],
     }
