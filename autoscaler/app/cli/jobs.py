@@ -92,7 +92,8 @@ def add_parsers(commands) -> None:
         "shadow of the store and a simulated cluster that starts from EMR's TASK group and follows the dry "
         "run's own decisions: it logs what the daemon would do, slot after slot, and changes nothing on the "
         "cluster or in the store. --replay TRACE drives the same slot loop from a recorded trace with a "
-        "simulated clock against an in-memory cluster, and checks its capacity against `autoscaler replay`. "
+        "simulated clock on the cluster twin (an EMR TASK group's boot delays, drains and bill; --cluster instant: "
+        "nodes that appear at once), checks its capacity against `autoscaler replay` and prints the twin's bill. "
         "Settings come from --config and AUTOSCALER_* variables in every mode. With [carbon] source set and policy "
         "hold, run and run --dry-run decide as hold+carbon on that signal; run --replay is carbon-blind (it ignores [carbon]).",
         formatter_class=HelpFormatter,
