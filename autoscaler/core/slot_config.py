@@ -20,8 +20,10 @@ __all__ = ["CONTROLLER_POLICIES", "UNIFORM_DEADLINE_POLICIES", "ControllerConfig
 class ControllerConfig:
     """What the controller needs to know; times in seconds, deadlines in slots; defaults from
     :mod:`autoscaler.core.defaults`. ``policy``: one of the policy table's online policies
-    (``CONTROLLER_POLICIES``). ``max_deadline_slots``: the largest deadline gcp tracks; a job's work
-    is never cut by it (``slot_work.job_units``).
+    (``CONTROLLER_POLICIES``). ``max_deadline_slots``: the largest deadline gcp and hold track (a
+    job's later start-by slot is planned as this far); a job's work is never cut by it
+    (``slot_work.job_units``). ``deadline_slots``: D, the uniform deadline of gcp-u and vfw, hold's
+    smoothing, and the deadline of a job submitted without one.
 
     ``tenants_n``: n, the number of tenants dynamic DRF divides the cluster for (a tenant
     arriving beyond n shares only what the first n left). ``node_disk_bytes_s`` and
@@ -109,8 +111,17 @@ class ControllerConfig:
         return self.delta if self.delta is not None else default_delta(self.deadline_slots)
 
     @property
+    def plans_start_by(self) -> bool:
+        """Whether the policy plans each job's units to the job's own start-by slot (``hold``, the
+        daemon's default: r_t comes from the real queue), not to D from its submission. hold+carbon
+        keeps the uniform D of its LP window."""
+        return POLICY_TABLE[self.policy].daemon_deadlines == "start_by" and not self.carbon
+
+    @property
     def nu(self) -> int:
         """Largest deadline the policy's work vector holds."""
+        if self.plans_start_by:
+            return max(self.deadline_slots, self.max_deadline_slots)
         return self.deadline_slots if self.policy in UNIFORM_DEADLINE_POLICIES else self.max_deadline_slots
 
     def slot_of(self, time_s: float) -> int:

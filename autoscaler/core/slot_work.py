@@ -22,14 +22,19 @@ __all__ = ["counted_now", "flow_at", "job_units", "rebuild_cause", "rebuild_futu
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
     """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model):
     one unit in each slot from max(``first_slot``, its submit slot) to the slot its length ends in, at
-    least one, as ``autoscaler replay``'s active curve counts it. The deadline index is D for the
-    uniform-deadline policies, else the job's own slack in slots, at most ``max_deadline_slots``
-    (gcp's horizon: it bounds the deadline, never the work)."""
+    least one, as ``autoscaler replay``'s active curve counts it. The deadline index is, for a policy
+    that plans to the start-by slot (hold: ``config.plans_start_by``), the slots from its submission
+    to its start-by slot; D for the other uniform-deadline policies; else the job's own slack in
+    slots; at most ``nu`` (``max_deadline_slots``: it bounds the deadline, never the work)."""
     submit_slot = config.slot_of(job.submit_s)
     start = max(first_slot, submit_slot)
     end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
     end = max(start + 1, end_position)
-    if config.policy in UNIFORM_DEADLINE_POLICIES:
+    if config.plans_start_by:
+        # Each unit may wait as long as the job may before it starts: to its start-by slot (a trace's
+        # job, deadline = submit + length + D, gets D exactly, as the replay plans it).
+        deadline = max(0, min(start_by_slot(job, config) - submit_slot, config.nu))
+    elif config.policy in UNIFORM_DEADLINE_POLICIES:
         deadline = config.deadline_slots
     else:
         deadline = max(0, min(config.slot_of(job.deadline_s) - submit_slot, config.max_deadline_slots))
@@ -170,9 +175,9 @@ def rebuild_future(
     future = with_units({}, now, slot, config)
     if not due_slots:
         return future
-    uniform = config.policy in UNIFORM_DEADLINE_POLICIES
+    uniform = config.policy in UNIFORM_DEADLINE_POLICIES and not config.plans_start_by
     due = np.sort(np.array(due_slots, dtype=np.int64))
-    if POLICY_TABLE[config.policy].deadlines == "per_job":
+    if POLICY_TABLE[config.policy].deadlines == "per_job" or config.plans_start_by:
         latest = np.zeros_like(due)  # gcp holds each unit with its own deadline: all of it goes now
     else:
         latest = np.maximum(due - (config.deadline_slots if uniform else 0), slot) - slot  # sorted, as due is

@@ -124,9 +124,10 @@ def old_tick(now_s: float, jobs: list[Job], state: OldState, config: ControllerC
         capacity = float(arrivals.sum())
     elif config.policy == "hold":
         # The daemon clamps nodes to max_nodes itself, as for gcp; hold never asks beyond max(r_t, m_{t-1}).
+        # hold plans each job's units to its own start-by slot: the work by deadline index, as tick hands it.
         capacity, work, hold_state = hold_step(
-            hold_state or HoldState.empty(config.deadline_slots, config.cost),
-            float(arrivals.sum()),
+            hold_state or HoldState.empty(config.deadline_slots, config.cost, queue_slots=nu),
+            arrivals,
             config.deadline_slots,
             replace(config.cost, max_servers=None),
         )

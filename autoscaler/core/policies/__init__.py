@@ -43,7 +43,8 @@ class Policy:
     ``carbon``: the name of its carbon-aware variant (None: none); ``carbon_online``: how the
     controller runs that variant, None if only the replay has it. ``work_vector``: its slot updates
     a vector of nu + 1 values (the memory estimate counts them). ``min_deadline_slots``: the smallest
-    D it runs with (vfw's valley delta needs 0 < delta < D).
+    D it runs with (vfw's valley delta needs 0 < delta < D). ``daemon_deadlines``: "start_by" if the
+    controller plans each job's units to the job's own start-by slot (the replay keeps ``deadlines``).
     """
 
     name: str
@@ -55,6 +56,7 @@ class Policy:
     carbon_online: SlotRule | None = None
     work_vector: bool = False
     min_deadline_slots: int = 0
+    daemon_deadlines: str | None = None
 
 
 _GCP_RULE = SlotRule(slot_steps.gcp_slot, "gcp", ("deadlines",))
@@ -66,6 +68,7 @@ POLICY_TABLE: dict[str, Policy] = {
         Policy(
             "hold", "uniform", hold.plan, SlotRule(slot_steps.hold_slot, "hold", ("deadlines", "held")), online_rank=0,
             carbon=HOLD_CARBON, carbon_online=SlotRule(slot_steps.hold_carbon_slot, "carbon", ("carbon", "no_signal", "deadlines", "held")),
+            work_vector=True, daemon_deadlines="start_by",
         ),
         Policy("offline", "uniform", offline.plan, carbon="offline"),
         Policy("gcp-u", "uniform", gcp.plan_uniform, _GCP_RULE, online_rank=1, work_vector=True),

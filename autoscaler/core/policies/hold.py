@@ -210,8 +210,11 @@ class HoldState:
     allowance: float = 0.0
 
     @classmethod
-    def empty(cls, deadline_slots: int, params: CostParams) -> "HoldState":
-        return cls(**{name: np.zeros(shape) for name, shape in _shapes(deadline_slots, params.e0, params.beta).items()})
+    def empty(cls, deadline_slots: int, params: CostParams, queue_slots: int | None = None) -> "HoldState":
+        """A state for D and beta/e0 whose queue holds work due within ``queue_slots`` slots (None: D;
+        the daemon plans each job to its own start-by slot, up to ``max_deadline_slots``)."""
+        shapes = _shapes(deadline_slots, params.e0, params.beta, deadline_slots if queue_slots is None else queue_slots)
+        return cls(**{name: np.zeros(shape) for name, shape in shapes.items()})
 
     @property
     def capacity(self) -> float:
@@ -272,15 +275,15 @@ class HoldState:
 
 
 @lru_cache(maxsize=64)
-def _shapes(deadline_slots: int, e0: float, beta: float) -> dict[str, tuple[int, ...]]:
-    """Shapes of HoldState's arrays for D and beta/e0."""
+def _shapes(deadline_slots: int, e0: float, beta: float, queue_slots: int) -> dict[str, tuple[int, ...]]:
+    """Shapes of HoldState's arrays for D, beta/e0 and the queue's deadlines (0..queue_slots >= D)."""
     params = CostParams(e0=e0, beta=beta)
     window = break_even_slots(params)
     n_experts = len(experts(window, _break_even(params)).labels) if window else 0
     rows = n_experts + 2 if n_experts else 1
     window = window or 0
     return {
-        "queue": (rows, deadline_slots + 1),
+        "queue": (rows, max(queue_slots, deadline_slots) + 1),
         "previous": (rows,),
         "cost": (n_experts + 3 if n_experts else 0,),
         "recent_load": (max(window, deadline_slots) + 1,),
@@ -305,24 +308,33 @@ def hold_step(
 ) -> tuple[float, float, HoldState]:
     """One slot of hold: returns (m_t, x_t, new state), servers; x_t <= m_t.
 
-    ``load``: L_t, the work released in this slot (servers' worth), due within D slots.
+    ``load``: L_t, the work released in this slot (servers' worth), due within D slots; or the work
+    by slots to its deadline, L_{d,t} for d = 0..K, shape (K+1,), for a state whose queue holds
+    deadlines up to K (``HoldState.empty(..., queue_slots=K)``): the daemon's plan, where each job's
+    units are due by its own start-by slot. D still sets the need's smoothing (the D+1-slot mean).
     Slots before the first have L = 0. Raises InfeasibleError when the deadlines need more than
-    ``params.max_servers`` (M), ConfigError for a negative or non-finite L_t, and ScheduleError
-    if the state was made for another D or beta/e0.
+    ``params.max_servers`` (M), ConfigError for a negative or non-finite L_t (or a vector of
+    another length than the queue's), and ScheduleError if the state was made for another D or beta/e0.
     """
-    for name, shape in _shapes(deadline_slots, params.e0, params.beta).items():
+    queue_slots = state.queue.shape[-1] - 1 if state.queue.ndim == 2 else deadline_slots
+    for name, shape in _shapes(deadline_slots, params.e0, params.beta, max(queue_slots, deadline_slots)).items():
         if getattr(state, name).shape != shape:
             raise ScheduleError(
                 f"hold: the state's {name} has shape {getattr(state, name).shape}, "
                 f"not {shape} as D = {deadline_slots} and 2*beta/e0 need"
             )
-    load = float(load)
-    if not (math.isfinite(load) and load >= 0):
-        raise ConfigError(f"hold: L_t must be a finite number >= 0, got {load!r}")
+    arrivals = np.asarray(load, dtype=float)
+    if arrivals.ndim == 0:
+        arrivals = np.zeros(queue_slots + 1)
+        arrivals[deadline_slots] = float(load)
+    if arrivals.shape != (queue_slots + 1,) or not (np.all(np.isfinite(arrivals)) and np.all(arrivals >= 0)):
+        raise ConfigError(f"hold: L_t must be a finite number >= 0 or {queue_slots + 1} of them by deadline, got {load!r}")
+    load = float(arrivals.sum())
     window = break_even_slots(params)
     queue = np.empty_like(state.queue)
     queue[:, :-1] = state.queue[:, 1:]
-    queue[:, -1] = load
+    queue[:, -1] = 0.0
+    queue += arrivals
     prefix = np.cumsum(queue, axis=1)
     forced = flat_capacity(prefix)
     if params.max_servers is not None and forced[-1] > params.max_servers * (1 + 1e-12) + 1e-9:
@@ -402,13 +414,18 @@ def hold_step(
     return float(capacity[-1]), float(assigned[-1]), new_state
 
 
-def forced_capacity(state: HoldState, load: float) -> tuple[float, float, int]:
-    """r_t of the slot :func:`hold_step` is about to decide from ``state`` with L_t = ``load``, and
+def forced_capacity(state: HoldState, load, deadline_slots: int | None = None) -> tuple[float, float, int]:
+    """r_t of the slot :func:`hold_step` is about to decide from ``state`` with L_t = ``load`` (a
+    number due within D, ``deadline_slots``, or the work by deadline as hold_step takes it), and
     what sets it: (r_t, Y_j, j+1), the work (servers' worth) due within j+1 slots at the maximum of
     Y_j/(j+1); (0.0, 0.0, 0) when nothing is queued. The policy's own queue; hold_step computes the
     same r_t. For explaining a decision; it changes no number.
     """
-    queue = np.concatenate([state.queue[-1, 1:], [float(load)]])
+    arrivals = np.asarray(load, dtype=float)
+    if arrivals.ndim == 0:
+        arrivals = np.zeros(state.queue.shape[-1])
+        arrivals[state.queue.shape[-1] - 1 if deadline_slots is None else deadline_slots] = float(load)
+    queue = np.concatenate([state.queue[-1, 1:], [0.0]]) + arrivals
     prefix = np.cumsum(queue)
     if prefix[-1] <= 0.0:
         return 0.0, 0.0, 0

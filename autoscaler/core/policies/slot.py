@@ -83,9 +83,10 @@ def gcp_slot(before: GcpState | None, slot: SlotInput) -> SlotStep:
 
 def hold_slot(before: HoldState | None, slot: SlotInput) -> SlotStep:
     """hold: r_t, or servers kept on through a valley (:mod:`autoscaler.core.policies.hold`)."""
-    state = before or HoldState.empty(slot.deadline_slots, slot.cost)
-    capacity, assigned, after = hold_step(state, slot.load, slot.deadline_slots, slot.cost)
-    reason, why = _hold_words(state, after, slot.load, capacity, assigned, slot.cost)
+    # The work by deadline index: each job's units due by its own start-by slot (the controller's nu).
+    state = before or HoldState.empty(slot.deadline_slots, slot.cost, queue_slots=slot.arrivals.shape[0] - 1)
+    capacity, assigned, after = hold_step(state, slot.arrivals, slot.deadline_slots, slot.cost)
+    reason, why = _hold_words(state, after, slot.arrivals, capacity, assigned, slot.cost)
     return SlotStep(capacity, assigned, after, reason, why)
 
 
@@ -125,7 +126,7 @@ def hold_carbon_slot(before: CarbonState | None, slot: SlotInput) -> SlotStep:
     return SlotStep(step.capacity, step.assigned, after, reason, why, carbon=step)
 
 
-def _hold_words(before: HoldState, after: HoldState, load: float, capacity: float, assigned: float, params: CostParams) -> tuple[str, str]:
+def _hold_words(before: HoldState, after: HoldState, load, capacity: float, assigned: float, params: CostParams) -> tuple[str, str]:
     forced, work, slots = forced_capacity(before, load)
     due = f"{work:.4g} units of work are due within {count_text(slots, 'slot')}" if slots else "no unit of work is queued in the policy"
     if capacity <= forced * (1 + 1e-12) + 1e-12:
