@@ -208,6 +208,10 @@ def tick(
         load=load,
     )
     reason, why = _node_reason(dispatched, queue, config, policy_reason)
+    if reason == "deadlines" and step.binding_slots:
+        binding = binding_job(queue, slot, slot + step.binding_slots - 1, config)
+        if binding is not None:
+            why += f"; the deadline that binds: job {binding.job_id!r}, start-by slot {start_by_slot(binding, config)}"
     if cause in ("gap", "policy"):
         was = f"{count_text(slot - state.last_slot - 1, 'slot')} went undecided" if cause == "gap" else "the policy changed"
         why += f"; {was}, so the policy's work was rebuilt from the {count_text(len(queue), 'active job')}"
@@ -243,6 +247,20 @@ def tick(
         released_due=released_due,
         carbon=states["carbon"],
     )
+
+
+def binding_job(queue: JobQueue, slot: int, last_slot: int, config: ControllerConfig) -> Job | None:
+    """The queued job, submitted by ``slot``, with the latest start-by slot at or before ``last_slot``:
+    the last job whose work the deadlines' bound r_t counts (hold's max_j Y_j/(j+1) at j = last_slot -
+    slot). None when no queued job is due by then (the work that binds is of jobs already released).
+    Cost: the queued jobs due by ``last_slot``, in EDF order."""
+    found = None
+    for job in queue.queued():
+        if start_by_slot(job, config) > last_slot:
+            break
+        if config.slot_of(job.submit_s) <= slot:
+            found = job
+    return found
 
 
 def _with_carbon(

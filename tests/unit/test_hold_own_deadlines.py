@@ -79,3 +79,14 @@ def test_no_job_is_released_after_its_own_start_by_slot_when_the_cap_allows(spec
     run = simulate_slots(jobs, config, horizon)
     for j in jobs:
         assert run.released_in[j.job_id] <= max(start_by_slot(j, config), math.floor(j.submit_s / SLOT_S)), j
+
+
+def test_the_reason_names_the_job_whose_deadline_binds():
+    config = ControllerConfig(policy="hold", deadline_slots=2, max_nodes=100)
+    short = [job(f"s{i}", 10.0, 10.0 + 1800.0) for i in range(12)]
+    long = [job(f"l{i}", 10.0, 10.0 + 12 * 3600.0) for i in range(12)]
+    first = simulate_slots(short + long, config, 1).decisions[0]
+    # 12 units due by the short jobs' start-by slot 5 set r_t = 12/6: the last of them in EDF order binds.
+    assert first.reason == "deadlines"
+    last_short = max(short, key=lambda j: (j.deadline_s, j.submit_s, j.job_id)).job_id
+    assert f"the deadline that binds: job {last_short!r}, start-by slot 5" in first.why

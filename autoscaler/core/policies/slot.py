@@ -53,7 +53,9 @@ class SlotInput:
 class SlotStep:
     """A policy's slot: m_t (``capacity``) and x_t (``assigned``) in servers, its new ``state``, the
     reason code for m_t (one of the policy's ``reasons`` in the table) and ``why``, in one sentence with
-    its figures. ``carbon``: hold+carbon's decision (its mode and weights), None for the others."""
+    its figures. ``carbon``: hold+carbon's decision (its mode and weights), None for the others.
+    ``binding_slots``: when the deadlines set m_t (hold's r_t), the j+1 slots within which the work
+    that binds is due (the controller names the job), else None."""
 
     capacity: float
     assigned: float
@@ -61,6 +63,7 @@ class SlotStep:
     reason: str
     why: str
     carbon: CarbonDecision | None = None
+    binding_slots: int | None = None
 
 
 def follow_slot(before: None, slot: SlotInput) -> SlotStep:
@@ -87,7 +90,8 @@ def hold_slot(before: HoldState | None, slot: SlotInput) -> SlotStep:
     state = before or HoldState.empty(slot.deadline_slots, slot.cost, queue_slots=slot.arrivals.shape[0] - 1)
     capacity, assigned, after = hold_step(state, slot.arrivals, slot.deadline_slots, slot.cost)
     reason, why = _hold_words(state, after, slot.arrivals, capacity, assigned, slot.cost)
-    return SlotStep(capacity, assigned, after, reason, why)
+    binding = forced_capacity(state, slot.arrivals)[2] if reason == "deadlines" else 0
+    return SlotStep(capacity, assigned, after, reason, why, binding_slots=binding or None)
 
 
 def vfw_slot(before: VfwState | None, slot: SlotInput) -> SlotStep:
