@@ -102,3 +102,118 @@ def test_a_bad_input_is_refused_naming_it(field, change):
 def test_an_unknown_objective_is_refused_naming_the_choices():
     with pytest.raises(ConfigError, match="objective: expected one of energy, cost, carbon, paper, got 'watts'"):
         derive_costs("watts", **INPUTS)
+
+
+# -- the settings: objective and restart_penalty, and e0, e1, beta only under paper -----------------
+
+
+def _settings(tmp_path, text: str):
+    from autoscaler.app.config import load_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_settings(path, cluster_required=False)
+
+
+def test_the_settings_default_to_energy_and_the_controller_decides_by_its_costs(tmp_path):
+    settings = _settings(tmp_path, "")
+    assert (settings.objective, settings.restart_penalty) == ("energy", 0.0)
+    cost = settings.controller_config(0.0).cost
+    assert (cost.e0, cost.e1, cost.beta) == pytest.approx((IDLE_W * 300 / 3600, (BUSY_W - IDLE_W) * 300 / 3600, IDLE_W * 300 / 3600 / 2))
+    # boot_s and the slot come from the settings: a 600 s boot at 60 s slots holds 10 slots.
+    longer = _settings(tmp_path, "slot_s = 60\nrestart_penalty = 1.0\n[report]\nboot_s = 600\n").controller_config(0.0).cost
+    assert longer.e0 == pytest.approx(IDLE_W * 60 / 3600)
+    assert longer.beta == pytest.approx((IDLE_W * 600 / 3600 + 1.0) / 2)
+
+
+def test_objective_cost_takes_the_price_per_node_hour(tmp_path):
+    from autoscaler.app import compose
+
+    settings = _settings(tmp_path, 'objective = "cost"\n')
+    assert settings.controller_config(0.0).cost.e0 == pytest.approx(0.240 * 300 / 3600)
+    assert compose.controller_config(settings, price_per_node_hour=1.2).cost.e0 == pytest.approx(1.2 * 300 / 3600)
+
+
+def test_the_paper_objective_reads_e0_e1_beta(tmp_path):
+    settings = _settings(tmp_path, 'objective = "paper"\nbeta = 6\n')
+    assert settings.controller_config(0.0).cost == CostParams(e0=1.0, e1=0.0, beta=6.0)
+
+
+@pytest.mark.parametrize("text, named", [
+    ("beta = 6\n", "beta is set, with objective 'energy'"),
+    ('objective = "cost"\ne0 = 1\ne1 = 0\n', "e0, e1 are set, with objective 'cost'"),
+    ('objective = "paper"\nrestart_penalty = 2\n', "restart_penalty"),
+    ('objective = "watts"\n', "objective: expected one of 'energy', 'cost', 'carbon' or 'paper', got 'watts'"),
+])  # fmt: skip
+def test_the_settings_refuse_costs_the_objective_does_not_read(tmp_path, text, named):
+    with pytest.raises(ConfigError) as raised:
+        _settings(tmp_path, text)
+    assert named in str(raised.value)
+
+
+def test_the_command_lines_objective_is_refused_over_a_configs_given_costs(tmp_path):
+    from autoscaler.app.config import with_objective
+
+    paper = _settings(tmp_path, 'objective = "paper"\nbeta = 6\n')
+    with pytest.raises(ConfigError, match=r"beta is set, with --objective 'energy'"):
+        with_objective(paper, "energy")
+    assert with_objective(paper, None) is paper
+    assert with_objective(_settings(tmp_path, ""), "cost").derived_costs().unit == "$"
+
+
+# -- the command line -------------------------------------------------------------------------------
+
+
+def _replay_json(capsys, *argv: str) -> dict:
+    import json
+
+    from autoscaler.app.cli import main
+
+    assert main(["replay", "--window", "48", "--policy", "follow,hold,offline,gcp-u", "--format", "json", *argv]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_replay_under_paper_is_the_replay_with_the_papers_costs_given(capsys):
+    implicit = _replay_json(capsys, "--objective", "paper")
+    explicit = _replay_json(capsys, "--objective", "paper", "--e0", "1", "--e1", "0", "--beta", "12")
+    strip = lambda d: {k: {n: {f: v for f, v in p.items() if f != "solve_ms_per_slot"} for n, p in v.items()} if k == "policies" else v for k, v in d.items()}  # noqa: E731
+    assert strip(implicit) == strip(explicit)
+    assert implicit["params"] | {"deadline": None} == {"e0": 1.0, "e1": 0.0, "beta": 12.0, "deadline": None, "max_servers": None}
+    follow = np.array(implicit["policies"]["follow"]["m"])
+    assert implicit["policies"]["follow"]["cost"] == pytest.approx(follow.sum() + 12 * np.abs(np.diff(follow, prepend=0, append=0)).sum())
+
+
+def test_replay_prints_the_derived_costs_with_their_derivation(capsys):
+    document = _replay_json(capsys, "--boot-s", "600")
+    objective = document["objective"]
+    assert objective["objective"] == "energy" and objective["unit"] == "Wh"
+    assert objective["beta"] == pytest.approx(IDLE_W * 600 / 3600 / 2)
+    assert document["params"]["beta"] == objective["beta"]
+    assert "a restart = idle power 60.30 W x boot 600 s / 3600 = 10.05 Wh" in objective["derivation"]
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--beta", "6"], "--beta: only with --objective paper"),
+    (["--objective", "cost", "--e0", "1", "--e1", "0"], "--e0, --e1: only with --objective paper"),
+    (["--objective", "paper", "--restart-penalty", "1"], "--restart-penalty: not with --objective paper"),
+    (["--objective", "watts"], "invalid choice: 'watts'"),
+])  # fmt: skip
+def test_replay_and_sweep_refuse_costs_the_objective_does_not_read(capsys, argv, named):
+    from autoscaler.app.cli import main
+
+    for command in (["replay", "--window", "48"], ["sweep", "--window", "48", "--deadlines", "1-2", "--delta-deadline", "2"]):
+        try:
+            code = main([*command, *argv])
+        except SystemExit as stopped:  # argparse's own refusal of a choice
+            code = stopped.code
+        assert code == 2
+        assert named in " ".join(capsys.readouterr().err.split())
+
+
+def test_the_live_run_takes_its_objective_from_the_config(tmp_path, capsys):
+    from autoscaler.app.cli import main
+
+    config = tmp_path / "config.toml"
+    config.write_text('[cluster]\nid = "j-ABC"\n', encoding="utf-8")
+    assert main(["run", "--config", str(config), "--objective", "cost"]) == 2
+    assert "--objective is for --replay" in capsys.readouterr().err
