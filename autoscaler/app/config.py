@@ -162,7 +162,7 @@ class CarbonSettings(BaseModel):
 
 
 class Settings(BaseSettings):
-    """Every setting of the daemon; times in seconds, deadlines in slots, costs per server-slot.
+    """Every setting of the daemon; times in seconds, deadlines in slots, costs in the objective's unit.
 
     Build it with :func:`load_settings`; ``Settings()`` alone reads only the environment.
     """
@@ -184,7 +184,7 @@ class Settings(BaseSettings):
     """What e0, e1 and beta are priced in (autoscaler.core.objective): energy (Wh, from the power model
     and boot_s), cost ($, from the price per node-hour), carbon (Wh weighted by the signal) or paper
     (e0, e1 and beta as given)."""
-    restart_penalty: float = Field(default=0.0, ge=0)
+    restart_penalty: float = Field(default=defaults.RESTART_PENALTY, ge=0)
     """Added to each restart (a server off, then on) under objective energy, cost or carbon, in its unit (Wh or $)."""
     e0: float = Field(default=defaults.E0, ge=0)
     e1: float = Field(default=defaults.E1, ge=0)

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from numbers import Real
 
+from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import CostParams
 
@@ -39,9 +40,9 @@ OBJECTIVES = ("energy", "cost", "carbon", "paper")
 """What eq. (2) is priced in: the power model's watt-hours, the bill's dollars, watt-hours weighted by
 the carbon signal, or the paper's server-slots as given."""
 
-DEFAULT_OBJECTIVE = "energy"
-"""The objective unless told otherwise: the tool is sold as saving energy, and energy is what the
-power model, the energy report and the twin's kWh measure; the paper's beta = 12 server-slots
+DEFAULT_OBJECTIVE = defaults.OBJECTIVE
+"""The objective unless told otherwise, "energy": the tool is sold as saving energy, and energy is what
+the power model, the energy report and the twin's kWh measure; the paper's beta = 12 server-slots
 prices a restart at 12 idle slots where the energy model's boot is one."""
 
 MIN_BILLED_S = 60.0
@@ -110,7 +111,7 @@ def derive_costs(
     busy_power_w: float,
     boot_s: float,
     price_per_node_hour: float,
-    restart_penalty: float = 0.0,
+    restart_penalty: float = defaults.RESTART_PENALTY,
     given: CostParams | None = None,
 ) -> DerivedCosts:
     """e0, e1 and beta of eq. (2) under ``objective`` (one of :data:`OBJECTIVES`), with their derivation.

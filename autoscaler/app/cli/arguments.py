@@ -143,7 +143,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     from autoscaler.core.objective import DEFAULT_OBJECTIVE
 
     add_objective_argument(parser, DEFAULT_OBJECTIVE)
-    parser.add_argument("--restart-penalty", type=non_negative_float, default=0.0, help="added to each restart (a server off, then on), in the objective's unit (Wh or $); not with --objective paper")
+    parser.add_argument("--restart-penalty", type=non_negative_float, default=defaults.RESTART_PENALTY, help="added to each restart (a server off, then on), in the objective's unit (Wh or $); not with --objective paper")
     parser.add_argument("--e0", type=non_negative_float, default=None, help=f"with --objective paper: operating cost per server-slot, idle part (default {defaults.E0:g})")
     parser.add_argument("--e1", type=non_negative_float, default=None, help=f"with --objective paper: operating cost per server-slot at full load, load part (default {defaults.E1:g})")
     parser.add_argument("--beta", type=non_negative_float, default=None, help=f"with --objective paper: switching cost per server turned on or off (default {defaults.BETA:g})")
