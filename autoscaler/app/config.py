@@ -245,6 +245,11 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _costs_given_only_under_paper(self) -> "Settings":
         refuse_given_costs(self, self.objective, "objective")
+        if self.objective == "carbon" and self.carbon.source is None:
+            raise ValueError(
+                'objective "carbon" weights the energy by the [carbon] signal, and [carbon] source is not set: set it, '
+                'or objective = "energy"'
+            )
         if self.objective == "paper" and self.restart_penalty:
             raise ValueError("restart_penalty is for objective energy, cost or carbon; under objective \"paper\" beta is used as given")
         return self
@@ -330,6 +335,8 @@ def with_objective(settings: Settings, objective: str | None, flag: str = "--obj
         raise ConfigError(f"{error} (in the config or AUTOSCALER_* environment)") from None
     if objective == "paper" and settings.restart_penalty:
         raise ConfigError(f"{flag} paper: the config's restart_penalty applies under energy, cost or carbon only; remove it")
+    if objective == "carbon" and settings.carbon.source is None:
+        raise ConfigError(f"{flag} carbon weights the energy by the [carbon] signal, and the config's [carbon] source is not set")
     return settings.model_copy(update={"objective": objective})
 
 

@@ -15,7 +15,9 @@ the power model, the slot length, the boot time and the price into e0, e1 and be
 * ``carbon`` (Wh, weighted): the energy costs. The weights come from the carbon signal where a
   policy decides by it (hold+carbon, offline with ``--carbon``: e0_t = w_t*e0, e1_t = w_t*e1 with
   w_t the slot's signal over the day's mean, ``autoscaler.core.policies.carbon``), so a restart
-  costs beta Wh at the day's mean intensity; without a signal it decides as ``energy``.
+  costs beta Wh at the day's mean intensity. The signal, not the objective, turns the weighting on
+  (``energy`` with a signal decides the same); ``carbon`` says a signal is meant, and the settings and
+  command lines refuse it without one.
 * ``paper``: the given e0, e1 and beta, unchanged (the paper's figures reproduce with its 1, 0, 12).
 
 Why beta = R / 2: eq. (2), LP (3) and every policy charge beta on every change of m_t, once when a

@@ -144,6 +144,7 @@ def test_the_paper_objective_reads_e0_e1_beta(tmp_path):
     ('objective = "cost"\ne0 = 1\ne1 = 0\n', "e0, e1 are set, with objective 'cost'"),
     ('objective = "paper"\nrestart_penalty = 2\n', "restart_penalty"),
     ('objective = "watts"\n', "objective: expected one of 'energy', 'cost', 'carbon' or 'paper', got 'watts'"),
+    ('objective = "carbon"\n', "[carbon] source is not set"),
 ])  # fmt: skip
 def test_the_settings_refuse_costs_the_objective_does_not_read(tmp_path, text, named):
     with pytest.raises(ConfigError) as raised:
@@ -197,6 +198,7 @@ def test_replay_prints_the_derived_costs_with_their_derivation(capsys):
     (["--objective", "cost", "--e0", "1", "--e1", "0"], "--e0, --e1: only with --objective paper"),
     (["--objective", "paper", "--restart-penalty", "1"], "--restart-penalty: not with --objective paper"),
     (["--objective", "watts"], "invalid choice: 'watts'"),
+    (["--objective", "carbon"], "--objective carbon weights the energy by a carbon signal: give it with --carbon SOURCE"),
 ])  # fmt: skip
 def test_replay_and_sweep_refuse_costs_the_objective_does_not_read(capsys, argv, named):
     from autoscaler.app.cli import main
@@ -217,3 +219,16 @@ def test_the_live_run_takes_its_objective_from_the_config(tmp_path, capsys):
     config.write_text('[cluster]\nid = "j-ABC"\n', encoding="utf-8")
     assert main(["run", "--config", str(config), "--objective", "cost"]) == 2
     assert "--objective is for --replay" in capsys.readouterr().err
+
+
+def test_replay_under_carbon_decides_by_the_signal_with_the_energy_costs(capsys):
+    from pathlib import Path
+
+    signal = str(Path(__file__).resolve().parents[2] / "deploy" / "carbon-daily.csv")
+    argv = ["--policy", "follow,hold", "--deadline", "1h", "--carbon", signal, "--carbon-unit", "gCO2eq/kWh"]
+    carbon = _replay_json(capsys, *argv, "--objective", "carbon")
+    energy = _replay_json(capsys, *argv, "--objective", "energy")
+    assert carbon["params"] == energy["params"]
+    assert carbon["policies"]["hold"]["schedule"] == "hold+carbon"
+    assert carbon["policies"]["hold"]["m"] == energy["policies"]["hold"]["m"]
+    assert carbon["objective"]["unit"] == "Wh (weighted by the carbon signal)"

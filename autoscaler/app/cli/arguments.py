@@ -205,6 +205,8 @@ def derived_costs(args: argparse.Namespace):
             f"{', '.join(given)}: only with --objective paper; under --objective {args.objective} e0, e1 and beta are derived "
             "from the power model, --boot-s and the price (add --objective paper to give them by hand)"
         )
+    if args.objective == "carbon" and args.carbon is None:
+        raise ConfigError("--objective carbon weights the energy by a carbon signal: give it with --carbon SOURCE, or use --objective energy")
     if args.objective == "paper" and args.restart_penalty:
         raise ConfigError("--restart-penalty: not with --objective paper, where beta is given as it is (use --beta)")
     model = power_model(args.power_model)

@@ -83,6 +83,8 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                 raise ConfigError(f"report: --start: {error}") from None
         options = reporting.energy_options(args, settings)
         costs = _replay_costs(args, settings, options)
+        if costs.objective == "carbon" and signal is None:
+            raise ConfigError("report: --objective carbon weights the energy by a carbon signal: give --carbon SOURCE (or [carbon] source)")
         params, length_model = costs.cost_params(), LengthModel()
         args.deadline = deadline_slots(args.deadline, args.slot_s)
         names = [n for n in _policy_names(args.policy) if n != "follow"]
