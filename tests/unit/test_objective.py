@@ -232,3 +232,51 @@ def test_replay_under_carbon_decides_by_the_signal_with_the_energy_costs(capsys)
     assert carbon["policies"]["hold"]["schedule"] == "hold+carbon"
     assert carbon["policies"]["hold"]["m"] == energy["policies"]["hold"]["m"]
     assert carbon["objective"]["unit"] == "Wh (weighted by the carbon signal)"
+
+
+def _three_hours(tmp_path):
+    from pathlib import Path
+
+    from autoscaler.app.traces import SHIPPED
+
+    trace_a = Path(__file__).parents[2] / "autoscaler" / "data" / SHIPPED["A"].file_name
+    lines = [line for line in trace_a.read_text().splitlines() if float(line.split("\t")[1]) < 3 * 3600]
+    path = tmp_path / "a-3h.tsv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_compare_decides_by_the_objective_and_prints_it(tmp_path, capsys):
+    import json
+
+    from autoscaler.app.cli import main
+
+    argv = ["compare", "--trace", str(_three_hours(tmp_path)), "-D", "30m", "--policy", "hold", "--format", "json", "--workers", "1"]
+    assert main([*argv, "--objective", "cost", "--price-per-node-hour", "0.6"]) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["objective"]["unit"] == "$"
+    assert document["objective"]["e0"] == pytest.approx(0.6 * 300 / 3600)  # the twin's price, not the default
+    assert "objective cost ($):" in captured.err
+    config = tmp_path / "paper.toml"
+    config.write_text('objective = "paper"\nbeta = 6\n', encoding="utf-8")
+    assert main([*argv, "--config", str(config), "--objective", "energy"]) == 2
+    assert "beta is set, with --objective 'energy'" in " ".join(capsys.readouterr().err.split())
+
+
+def test_report_replay_decides_by_the_objective_and_says_so(capsys):
+    import json
+
+    from autoscaler.app.cli import main
+
+    def hold_wh(*argv: str) -> tuple[float, list[str]]:
+        assert main(["report", "--replay", "--window", "48", "--policy", "hold", "--format", "json", *argv]) == 0
+        document = json.loads(capsys.readouterr().out)
+        return next(s["energy_wh"] for s in document["schedules"] if s["schedule"] == "hold"), document["notes"]
+
+    energy_wh, notes = hold_wh()
+    assert any(note.startswith("The policies decide by objective energy (Wh)") for note in notes)
+    paper_wh, notes = hold_wh("--objective", "paper")
+    assert any("as given" in note for note in notes)
+    # Under the paper's beta = 12 hold keeps idle nodes through valleys the energy model would not.
+    assert energy_wh < paper_wh
