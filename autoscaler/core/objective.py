@@ -37,6 +37,7 @@ from numbers import Real
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import CostParams
+from autoscaler.core.twin import MIN_BILLED_S
 
 OBJECTIVES = ("energy", "cost", "carbon", "paper")
 """What eq. (2) is priced in: the power model's watt-hours, the bill's dollars, watt-hours weighted by
@@ -45,10 +46,7 @@ the carbon signal, or the paper's server-slots as given."""
 DEFAULT_OBJECTIVE = defaults.OBJECTIVE
 """The objective unless told otherwise, "energy": the tool is sold as saving energy, and energy is what
 the power model, the energy report and the twin's kWh measure; the paper's beta = 12 server-slots
-prices a restart at 12 idle slots where the energy model's boot is one."""
-
-MIN_BILLED_S = 60.0
-"""EC2 and EMR bill per second with a one-minute minimum per instance (``autoscaler.core.twin``)."""
+prices a restart (2*beta) at 24 idle slots where the energy model's boot is one."""
 
 S_PER_HOUR = 3600.0
 
