@@ -108,7 +108,9 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
     from autoscaler.app.replay_daemon import replay_end_slot
 
     settings = inputs.settings
-    config = compose.controller_config(settings, policy=policy, deadline_slots=deadline_slots, max_nodes=inputs.max_nodes)
+    config = compose.controller_config(
+        settings, policy=policy, deadline_slots=deadline_slots, max_nodes=inputs.max_nodes, price_per_node_hour=inputs.twin.price_per_node_hour
+    )
     slot_s = config.slot_s
     jobs = inputs.jobs_at(deadline_slots)
     with contextlib.ExitStack() as stack:

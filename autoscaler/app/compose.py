@@ -38,6 +38,7 @@ def controller_config(
     tenants: int | None = None,
     epoch_s: float = 0.0,
     carbon: bool = False,
+    price_per_node_hour: float | None = None,
 ) -> ControllerConfig:
     """The controller's configuration: ``settings``, with the command line's overrides where given.
     ``tenants``: the tenants a replay deals its jobs to (n is at least that many). ``carbon``: run
@@ -45,8 +46,10 @@ def controller_config(
     replay) decides carbon-blind whatever the config says. Raises ConfigError for a combination the
     controller refuses (e.g. vfw's delta against a new D; a D under the policy's least (vfw: 2), naming --deadline or
     deadline_slots), and, with ``carbon``, for a ``[carbon]
-    source`` under a policy other than hold (only hold has a carbon-aware variant)."""
-    config = settings.controller_config(epoch_s)
+    source`` under a policy other than hold (only hold has a carbon-aware variant).
+    The costs are the settings' objective's (``Settings.derived_costs``; ``price_per_node_hour``: the
+    twin's $ per node-hour under objective cost, default the twin's default)."""
+    config = settings.controller_config(epoch_s, price_per_node_hour)
     chosen = policy or config.policy
     # The daemon runs a carbon-aware variant only where the policy table gives it a slot rule.
     aware = [p for p in POLICY_TABLE.values() if p.carbon_online is not None]

@@ -30,6 +30,7 @@ from autoscaler.core import defaults
 from autoscaler.core.controller import ControllerConfig
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import DEFAULT_MAX_NODES, CostParams
+from autoscaler.core.objective import DEFAULT_OBJECTIVE, OBJECTIVES, DerivedCosts, derive_costs
 from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
 from autoscaler.core.readable import number_text
 
@@ -161,7 +162,7 @@ class CarbonSettings(BaseModel):
 
 
 class Settings(BaseSettings):
-    """Every setting of the daemon; times in seconds, deadlines in slots, costs per server-slot.
+    """Every setting of the daemon; times in seconds, deadlines in slots, costs in the objective's unit.
 
     Build it with :func:`load_settings`; ``Settings()`` alone reads only the environment.
     """
@@ -179,9 +180,16 @@ class Settings(BaseSettings):
     deadline_slots: int = Field(default=defaults.DEADLINE_SLOTS, ge=0, le=100_000)
     slot_s: float = Field(default=defaults.SLOT_S, ge=1, le=86_400)
     max_deadline_slots: int = Field(default=defaults.MAX_DEADLINE_SLOTS, ge=1, le=100_000)
+    objective: Literal[OBJECTIVES] = DEFAULT_OBJECTIVE  # type: ignore[valid-type]
+    """What e0, e1 and beta are priced in (autoscaler.core.objective): energy (Wh, from the power model
+    and boot_s), cost ($, from the price per node-hour), carbon (Wh weighted by the signal) or paper
+    (e0, e1 and beta as given)."""
+    restart_penalty: float = Field(default=defaults.RESTART_PENALTY, ge=0)
+    """Added to each restart (a server off, then on) under objective energy, cost or carbon, in its unit (Wh or $)."""
     e0: float = Field(default=defaults.E0, ge=0)
     e1: float = Field(default=defaults.E1, ge=0)
     beta: float = Field(default=defaults.BETA, ge=0)
+    """e0, e1, beta: eq. (2)'s costs as given, per server-slot; read only under objective = "paper"."""
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     store_path: Path = Path("autoscaler.db")
     log_format: Literal["auto", "json", "console"] = "auto"
@@ -235,6 +243,18 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _costs_given_only_under_paper(self) -> "Settings":
+        refuse_given_costs(self, self.objective, "objective")
+        if self.objective == "carbon" and self.carbon.source is None:
+            raise ValueError(
+                'objective "carbon" weights the energy by the [carbon] signal, and [carbon] source is not set: set it, '
+                'or objective = "energy"'
+            )
+        if self.objective == "paper" and self.restart_penalty:
+            raise ValueError("restart_penalty is for objective energy, cost or carbon; under objective \"paper\" beta is used as given")
+        return self
+
+    @model_validator(mode="after")
     def _no_nul_in_store_path(self) -> "Settings":
         if "\0" in str(self.store_path):
             raise ValueError("store_path: a path cannot hold a NUL character")
@@ -248,8 +268,28 @@ class Settings(BaseSettings):
             )
         return self
 
-    def controller_config(self, epoch_s: float) -> ControllerConfig:
-        """The controller's view of these settings; ``epoch_s`` is the Unix time slot 0 starts at."""
+    def derived_costs(self, price_per_node_hour: float | None = None) -> DerivedCosts:
+        """e0, e1 and beta under ``objective`` (autoscaler.core.objective.derive_costs): from the
+        [report] power model's idle and peak power, ``report.boot_s``, ``slot_s``, ``restart_penalty``
+        and ``price_per_node_hour`` ($; default the twin's, autoscaler.core.twin.PRICE_PER_NODE_HOUR)."""
+        from autoscaler.core.twin import PRICE_PER_NODE_HOUR
+        from energy.power import power_model
+
+        model = power_model(self.report.power_model)
+        return derive_costs(
+            self.objective,
+            slot_s=self.slot_s,
+            idle_power_w=model.idle_power_w,
+            busy_power_w=model.peak_power_w,
+            boot_s=self.report.boot_s,
+            price_per_node_hour=PRICE_PER_NODE_HOUR if price_per_node_hour is None else price_per_node_hour,
+            restart_penalty=self.restart_penalty,
+            given=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
+        )
+
+    def controller_config(self, epoch_s: float, price_per_node_hour: float | None = None) -> ControllerConfig:
+        """The controller's view of these settings; ``epoch_s`` is the Unix time slot 0 starts at; the
+        costs are :meth:`derived_costs` (``price_per_node_hour``: $, for objective cost)."""
         return ControllerConfig(
             policy=self.policy,
             deadline_slots=self.deadline_slots,
@@ -258,12 +298,46 @@ class Settings(BaseSettings):
             min_nodes=self.cluster.min_nodes,
             max_nodes=self.cluster.max_nodes,
             max_deadline_slots=self.max_deadline_slots,
-            cost=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),
+            cost=self.derived_costs(price_per_node_hour).cost_params(),
             delta=self.delta,
             tenants_n=self.tenants_n or len(self.known_tenants) or defaults.TENANTS_N,
             release_margin_slots=self.release_margin_slots,
             carbon=bool(self.carbon.source) and POLICY_TABLE[self.policy].carbon_online is not None,
         )
+
+
+COST_FIELDS = ("e0", "e1", "beta")
+"""The settings that give eq. (2)'s costs by hand: read only under objective = "paper"."""
+
+
+def refuse_given_costs(settings: "Settings", objective: str, where: str) -> None:
+    """ValueError (pydantic turns it into a field error) unless ``objective`` is "paper" or none of
+    e0, e1, beta was set: under energy, cost and carbon they are derived, and a given figure would
+    silently do nothing. ``where`` names what chose the objective (the field, or ``--objective``)."""
+    given = [name for name in COST_FIELDS if name in settings.model_fields_set]
+    if objective != "paper" and given:
+        raise ValueError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} set, with {where} {objective!r}: e0, e1 and beta are "
+            f"derived from the power model, boot_s and the price under {objective!r}; set objective = \"paper\" to give them "
+            "by hand, or remove them"
+        )
+
+
+def with_objective(settings: Settings, objective: str | None, flag: str = "--objective") -> Settings:
+    """``settings`` with the command line's ``objective`` (None: as they are). Raises ConfigError naming
+    ``flag`` when the settings give e0, e1 or beta and ``objective`` is not "paper", or give a
+    restart_penalty and it is."""
+    if objective is None or objective == settings.objective:
+        return settings
+    try:
+        refuse_given_costs(settings, objective, flag)
+    except ValueError as error:
+        raise ConfigError(f"{error} (in the config or AUTOSCALER_* environment)") from None
+    if objective == "paper" and settings.restart_penalty:
+        raise ConfigError(f"{flag} paper: the config's restart_penalty applies under energy, cost or carbon only; remove it")
+    if objective == "carbon" and settings.carbon.source is None:
+        raise ConfigError(f"{flag} carbon weights the energy by the [carbon] signal, and the config's [carbon] source is not set")
+    return settings.model_copy(update={"objective": objective})
 
 
 def load_settings(path: str | os.PathLike | None, cluster_required: bool = True) -> Settings:

@@ -76,8 +76,11 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     ``args.keep_store``; with ``args.dry_run`` there is none: a shadow store in memory."""
     from autoscaler.app import compose
 
-    config = compose.controller_config(settings, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes, tenants=args.tenants)
     twin, carbon = _twin_inputs(args, settings)
+    config = compose.controller_config(
+        settings, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes, tenants=args.tenants,
+        price_per_node_hour=twin.price_per_node_hour if twin is not None else None,
+    )  # fmt: skip
     policy, deadline_slots, slot_s, max_nodes = config.policy, config.deadline_slots, config.slot_s, config.max_nodes
     if args.dry_run and (args.store is not None or args.keep_store):
         raise ConfigError("run --replay --dry-run keeps no store; leave out --store and --keep-store")
@@ -91,6 +94,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     workload = workload_from_trace(trace, slot_s=slot_s)
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    from autoscaler.app.cli.arguments import costs_text
+
+    err.print(costs_text(settings.derived_costs(twin.price_per_node_hour if twin is not None else None)), style="dim", markup=False, highlight=False)
     window_slots = workload.n_slots
     require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)

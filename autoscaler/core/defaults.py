@@ -1,8 +1,9 @@
 """The defaults every path starts from (the controller, the config file, the command line, the replay,
 the energy report), each stated once. Times in seconds, deadlines in slots, costs per server-slot.
 
-Source: the paper's simulation (paper: deferral, §VI-A): 5-minute slots, e0 = 1, e1 = 0, beta = 12,
-a two-slot deadline; the rest are the daemon's own choices, explained beside each.
+Source: the paper's simulation (paper: deferral, §VI-A): 5-minute slots, e0 = 1, e1 = 0, beta = 12
+(used as given under objective "paper"), a two-slot deadline; the rest are the daemon's own choices,
+explained beside each.
 """
 
 from __future__ import annotations
@@ -20,8 +21,15 @@ MAX_DEADLINE_SLOTS = 288
 """The largest deadline gcp tracks one by one, in slots (a day of 5-minute slots); a later one
 counts as due at that horizon."""
 
+OBJECTIVE = "energy"
+"""What eq. (2) is priced in unless told otherwise (``autoscaler.core.objective``): the power model's
+watt-hours, since the tool is sold as saving energy; the paper's e0, e1, beta below apply under "paper"."""
+
+RESTART_PENALTY = 0.0
+"""What a restart costs beyond its boot energy or bill (wear, risk), in the objective's unit: nothing."""
+
 E0 = 1.0
-"""e0, the operating cost of a server on for one slot (paper: deferral, eq. (1))."""
+"""e0, the operating cost of a server on for one slot (paper: deferral, eq. (1)); objective "paper" only."""
 
 E1 = 0.0
 """e1, the operating cost of one unit of work run in a slot (paper: deferral, eq. (1))."""

@@ -16,7 +16,7 @@ from autoscaler.app.cli import main
 
 def test_json_on_stdout_is_the_only_output_and_is_complete():
     proc = subprocess.run(
-        [sys.executable, "-m", "autoscaler", "replay", "--format", "json", "--policy", "all"],
+        [sys.executable, "-m", "autoscaler", "replay", "--format", "json", "--policy", "all", "--objective", "paper"],
         capture_output=True,
         text=True,
         check=True,
@@ -57,9 +57,9 @@ def test_csv_summary_and_output_folder(tmp_path, capsys):
 def test_load_curve_csv_input(tmp_path, capsys):
     curve = tmp_path / "curve.csv"
     curve.write_text("slot,released\n0,2\n1,0\n")
-    assert main(["replay", "--trace", str(curve), "--deadline", "1", "--format", "json"]) == 0
+    assert main(["replay", "--trace", str(curve), "--deadline", "1", "--objective", "paper", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    # The hand-worked case of tests/unit/test_policies.py: follow 50, spread over two slots 26.
+    # The hand-worked case of tests/unit/test_policies.py (the paper's costs): follow 50, spread over two slots 26.
     assert document["policies"]["follow"]["cost"] == pytest.approx(50.0)
     assert document["policies"]["offline"]["cost"] == pytest.approx(26.0, abs=1e-5)
     assert document["policies"]["gcp-u"]["cost"] == pytest.approx(26.0)

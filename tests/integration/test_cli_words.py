@@ -106,6 +106,6 @@ def test_big_bounds_are_written_out(tmp_path, capsys):
 
 
 def test_replay_table_numbers_have_separators(capsys):
-    assert main(["replay", "--policy", "gcp-u"]) == 0
+    assert main(["replay", "--policy", "gcp-u", "--objective", "paper"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "288 slots of 5 min" in text and "44,299.0" in text  # follow's cost on Workload A (README)

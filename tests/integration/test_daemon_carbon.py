@@ -49,6 +49,7 @@ def settings_for(tmp_path, source, store: str = "jobs.db", **carbon) -> Settings
         policy="hold",
         deadline_slots=DEADLINE_SLOTS,
         slot_s=TAU,
+        objective="paper",
         beta=1.0,
         # Without a source the section is empty: a unit alone is refused (a signal was meant).
         carbon={} if source is None else {"source": str(source), "unit": "gCO2eq/kWh", **carbon},

@@ -43,7 +43,7 @@ def test_daemon_replay_compares_against_a_replay_with_the_configured_costs(costs
     from autoscaler.core.workload import read_swim, workload_from_trace
 
     config_file = tmp_path / "config.toml"
-    config_file.write_text(f"{costs}\n")
+    config_file.write_text(f'objective = "paper"\n{costs}\n')
     store_path = tmp_path / "replay.db"
     code = main(["run", "--replay", "default", "--policy", "hold", "--config", str(config_file), "--store", str(store_path)])
     assert code == 0, capsys.readouterr()

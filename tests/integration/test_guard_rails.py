@@ -12,10 +12,10 @@ from autoscaler.core.model import CostParams
 
 
 def test_replay_flags_a_policy_that_costs_more_than_follow(tmp_path, capsys):
-    # L = [2, 2, 0, 0] with D = 4: follow costs 4 + 12*(2 on + 2 off) = 52; VFW's schedule costs 53.92.
+    # The paper's costs. L = [2, 2, 0, 0] with D = 4: follow costs 4 + 12*(2 on + 2 off) = 52; VFW's schedule costs 53.92.
     curve = tmp_path / "curve.csv"
     curve.write_text("slot,released\n0,2\n1,2\n2,0\n3,0\n")
-    assert main(["replay", "--trace", str(curve), "--deadline", "4", "--policy", "vfw,hold,gcp-u", "--format", "json"]) == 0
+    assert main(["replay", "--trace", str(curve), "--deadline", "4", "--policy", "vfw,hold,gcp-u", "--objective", "paper", "--format", "json"]) == 0
     captured = capsys.readouterr()
     policies = json.loads(captured.out)["policies"]
     assert policies["follow"]["cost"] == pytest.approx(52.0)

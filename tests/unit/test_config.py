@@ -176,7 +176,7 @@ def test_controller_config_carries_every_setting(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         'policy = "gcp"\ndeadline_slots = 3\nslot_s = 60\nmax_deadline_slots = 100\n'
-        'e0 = 2.0\ne1 = 0.5\nbeta = 6\n[cluster]\nid = "j-ABC"\nmin_nodes = 1\nmax_nodes = 9\n',
+        'objective = "paper"\ne0 = 2.0\ne1 = 0.5\nbeta = 6\n[cluster]\nid = "j-ABC"\nmin_nodes = 1\nmax_nodes = 9\n',
     )
     assert load_settings(path).controller_config(epoch_s=1_700_000_000.0) == ControllerConfig(
         policy="gcp",

@@ -127,11 +127,26 @@ def settings_or_none(path: Path | None):
     return load_settings(path) if path is not None else None
 
 
+def add_objective_argument(parser, default: str | None = None, what: str = "") -> None:
+    """``--objective``: what eq. (2)'s e0, e1 and beta are priced in (autoscaler.core.objective)."""
+    from autoscaler.core.objective import OBJECTIVES
+
+    parser.add_argument(
+        "--objective", choices=list(OBJECTIVES), default=default,
+        help="what the policies minimise: energy (Wh, from the power model and --boot-s), cost ($ per node-hour, a "
+        "restart billed max(boot, 60 s)), carbon (energy weighted by the signal) or paper (--e0, --e1, --beta as given)" + what,
+    )  # fmt: skip
+
+
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """Cost, slot and job-length options shared by replay and sweep."""
-    parser.add_argument("--e0", type=non_negative_float, default=1.0, help="operating cost per server-slot, idle part")
-    parser.add_argument("--e1", type=non_negative_float, default=0.0, help="operating cost per server-slot at full load, load part")
-    parser.add_argument("--beta", type=non_negative_float, default=defaults.BETA, help="switching cost per server turned on or off")
+    from autoscaler.core.objective import DEFAULT_OBJECTIVE
+
+    add_objective_argument(parser, DEFAULT_OBJECTIVE)
+    parser.add_argument("--restart-penalty", type=non_negative_float, default=defaults.RESTART_PENALTY, help="added to each restart (a server off, then on), in the objective's unit (Wh or $); not with --objective paper")
+    parser.add_argument("--e0", type=non_negative_float, default=None, help=f"with --objective paper: operating cost per server-slot, idle part (default {defaults.E0:g})")
+    parser.add_argument("--e1", type=non_negative_float, default=None, help=f"with --objective paper: operating cost per server-slot at full load, load part (default {defaults.E1:g})")
+    parser.add_argument("--beta", type=non_negative_float, default=None, help=f"with --objective paper: switching cost per server turned on or off (default {defaults.BETA:g})")
     parser.add_argument("--slot-s", type=positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     parser.add_argument("--window", type=positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     parser.add_argument("--max-servers", type=positive_float, default=None, help="cap M on servers on (default: none)")
@@ -175,8 +190,50 @@ def add_signal_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def derived_costs(args: argparse.Namespace):
+    """The costs of ``--objective`` (autoscaler.core.objective.DerivedCosts) from --slot-s, --power-model,
+    --boot-s, --restart-penalty and, under paper, --e0, --e1, --beta; the price is the twin's default
+    $ per node-hour. Raises ConfigError naming the flags for --e0, --e1 or --beta under another
+    objective, or --restart-penalty under paper."""
+    from autoscaler.core.objective import derive_costs
+    from autoscaler.core.twin import PRICE_PER_NODE_HOUR
+    from energy.power import power_model
+
+    given = {flag: value for flag, value in (("--e0", args.e0), ("--e1", args.e1), ("--beta", args.beta)) if value is not None}
+    if given and args.objective != "paper":
+        raise ConfigError(
+            f"{', '.join(given)}: only with --objective paper; under --objective {args.objective} e0, e1 and beta are derived "
+            "from the power model, --boot-s and the price (add --objective paper to give them by hand)"
+        )
+    if args.objective == "carbon" and args.carbon is None:
+        raise ConfigError("--objective carbon weights the energy by a carbon signal: give it with --carbon SOURCE, or use --objective energy")
+    if args.objective == "paper" and args.restart_penalty:
+        raise ConfigError("--restart-penalty: not with --objective paper, where beta is given as it is (use --beta)")
+    model = power_model(args.power_model)
+    return derive_costs(
+        args.objective,
+        slot_s=args.slot_s,
+        idle_power_w=model.idle_power_w,
+        busy_power_w=model.peak_power_w,
+        boot_s=args.boot_s,
+        price_per_node_hour=PRICE_PER_NODE_HOUR,
+        restart_penalty=args.restart_penalty,
+        given=CostParams(
+            e0=defaults.E0 if args.e0 is None else args.e0,
+            e1=defaults.E1 if args.e1 is None else args.e1,
+            beta=defaults.BETA if args.beta is None else args.beta,
+        ),
+    )
+
+
+def costs_text(costs) -> str:
+    """The note replay, sweep, compare and run --replay print on stderr: the objective and its derivation."""
+    return f"objective {costs.objective} ({costs.unit}):\n" + "\n".join(f"  {line}" for line in costs.derivation)
+
+
 def cost_and_length_model(args: argparse.Namespace) -> tuple[CostParams, LengthModel]:
-    params = CostParams(e0=args.e0, e1=args.e1, beta=args.beta, max_servers=args.max_servers)
+    """(the costs of --objective with --max-servers as the cap, the job-length model of the flags)."""
+    params = derived_costs(args).cost_params(max_servers=args.max_servers)
     length_model = LengthModel(
         block_bytes=args.block_mb * MIB,
         map_s_per_mb=args.map_s_per_mb,

@@ -12,7 +12,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from autoscaler.adapters.files import write_all_atomic
-from autoscaler.app.cli.arguments import add_twin_arguments, non_negative_int, parse_deadlines, positive_int
+from autoscaler.app.cli.arguments import (
+    add_objective_argument,
+    add_twin_arguments,
+    costs_text,
+    non_negative_int,
+    parse_deadlines,
+    positive_int,
+)
 from autoscaler.app.cli.trace_inputs import note_shadowed_file
 from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.core.errors import ConfigError
@@ -51,6 +58,7 @@ def add_parsers(commands) -> None:
     )  # fmt: skip
     compare.add_argument("--window", type=positive_int, default=None, help="slots of the trace to run (default: its day, as replay, unless more than 1 %% of its jobs come later: then the whole days it spans, 2016 slots of 300 s for a week)")
     compare.add_argument("--config", type=Path, default=None, help="settings TOML (slot_s, costs, power model, cluster.min_nodes/max_nodes; default: the defaults)")
+    add_objective_argument(compare, None, " (default: the config's objective, else energy); the baselines do not decide by it")
     compare.add_argument("--max-nodes", type=positive_int, default=None, help="most task nodes, every run (default: the config's cluster.max_nodes)")
     compare.add_argument("--min-nodes", type=non_negative_int, default=None, help="fewest task nodes of managed and custom-rules (default: the config's cluster.min_nodes)")
     compare.add_argument("--fixed-nodes", type=positive_int, default=None, help="fixed: this many nodes always on (default: the fewest that meet every deadline, at most --max-nodes)")
@@ -64,10 +72,11 @@ def add_parsers(commands) -> None:
 def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.app import compare as runs
     from autoscaler.app import compose
+    from autoscaler.app.config import with_objective
     from autoscaler.app.render import compare_png, json_text
     from autoscaler.app.replay_daemon import twin_inputs
 
-    settings = compose.settings(args.config, cluster_required=False)
+    settings = with_objective(compose.settings(args.config, cluster_required=False), args.objective)
     slot_s = settings.slot_s
     deadlines = parse_deadlines(args.deadline, slot_s, "--deadline")
     names = runs.check_runs(runs.DEFAULT_RUNS if args.policy.strip() == "all" else [n.strip() for n in args.policy.split(",")])
@@ -81,8 +90,10 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.fixed_nodes is not None and args.fixed_nodes > max_nodes:
         raise ConfigError(f"--fixed-nodes {args.fixed_nodes} is above --max-nodes {max_nodes}")
     twin, carbon = twin_inputs(args, settings)
+    costs = settings.derived_costs(twin.price_per_node_hour)
     note_shadowed_file(args.trace, "--trace", err)
     inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window, err)
+    err.print(costs_text(costs), style="dim", markup=False, highlight=False)
     for name in names:
         for d in deadlines:
             if (why := runs.skipped(name, d)) is not None:
@@ -92,7 +103,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     with Progress(*columns, console=err, transient=True) as progress:
         task = progress.add_task(f"{len(inputs.jobs):,} jobs, {total} runs", total=total)
         results = runs.compare(inputs, names, deadlines, workers=args.workers, on_done=lambda _: progress.advance(task))
-    document = _document(args, inputs, results, deadlines)
+    document = _document(args, inputs, results, deadlines) | {"objective": costs.to_dict()}
     if args.format == "json":
         out.print(json_text(document, indent=2), markup=False, highlight=False, soft_wrap=True)
     else:

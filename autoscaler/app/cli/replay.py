@@ -14,8 +14,10 @@ from autoscaler.app.cli.arguments import (
     add_model_arguments,
     add_signal_arguments,
     cost_and_length_model,
+    costs_text,
     deadline_slots,
     deadline_text,
+    derived_costs,
     parse_deadlines,
     positive_int,
 )
@@ -103,6 +105,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         slow.extend(estimate.slow_policies())
 
     params, length_model = cost_and_length_model(args)
+    costs = derived_costs(args)
     every = args.policy.strip() == "all"
     if every and args.deadline < 2:
         names.remove("vfw")
@@ -141,6 +144,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             signal=placed, power=power_model(args.power_model), boot_s=args.boot_s,
         )  # fmt: skip
     err.print(render.workload_summary(result), style="dim", highlight=False)
+    err.print(costs_text(costs), style="dim", markup=False, highlight=False)
     for name, policy in result.policies.items():
         if policy.note:
             err.print(f"note: {policy.note}", markup=False, highlight=False)
@@ -155,6 +159,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.delta is not None and "vfw" not in names:
         err.print("note: --delta is only used by vfw, which was not run", highlight=False)
     document = to_dict(result)
+    document["objective"] = costs.to_dict()
     if assignment is not None:
         document["classes"] = [vars(c) for c in assignment.classes]
     if args.format == "json":
@@ -201,6 +206,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.delta_deadline < 2:
         raise ConfigError(f"--delta-deadline: VFW needs D >= 2, got {args.delta_deadline}")
     params, length_model = cost_and_length_model(args)
+    costs = derived_costs(args)
 
     def check_size(size) -> None:
         # One schedule at a time, at the longest D; gcp with classes once a trace.
@@ -230,6 +236,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         workloads[name] = workload
     shortest = min(w.n_slots for w in workloads.values())
     require_deadline_within_window(max(deadlines), shortest, "--deadlines: D")
+    err.print(costs_text(costs), style="dim", markup=False, highlight=False)
     signals = None
     if carbon_signal is not None:
         from autoscaler.core.replay import place_signal
@@ -252,6 +259,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             signals=signals, power=power_model(args.power_model), boot_s=args.boot_s,
         )  # fmt: skip
     document = asdict(result)
+    document["objective"] = costs.to_dict()
     if signals is None:
         # Without a signal the document is what it always was.
         for key in ("signal_unit", "signal_cut_by_deadline", "blind_cut_by_deadline", "signals"):

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from autoscaler.app.cli.arguments import (
+    add_objective_argument,
     boot_seconds,
     deadline_slots,
     deadline_text,
@@ -53,6 +54,7 @@ def add_parsers(commands) -> None:
     replay_group = report.add_argument_group("with --replay")
     replay_group.add_argument("--policy", default=REPORT_POLICIES, help="policies to compare, a comma list or 'all' (follow is always the baseline)")
     replay_group.add_argument("--deadline", "-D", type=deadline_text, default=str(defaults.DEADLINE_SLOTS), help="uniform deadline D: slots (12), or a duration (6h, 90m) that is a whole number of slots of --slot-s")
+    add_objective_argument(replay_group, None, " (default: the config's objective, else energy)")
     replay_group.add_argument("--slot-s", type=positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     replay_group.add_argument("--window", type=positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     replay_group.add_argument("--start", default=None, help="ISO-8601 time with a zone where the trace's first slot is placed in the signal (default with --carbon: a day after the signal's first point when it covers that day and the replay, else its first point, as replay places it)")
@@ -79,14 +81,17 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                 start_s = parse_time_s(args.start)
             except ValueError as error:
                 raise ConfigError(f"report: --start: {error}") from None
-        params, length_model = CostParams(), LengthModel()
+        options = reporting.energy_options(args, settings)
+        costs = _replay_costs(args, settings, options)
+        if costs.objective == "carbon" and signal is None:
+            raise ConfigError("report: --objective carbon weights the energy by a carbon signal: give --carbon SOURCE (or [carbon] source)")
+        params, length_model = costs.cost_params(), LengthModel()
         args.deadline = deadline_slots(args.deadline, args.slot_s)
         names = [n for n in _policy_names(args.policy) if n != "follow"]
         chosen = args.policy.strip() not in ("all", REPORT_POLICIES)
         if not chosen and args.deadline < 2 and "vfw" in names:
             names.remove("vfw")
             err.print("note: vfw left out: it needs D >= 2", highlight=False)
-        options = reporting.energy_options(args, settings)
         note_shadowed_file(args.replay, "--replay", err)
         with err.status("replaying the trace"):
             workload, _ = load_workload(
@@ -126,9 +131,12 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                     "signal as replay --carbon does: offline with the slot cost, hold as hold+carbon; the others carbon-blind.",
                 ),
             )
+        report = dataclasses.replace(report, notes=(*report.notes, _costs_note(costs)))
     else:
         if settings is None:
             raise ConfigError("report: --config FILE is required (or --replay TRACE for a modelled replay)")
+        if args.objective is not None:
+            raise ConfigError("report: --objective is for --replay; the daemon's slots were decided under the config's objective")
         options = reporting.energy_options(args, settings)
         report = reporting.live_report(settings, options, args.since, args.until, measure=not args.no_measure)
     if signal is not None:
@@ -142,3 +150,31 @@ def _policy_names(text: str) -> list[str]:
     from autoscaler.core.replay import parse_policy_list
 
     return parse_policy_list(text)
+
+
+def _replay_costs(args: argparse.Namespace, settings, options):
+    """The costs the replayed policies decide by: --objective (else the config's, else energy) from the
+    report's power model, boot_s and --slot-s; under paper the config's e0, e1, beta (else the paper's).
+    Raises ConfigError when the config gives e0, e1 or beta and the objective is not paper."""
+    from autoscaler.app.config import with_objective
+    from autoscaler.core.objective import DEFAULT_OBJECTIVE, derive_costs
+    from autoscaler.core.twin import PRICE_PER_NODE_HOUR
+
+    if settings is not None:
+        settings = with_objective(settings, args.objective)
+    objective = settings.objective if settings is not None else (args.objective or DEFAULT_OBJECTIVE)
+    given = CostParams(e0=settings.e0, e1=settings.e1, beta=settings.beta) if settings is not None else CostParams()
+    return derive_costs(
+        objective,
+        slot_s=args.slot_s,
+        idle_power_w=options.model.idle_power_w,
+        busy_power_w=options.model.peak_power_w,
+        boot_s=options.boot_s,
+        price_per_node_hour=PRICE_PER_NODE_HOUR,
+        restart_penalty=settings.restart_penalty if settings is not None else 0.0,
+        given=given,
+    )
+
+
+def _costs_note(costs) -> str:
+    return f"The policies decide by objective {costs.objective} ({costs.unit}): " + "; ".join(costs.derivation) + "."
