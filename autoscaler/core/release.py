@@ -101,7 +101,7 @@ def dispatch(
     their need fits in the policy's node time (several short jobs share a node: a step released
     beyond the idle nodes waits, PENDING, for one to be free), the due ones (as above) also in the
     node time of extra nodes up to ``max_nodes``; the nodes are then raised to ceil(node time needed /
-    slot_s). Overload is judged on node time too (running and due jobs' need beyond ``max_nodes``
+    slot_s), and to the running jobs (a node running a job is never asked to go). Overload is judged on node time too (running and due jobs' need beyond ``max_nodes``
     x slot_s); under overload each released job still takes a whole free node (free: ``max_nodes``
     less ceil(running need / slot_s)). O(running jobs + due jobs) more.
 
@@ -157,7 +157,9 @@ def dispatch(
         release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.release_margin_slots, limits)
     if by_time:
         released_s = sum(need_s(j, limits.slot_s) for j in release)
-        nodes = min(limits.max_nodes, max(policy_nodes, _whole_nodes(running_s + released_s, limits.slot_s)))
+        # Never fewer nodes than jobs running: a resize down drains busy nodes too (the twin the job
+        # started last, EMR one it picks), and a long job on a draining node is killed at YARN's timeout.
+        nodes = min(limits.max_nodes, max(policy_nodes, running, _whole_nodes(running_s + released_s, limits.slot_s)))
     else:
         nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
     released = {j.job_id for j in release}

@@ -16,7 +16,7 @@ from autoscaler.core.policies.gcp import solve_gcp_opt
 from autoscaler.core.policy_state import PolicyState
 from autoscaler.core.slot_config import TICKS_PER_SLOT, UNIFORM_DEADLINE_POLICIES, WORK_MODELS, ControllerConfig
 
-__all__ = ["counted_now", "flow_at", "job_ticks", "job_units", "rebuild_cause", "rebuild_future", "slot_ticks", "with_units"]
+__all__ = ["counted_now", "flow_at", "job_ticks", "job_units", "node_seconds_active", "rebuild_cause", "rebuild_future", "slot_ticks", "with_units"]
 
 
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
@@ -68,6 +68,21 @@ def _ticks_in(ticks: dict[int, int], start: int, end: int, slot: int) -> int:
     if slot < start or slot >= end:
         return 0
     return ticks.get(slot, TICKS_PER_SLOT)
+
+
+def node_seconds_active(jobs: Iterable[Job], config: ControllerConfig, n_slots: int) -> np.ndarray:
+    """The active curve under "node-seconds", shape (``n_slots``,), server-slots: each job's ticks
+    (``job_ticks``, counted from its submit slot) over ``TICKS_PER_SLOT``, what the controller hands
+    the policy slot by slot when every slot is decided (``autoscaler replay``'s active curve counts
+    one unit a job and slot instead). Work after ``n_slots`` is left out."""
+    ticks = np.zeros(n_slots + 1, dtype=np.int64)  # a difference array; index n_slots gathers the rest
+    for job in jobs:
+        start, end, _, listed = job_ticks(job, config, config.slot_of(job.submit_s))
+        for s in sorted({start, start + 1, end - 1, end}):
+            if start <= s <= end and 0 <= s:
+                change = _ticks_in(listed, start, end, s) - _ticks_in(listed, start, end, s - 1)
+                ticks[min(s, n_slots)] += change
+    return np.cumsum(ticks)[:n_slots] / TICKS_PER_SLOT
 
 
 def counted_now(queue: JobQueue, state: PolicyState, slot: int, config: ControllerConfig) -> tuple[list[Job], int, frozenset[str]]:

@@ -190,3 +190,23 @@ def test_follow_plans_exactly_the_ticks_of_each_job(jobs):
         whole, rest = divmod(j.length_s, TAU)
         expected += int(whole) * 60 + (math.ceil(rest / TAU * 60 - 1e-9) if rest else 0) or 1
     assert sum(d.load for d in run.decisions) == pytest.approx(expected / 60)
+
+
+def test_a_node_running_a_job_is_never_asked_to_go():
+    # Two jobs with 10 s left each need 20 s of node time, but each holds a node: a resize to one
+    # would drain a busy node (and kill a long job at YARN's timeout), so both nodes stay.
+    running = [job(f"r{i}", 0.0, 310.0, 30 * TAU, state="running", released_s=0.0) for i in range(2)]
+    kept = dispatch(1, 0.0, running, config(), work_model=NODE_S)
+    assert kept.node_s_running == pytest.approx(20.0) and kept.nodes == 2
+
+
+@settings(max_examples=30, deadline=None)
+@given(jobs=workloads())
+def test_the_node_seconds_curve_is_what_the_controller_hands_the_policy(jobs):
+    # run --replay compares the daemon's m_t with the policy planned on this curve: it must be the
+    # loads the slots were handed, slot by slot.
+    from autoscaler.core.slot_work import node_seconds_active
+
+    cfg = config("follow", deadline_slots=4, max_nodes=len(jobs) + 1)
+    run = simulate_slots(jobs, cfg, 20)
+    assert [d.load for d in run.decisions] == pytest.approx(list(node_seconds_active(jobs, cfg, 20)))
