@@ -101,8 +101,8 @@ def dispatch(
     their need fits in the policy's node time (several short jobs share a node: a step released
     beyond the idle nodes waits, PENDING, for one to be free), the due ones (as above) also in the
     node time of extra nodes up to ``max_nodes``; the nodes are then raised to ceil(node time needed /
-    slot_s), and to the running jobs (a node running a job is never asked to go). Overload is judged on node time too (running and due jobs' need beyond ``max_nodes``
-    x slot_s); under overload each released job still takes a whole free node (free: ``max_nodes``
+    slot_s), and to the running jobs (a node running a job is never asked to go). Overload is judged
+    on node time too (running and due jobs' need beyond ``max_nodes`` x slot_s); under overload each released job still takes a whole free node (free: ``max_nodes``
     less ceil(running need / slot_s)). O(running jobs + due jobs) more.
 
     Cost: O(log n + released + missed + queued jobs submitted after ``slot``), and under overload
@@ -220,8 +220,9 @@ def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
 
 
 def _whole_nodes(node_s: float, slot_s: float) -> int:
-    """The fewest whole nodes whose slot holds ``node_s`` node seconds (a millionth of a second of dust forgiven)."""
-    return max(0, math.ceil(node_s / slot_s - 1e-9 / slot_s))
+    """The fewest whole nodes whose slot holds ``node_s`` node seconds, forgiving the microsecond of
+    float dust ``_edf_release_node_s`` lets a release exceed its node time by."""
+    return max(0, math.ceil((node_s - 1e-6) / slot_s))
 
 
 def _edf_release_node_s(queued: Iterable[Job], running_s: float, nodes: int, due_by: int, limits: NodeLimits) -> tuple[list[Job], list[Job]]:

@@ -49,10 +49,10 @@ def slot_ticks(start_s: float, length_s: float, slot: int, config: ControllerCon
 
 def job_ticks(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int, dict[int, int]]:
     """(first slot, one past the last slot, deadline index, {slot: ticks}) of a job's node time under
-    "node-seconds": ``job_units``'s first slot and deadline, the job taken to run from
-    max(its submit time, the start of its first slot) for its length (its last slot from that); in each slot the ticks it runs
-    there (``slot_ticks``), at least one in its first slot (a job of no length still asks for a
-    node). Only the first slot, the last and the second are listed (the slots between run whole:
+    "node-seconds": ``job_units``'s first slot and deadline, the job taken to run from max(its submit
+    time, the start of its first slot) for its length (its last slot from that); in each slot the
+    ticks it runs there (``slot_ticks``), at least one in its first slot (a job of no length still
+    asks for a node). Only the first slot, the last and the second are listed (the slots between run whole:
     ``TICKS_PER_SLOT`` each), so the cost does not grow with the length."""
     start, _, deadline = job_units(job, config, first_slot)
     start_s = max(job.submit_s, config.epoch_s + start * config.slot_s)
