@@ -211,6 +211,9 @@ class Settings(BaseSettings):
     beyond the policy's nodes, up to cluster.max_nodes. With 1, one slot that goes undecided (a restart,
     a slot skipped on a busy machine) never makes a job late; a job submitted with less slack is due at
     once. 0: due in its start-by slot exactly. Jobs are late, as always, only after their start-by slot."""
+    work_model: Literal["job-slots", "node-seconds"] = "job-slots"
+    """How the daemon counts work (``ControllerConfig.work_model``): "job-slots", the paper's (a job is one
+    node in every slot it touches), or "node-seconds", the node time paid for (short jobs share a node)."""
     tenants_n: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
     """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
     known_tenants, or 10 when any tenant may submit."""
@@ -302,6 +305,7 @@ class Settings(BaseSettings):
             delta=self.delta,
             tenants_n=self.tenants_n or len(self.known_tenants) or defaults.TENANTS_N,
             release_margin_slots=self.release_margin_slots,
+            work_model=self.work_model,
             carbon=bool(self.carbon.source) and POLICY_TABLE[self.policy].carbon_online is not None,
         )
 

@@ -38,6 +38,7 @@ from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.readable import count_text
 from autoscaler.core.replay import require_deadline_within_window
+from autoscaler.core.slot_work import node_seconds_active
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
 
@@ -220,7 +221,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     if policy in REPLAY_COMPARED_POLICIES:
         # The replay is priced as the daemon decided: under the configured e0, e1 and beta, uncapped
         # (the controller caps nodes, never the policy's m_t).
-        expected = plan(policy, workload.active, deadline_slots, dataclasses.replace(config.cost, max_servers=None)).capacity
+        # Under "node-seconds" the daemon plans each job's node time, not replay's one unit a job and slot.
+        active = workload.active if config.work_model == "job-slots" else node_seconds_active(jobs, config, len(workload.active))
+        expected = plan(policy, active, deadline_slots, dataclasses.replace(config.cost, max_servers=None)).capacity
         n = min(len(expected), len(capacity))
         if policy == "vfw":
             # Replay knows the horizon's end and runs VOPT over [t, T] in its last D+1 slots;

@@ -12,7 +12,9 @@ T_J submitted in slot s counts one unit of work in each slot it would run,
 s .. ceil((s + T_J)/tau) - 1, each unit with the job's deadline (D slots for
 ``hold``, ``gcp-u`` and ``vfw``, the job's own slack for ``gcp``). The policy turns these units into
 m_t exactly as ``autoscaler replay`` does, so a replay through the controller
-gives the same m_t. Dispatch is then physical: a job is released as a whole
+gives the same m_t (``ControllerConfig.work_model`` "job-slots"; under "node-seconds" a job
+counts the fraction of each slot it runs, in server-slots of node time, and a slot releases jobs
+while their node time fits in the nodes', so short jobs share a node). Dispatch is then physical: a job is released as a whole
 (non-preemptive) and holds a node until it finishes; queued jobs are released
 by earliest start-by slot (deadline minus length), and a job due (its start-by
 slot has come, or is within ``ControllerConfig.release_margin_slots``) is released
@@ -152,7 +154,8 @@ def tick(
         joining = queue.submitted_in(slot, slot)
     # Jobs counted now join the flow of units: one a slot each until its length ends (job_units).
     flowing, flow_ends = flow_at(state.flow, state.flow_ends, joining, slot, config)
-    arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1))) + flowing
+    # The flow counts ticks under "node-seconds" (whole numbers, exact); the policy gets server-slots.
+    arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1))) + flowing / config.ticks_per_unit
     for s in [s for s in future if s < slot]:  # none after a rebuild; kept for states saved before it
         del future[s]
     policy = POLICY_TABLE[config.policy]
@@ -188,6 +191,7 @@ def tick(
         last_slot=state.last_slot,
         arrived=arrived,
         released_due=state.released_due,
+        work_model=config.work_model,
     )
     decision = Decision(
         slot=slot,
@@ -312,7 +316,7 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
     if wanted > config.max_nodes:
         return "max_nodes", f"m_t = {capacity:.4g} wants {count_text(wanted, 'node')}, capped at max_nodes = {config.max_nodes}"
     if nodes > max(wanted, config.min_nodes):
-        beyond = dispatched.release[max(0, dispatched.policy_nodes - running_before) :]
+        beyond = dispatched.beyond if dispatched.beyond is not None else dispatched.release[max(0, dispatched.policy_nodes - running_before) :]
         if beyond:
             first = queue.get(beyond[0])
             early = any(start_by_slot(queue.get(job_id), config) > dispatched.slot for job_id in beyond)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, start_by_slot
 from autoscaler.core.model import Job
 
-__all__ = ["SHARE_TOLERANCE", "Dispatch", "dispatch", "fair_release"]
+__all__ = ["SHARE_TOLERANCE", "Dispatch", "dispatch", "fair_release", "need_s", "running_need_s"]
 
 SHARE_TOLERANCE = 1e-12
 """A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
@@ -30,7 +30,10 @@ class Dispatch:
     ``policy_nodes``: ceil(m_t) clamped to [min_nodes, max_nodes]. ``nodes``: that, raised to the
     running jobs plus those released now (never beyond max_nodes). ``due``: queued jobs whose
     start-by slot has come (the margin left out: what overload is judged on). Other fields as in
-    ``autoscaler.core.controller.Decision``.
+    ``autoscaler.core.controller.Decision``. Under "node-seconds" only (else None): ``beyond``, the
+    jobs released beyond the policy's node time (due ones), ``node_s_running``, the node seconds the
+    running jobs still need in the slot (``running_need_s``), ``node_s_released``, those the
+    released jobs need in it (``need_s``).
     """
 
     slot: int
@@ -50,6 +53,9 @@ class Dispatch:
     nodes_by_tenant: dict[str, int] = field(default_factory=dict)
     overdue: int = 0
     overdue_released: int = 0
+    beyond: tuple[str, ...] | None = None
+    node_s_running: float | None = None
+    node_s_released: float | None = None
 
 
 def dispatch(
@@ -61,6 +67,7 @@ def dispatch(
     last_slot: int | None = None,
     arrived: Iterable[Job] = (),
     released_due: Iterable[str] = (),
+    work_model: str = "job-slots",
 ) -> Dispatch:
     """Turn m_t (``capacity``, servers) into whole nodes and the jobs to release in ``slot`` (EDF,
     non-preemptive; paper: deferral, §V-B).
@@ -87,6 +94,17 @@ def dispatch(
     slot; or one of ``released_due`` (released in their start-by slot by the decision of
     ``last_slot``) still queued. ``last_slot`` None: ``slot - 1``.
 
+    ``work_model`` "node-seconds" (``ControllerConfig.work_model``): the nodes hold node time, nodes x
+    slot_s seconds in the slot, less what the running jobs still need in it (``running_need_s``); a
+    queued job needs min(its length, slot_s) of it (``need_s``: it runs from the slot's start, on one
+    node, so a job longer than a slot takes a node's whole slot). Jobs are released in EDF order while
+    their need fits in the policy's node time (several short jobs share a node: a step released
+    beyond the idle nodes waits, PENDING, for one to be free), the due ones (as above) also in the
+    node time of extra nodes up to ``max_nodes``; the nodes are then raised to ceil(node time needed /
+    slot_s), and to the running jobs (a node running a job is never asked to go). Overload is judged
+    on node time too (running and due jobs' need beyond ``max_nodes`` x slot_s); under overload each released job still takes a whole free node (free: ``max_nodes``
+    less ceil(running need / slot_s)). O(running jobs + due jobs) more.
+
     Cost: O(log n + released + missed + queued jobs submitted after ``slot``), and under overload
     O(free nodes x tenants) more, for n queued jobs (a list is first built into a JobQueue, O(n log n)).
     """
@@ -105,23 +123,45 @@ def dispatch(
     queued = queue.queued_count - len(waiting)
     wanted = math.ceil(capacity - 1e-9)
     due = count_by(slot)
-    nodes_wanted = max(wanted, running + due)
+    by_time = work_model == "node-seconds"
+    slot_start_s = limits.epoch_s + slot * limits.slot_s
+    if by_time:
+        running_s = sum(running_need_s(j, slot_start_s, limits.slot_s) for j in queue.running())
+        due_s = 0.0
+        for job in present(queue.queued()):
+            if start_by_slot(job, limits) > slot:
+                break
+            due_s += need_s(job, limits.slot_s)
+        busy = _whole_nodes(running_s, limits.slot_s)
+        nodes_wanted = max(wanted, _whole_nodes(running_s + due_s, limits.slot_s))
+    else:
+        busy = running
+        nodes_wanted = max(wanted, running + due)
     overloaded = nodes_wanted > limits.max_nodes and queued > 0
     policy_nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
     overdue = count_by(slot - 1)
+    beyond: list[Job] | None = None
     if overloaded:
         # Overdue jobs are late whatever is done now: the jobs that can still be on time go first.
         held = Counter(queue.running_by_tenant())
-        free = limits.max_nodes - running
+        free = limits.max_nodes - busy
         tenants = queue.queued_tenants()
         can = {tenant: present(queue.tenant_queued(tenant, start_by_from=slot)) for tenant in tenants}
         release = _fair_release(can, held, free, dominant_shares or {}, limits)
         held.update(j.tenant for j in release)
         late_anyway = {tenant: present(queue.tenant_queued(tenant, start_by_before=slot)) for tenant in tenants}
         release += _fair_release(late_anyway, held, free - len(release), dominant_shares or {}, limits)
+    elif by_time:
+        release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.release_margin_slots, limits)
     else:
         release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.release_margin_slots, limits)
-    nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
+    if by_time:
+        released_s = sum(need_s(j, limits.slot_s) for j in release)
+        # Never fewer nodes than jobs running: a resize down drains busy nodes too (the twin the job
+        # started last, EMR one it picks), and a long job on a draining node is killed at YARN's timeout.
+        nodes = min(limits.max_nodes, max(policy_nodes, running, _whole_nodes(running_s + released_s, limits.slot_s)))
+    else:
+        nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
     released = {j.job_id for j in release}
     release_start_by = [start_by_slot(j, limits) for j in release]
     late = tuple(j.job_id for j, s in zip(release, release_start_by) if s < slot)
@@ -157,7 +197,62 @@ def dispatch(
         nodes_by_tenant=dict(Counter(queue.running_by_tenant()) + Counter(j.tenant for j in release)),
         overdue=overdue,
         overdue_released=sum(1 for s in release_start_by if s < slot),
+        beyond=None if not by_time else tuple(j.job_id for j in beyond or ()),
+        node_s_running=running_s if by_time else None,
+        node_s_released=released_s if by_time else None,
     )
+
+
+def need_s(job: Job, slot_s: float) -> float:
+    """Node seconds a queued job needs in the slot it is released in: min(length_s, slot_s) (it runs
+    on one node from the slot's start; a job longer than the slot takes the node's whole slot)."""
+    return min(max(job.length_s, 0.0), slot_s)
+
+
+def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
+    """Node seconds a running job still needs in the slot starting at ``slot_start_s``: what is left
+    of its estimated length after ``slot_start_s`` (released_s + length_s), at most ``slot_s``; a job
+    still running past its estimated end (its step waited, PENDING, or runs longer than estimated)
+    needs min(length_s, slot_s) again, as if it started now."""
+    released_s = slot_start_s if job.released_s is None else job.released_s
+    left_s = released_s + job.length_s - slot_start_s
+    return min(left_s if left_s > 0 else max(job.length_s, 0.0), slot_s)
+
+
+def _whole_nodes(node_s: float, slot_s: float) -> int:
+    """The fewest whole nodes whose slot holds ``node_s`` node seconds, forgiving the microsecond of
+    float dust ``_edf_release_node_s`` lets a release exceed its node time by."""
+    return max(0, math.ceil((node_s - 1e-6) / slot_s))
+
+
+def _edf_release_node_s(queued: Iterable[Job], running_s: float, nodes: int, due_by: int, limits: NodeLimits) -> tuple[list[Job], list[Job]]:
+    """``_edf_release`` in node time: (the jobs released, those of them beyond the policy's node time).
+
+    A job is released while its need (``need_s``) fits in the policy's ``nodes`` x slot_s less
+    ``running_s`` and what is released before it, or, due (start-by slot <= ``due_by``), in
+    ``max_nodes`` x slot_s less the same. Read up to the first job not due that does not fit (EDF:
+    no later job jumps it), as ``_edf_release``.
+    """
+    policy_s = nodes * limits.slot_s - running_s
+    most_s = limits.max_nodes * limits.slot_s - running_s
+    tolerance_s = 1e-6
+    used_s = 0.0
+    release: list[Job] = []
+    beyond: list[Job] = []
+    for job in queued:
+        need = need_s(job, limits.slot_s)
+        due = start_by_slot(job, limits) <= due_by
+        if used_s + need <= policy_s + tolerance_s:
+            release.append(job)
+        elif due and used_s + need <= most_s + tolerance_s:
+            release.append(job)
+            beyond.append(job)
+        elif not due:
+            break
+        else:
+            continue
+        used_s += need
+    return release, beyond
 
 
 def _edf_release(queued: Iterable[Job], running: int, nodes: int, due_by: int, limits: NodeLimits) -> list[Job]:

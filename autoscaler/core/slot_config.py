@@ -13,7 +13,17 @@ from autoscaler.core.policies import ONLINE_POLICIES as CONTROLLER_POLICIES
 from autoscaler.core.policies import POLICY_TABLE, UNIFORM_DEADLINE_POLICIES
 from autoscaler.core.policies.vfw import default_delta
 
-__all__ = ["CONTROLLER_POLICIES", "UNIFORM_DEADLINE_POLICIES", "ControllerConfig"]
+__all__ = ["CONTROLLER_POLICIES", "TICKS_PER_SLOT", "UNIFORM_DEADLINE_POLICIES", "WORK_MODELS", "ControllerConfig"]
+
+WORK_MODELS = ("job-slots", "node-seconds")
+"""How the policy's work is counted (``ControllerConfig.work_model``): "job-slots", the paper's
+active-job model (paper: deferral, §VI-A: a job is one server in every slot it touches), or
+"node-seconds", the node time the operator pays (a job is the fraction of each slot it runs)."""
+
+TICKS_PER_SLOT = 60
+"""Under "node-seconds" a job's share of a slot is counted in whole ticks of 1/60 slot (5 s of a
+5-minute slot), rounded up, so the flow of work adds and takes away whole numbers exactly; the
+policy is handed ticks / TICKS_PER_SLOT server-slots."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,14 @@ class ControllerConfig:
     below ``max_nodes`` and never changes the DRF split. The margin moves releases, never m_t.
     g = 0 is the rule without a margin: a job is due in its start-by slot exactly.
 
+    ``work_model``: one of ``WORK_MODELS``. "job-slots" (the paper's model): a job is one unit in
+    each slot it touches, m_t counts servers busy with one job each, and a slot releases at most one
+    job per node. "node-seconds": a job is, in each slot it runs, the fraction of the slot it runs,
+    in ticks of 1/``TICKS_PER_SLOT`` slot rounded up (a 30 s job of a 300 s slot: 6 ticks = 0.1; a
+    700 s job from a slot start: 1, 1, 1/3), m_t is server-slots of node time, and a slot releases
+    jobs while the node time they need in it fits in the nodes' (``release.dispatch``), so short
+    jobs share a node.
+
     ``carbon``: run ``hold`` as hold+carbon (:mod:`autoscaler.core.policies.carbon`), deferring work
     inside its deadline into the slots where a cost signal (``tick``'s ``carbon_window``) is low;
     only a policy whose table row has one (``hold``) has a carbon-aware variant (ConfigError for another).
@@ -62,8 +80,11 @@ class ControllerConfig:
     node_network_bytes_s: float = 10.0 * MIB
     release_margin_slots: int = defaults.RELEASE_MARGIN_SLOTS
     carbon: bool = False
+    work_model: str = WORK_MODELS[0]
 
     def __post_init__(self) -> None:
+        if self.work_model not in WORK_MODELS:
+            raise ConfigError(f"work_model: expected one of {', '.join(WORK_MODELS)}, got {self.work_model!r}")
         margin = self.release_margin_slots
         if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
             raise ConfigError(f"release_margin_slots must be a whole number of slots >= 0, got {margin!r}")
@@ -99,7 +120,16 @@ class ControllerConfig:
             key += f"/e0={self.cost.e0:g}/e1={self.cost.e1:g}/beta={self.cost.beta:g}"
             if self.carbon:
                 key += "/carbon"
+        if self.work_model != WORK_MODELS[0]:
+            # The work saved in the state is in the model's units: another model rebuilds it.
+            key += f"/work={self.work_model}"
         return key
+
+    @property
+    def ticks_per_unit(self) -> int:
+        """Ticks of the policy's work flow per server-slot: 1 under "job-slots" (a unit is a job's
+        slot), ``TICKS_PER_SLOT`` under "node-seconds"."""
+        return 1 if self.work_model == WORK_MODELS[0] else TICKS_PER_SLOT
 
     @property
     def policy_name(self) -> str:

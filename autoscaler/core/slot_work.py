@@ -14,9 +14,9 @@ from autoscaler.core.model import Job
 from autoscaler.core.policies import POLICY_TABLE
 from autoscaler.core.policies.gcp import solve_gcp_opt
 from autoscaler.core.policy_state import PolicyState
-from autoscaler.core.slot_config import UNIFORM_DEADLINE_POLICIES, ControllerConfig
+from autoscaler.core.slot_config import TICKS_PER_SLOT, UNIFORM_DEADLINE_POLICIES, WORK_MODELS, ControllerConfig
 
-__all__ = ["counted_now", "flow_at", "job_units", "rebuild_cause", "rebuild_future", "with_units"]
+__all__ = ["counted_now", "flow_at", "job_ticks", "job_units", "node_seconds_active", "rebuild_cause", "rebuild_future", "slot_ticks", "with_units"]
 
 
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
@@ -39,6 +39,55 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     else:
         deadline = max(0, min(config.slot_of(job.deadline_s) - submit_slot, config.max_deadline_slots))
     return start, end, deadline
+
+
+def slot_ticks(start_s: float, length_s: float, slot: int, config: ControllerConfig) -> int:
+    """Ticks (1/``TICKS_PER_SLOT`` of a slot, rounded up) that a job running from ``start_s`` for
+    ``length_s`` seconds runs in ``slot``; 0 if it does not run in it."""
+    low = max(start_s, config.epoch_s + slot * config.slot_s)
+    high = min(start_s + length_s, config.epoch_s + (slot + 1) * config.slot_s)
+    if high <= low:
+        return 0
+    # 1e-9 of a tick: a share that is a whole number of ticks in exact arithmetic is not raised by float dust.
+    return min(TICKS_PER_SLOT, math.ceil((high - low) / config.slot_s * TICKS_PER_SLOT - 1e-9))
+
+
+def job_ticks(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int, dict[int, int]]:
+    """(first slot, one past the last slot, deadline index, {slot: ticks}) of a job's node time under
+    "node-seconds": ``job_units``'s first slot and deadline, the job taken to run from max(its submit
+    time, the start of its first slot) for its length (its last slot from that); in each slot the
+    ticks it runs there (``slot_ticks``), at least one in its first slot (a job of no length still
+    asks for a node). Only the first slot, the last and the second are listed (the slots between run whole:
+    ``TICKS_PER_SLOT`` each), so the cost does not grow with the length."""
+    start, _, deadline = job_units(job, config, first_slot)
+    start_s = max(job.submit_s, config.epoch_s + start * config.slot_s)
+    # Its end from when it is taken to start (a job seen a slot after its submission runs later).
+    end = max(start + 1, math.ceil((start_s - config.epoch_s + job.length_s) / config.slot_s - 1e-9))
+    ticks = {s: slot_ticks(start_s, job.length_s, s, config) for s in {start, start + 1, end - 1} if start <= s < end}
+    ticks[start] = max(1, ticks[start])
+    return start, end, deadline, ticks
+
+
+def _ticks_in(ticks: dict[int, int], start: int, end: int, slot: int) -> int:
+    """A job's ticks in ``slot`` from ``job_ticks``' listing: whole slots between the listed ones."""
+    if slot < start or slot >= end:
+        return 0
+    return ticks.get(slot, TICKS_PER_SLOT)
+
+
+def node_seconds_active(jobs: Iterable[Job], config: ControllerConfig, n_slots: int) -> np.ndarray:
+    """The active curve under "node-seconds", shape (``n_slots``,), server-slots: each job's ticks
+    (``job_ticks``, counted from its submit slot) over ``TICKS_PER_SLOT``, what the controller hands
+    the policy slot by slot when every slot is decided (``autoscaler replay``'s active curve counts
+    one unit a job and slot instead). Work after ``n_slots`` is left out."""
+    ticks = np.zeros(n_slots + 1, dtype=np.int64)  # a difference array; index n_slots gathers the rest
+    for job in jobs:
+        start, end, _, listed = job_ticks(job, config, config.slot_of(job.submit_s))
+        for s in sorted({start, start + 1, end - 1, end}):
+            if start <= s <= end and 0 <= s:
+                change = _ticks_in(listed, start, end, s) - _ticks_in(listed, start, end, s - 1)
+                ticks[min(s, n_slots)] += change
+    return np.cumsum(ticks)[:n_slots] / TICKS_PER_SLOT
 
 
 def counted_now(queue: JobQueue, state: PolicyState, slot: int, config: ControllerConfig) -> tuple[list[Job], int, frozenset[str]]:
@@ -81,36 +130,61 @@ def flow_at(
     each from ``slot`` to the end ``job_units`` gives it. ``flow``, ``flow_ends``: as in ``PolicyState``
     (() and {}: nothing flows). Cost: O(jobs + entries held), whatever the jobs' lengths; counts
     are whole numbers, so adding and taking them away is exact.
+
+    Under "node-seconds" the units are ticks (``job_ticks``; ``config.ticks_per_unit`` to a
+    server-slot) and a job's share changes where its listing does: ``flow_ends`` holds what leaves
+    the flow at each of those slots (negative where the share grows, e.g. after a partial first
+    slot), at most three entries a job.
     """
     units = np.array(flow, dtype=float) if flow else np.zeros(config.nu + 1)
     ends = dict(flow_ends)
     for s in sorted(s for s in ends if s <= slot):
         units -= np.asarray(ends.pop(s))
     joining: dict[int, np.ndarray] = {}
-    for job in jobs:
-        start, end, deadline = job_units(job, config, slot)
-        if start > slot:  # not submitted yet: counted when it is
-            continue
-        units[deadline] += 1.0
-        leaving = joining.get(end)
+
+    def leave(at: int, deadline: int, amount: float) -> None:
+        leaving = joining.get(at)
         if leaving is None:
-            leaving = joining[end] = np.array(ends.get(end, np.zeros(config.nu + 1)), dtype=float)
-        leaving[deadline] += 1.0
+            leaving = joining[at] = np.array(ends.get(at, np.zeros(config.nu + 1)), dtype=float)
+        leaving[deadline] += amount
+
+    by_ticks = config.work_model != WORK_MODELS[0]
+    for job in jobs:
+        if not by_ticks:
+            start, end, deadline = job_units(job, config, slot)
+            if start > slot:  # not submitted yet: counted when it is
+                continue
+            units[deadline] += 1.0
+            leave(end, deadline, 1.0)
+            continue
+        start, end, deadline, ticks = job_ticks(job, config, slot)
+        if start > slot:
+            continue
+        units[deadline] += ticks[start]
+        for at in sorted({start + 1, end - 1, end}):
+            change = _ticks_in(ticks, start, end, at) - _ticks_in(ticks, start, end, at - 1)
+            if at > start and change:
+                leave(at, deadline, float(-change))
     ends.update({s: tuple(float(u) for u in leaving) for s, leaving in joining.items()})
     return units, ends
 
 
 def with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
-    """``future`` with one unit per slot each of ``jobs`` would run from ``slot`` on (``job_units``)."""
+    """``future`` with one unit per slot each of ``jobs`` would run from ``slot`` on (``job_units``);
+    under "node-seconds" its share of each slot in server-slots (``job_ticks`` / ``TICKS_PER_SLOT``)."""
     empty = (0.0,) * (config.nu + 1)
     touched: dict[int, list[float]] = {}
+    by_ticks = config.work_model != WORK_MODELS[0]
     for job in jobs:
-        start, end, deadline = job_units(job, config, slot)
+        if by_ticks:
+            start, end, deadline, ticks = job_ticks(job, config, slot)
+        else:
+            start, end, deadline = job_units(job, config, slot)
         for s in range(start, end):
             units = touched.get(s)
             if units is None:
                 units = touched[s] = list(future.get(s, empty))
-            units[deadline] += 1.0
+            units[deadline] += _ticks_in(ticks, start, end, s) / TICKS_PER_SLOT if by_ticks else 1.0
     return {**future, **{s: tuple(units) for s, units in touched.items()}}
 
 
@@ -158,6 +232,8 @@ def rebuild_future(
     """
     now: list[Job] = []
     due_slots: list[int] = []
+    weights: list[float] = []  # each unit's size in server-slots: 1 under "job-slots"
+    by_ticks = config.work_model != WORK_MODELS[0]
     for job in jobs:
         submit_slot = config.slot_of(job.submit_s)
         if submit_slot > slot:
@@ -165,33 +241,44 @@ def rebuild_future(
         if submit_slot == slot:
             if submitted_now:
                 now.append(job)
-        elif job.state == QUEUED:
+            continue
+        if job.state == QUEUED:
             first = max(start_by_slot(job, config), slot)
-            due_slots.extend(range(first, first + job_length_slots(job.length_s, config.slot_s)))
+            pieces = range(first, first + job_length_slots(job.length_s, config.slot_s))
+            start_s = config.epoch_s + first * config.slot_s  # run from its due slot's start
         else:
-            released_s = config.epoch_s + slot * config.slot_s if job.released_s is None else job.released_s
-            end = math.ceil((released_s - config.epoch_s + job.length_s) / config.slot_s)
-            due_slots.extend(range(slot, end))
+            start_s = config.epoch_s + slot * config.slot_s if job.released_s is None else job.released_s
+            end = math.ceil((start_s - config.epoch_s + job.length_s) / config.slot_s)
+            pieces = range(slot, end)
+        due_slots.extend(pieces)
+        if by_ticks:
+            weights.extend(max(1, slot_ticks(start_s, job.length_s, s, config)) / TICKS_PER_SLOT for s in pieces)
+        else:
+            weights.extend(1.0 for _ in pieces)
     future = with_units({}, now, slot, config)
     if not due_slots:
         return future
     uniform = config.policy in UNIFORM_DEADLINE_POLICIES and not config.plans_start_by
-    due = np.sort(np.array(due_slots, dtype=np.int64))
+    order = np.argsort(np.array(due_slots, dtype=np.int64), kind="stable")
+    due = np.array(due_slots, dtype=np.int64)[order]
+    weight = np.array(weights, dtype=float)[order]
     if POLICY_TABLE[config.policy].deadlines == "per_job" or config.plans_start_by:
         latest = np.zeros_like(due)  # gcp holds each unit with its own deadline: all of it goes now
     else:
         latest = np.maximum(due - (config.deadline_slots if uniform else 0), slot) - slot  # sorted, as due is
-    on_time = np.cumsum(np.bincount(latest))  # units latest by each slot from now
-    handed = np.cumsum(solve_gcp_opt(on_time.astype(float), 0.0))  # >= on_time: the majorant
+    on_time = np.cumsum(np.bincount(latest, weights=weight))  # work latest by each slot from now
+    handed = np.cumsum(solve_gcp_opt(on_time, 0.0))  # >= on_time: the majorant
     whole = np.round(handed)
     handed = np.where(np.abs(handed - whole) <= 1e-9 * on_time[-1], whole, handed)  # no rounding dust
-    # Unit i (latest order) is [i, i+1) on the axis of work handed over, slot h hands [handed[h-1],
-    # handed[h]); cut the axis at both sets of edges: each piece is part of one unit in one slot,
-    # never after the unit's latest slot (on_time, below the majorant, has reached i+1 there).
+    # Unit i (latest order) is [W_i, W_i+1) on the axis of work handed over (W: the weights' running
+    # sum; [i, i+1) under "job-slots"), slot h hands [handed[h-1], handed[h]); cut the axis at both
+    # sets of edges: each piece is part of one unit in one slot, never after the unit's latest slot
+    # (on_time, below the majorant, has reached W_i+1 there).
     n = due.shape[0]
-    edges = np.union1d(np.arange(n + 1, dtype=float), np.minimum(handed, n))
+    bounds = np.concatenate(([0.0], np.cumsum(weight)))
+    edges = np.union1d(bounds, np.minimum(handed, bounds[-1]))
     low, high = edges[:-1], edges[1:]
-    unit = np.minimum(low.astype(np.int64), n - 1)
+    unit = np.minimum(np.searchsorted(bounds, low, side="right") - 1, n - 1)
     given = np.minimum(np.searchsorted(handed, low, side="right"), latest[unit])
     index = np.full(unit.shape[0], config.deadline_slots) if uniform else np.clip(due[unit] - slot - given, 0, config.nu)
     units = np.zeros((int(given.max()) + 1, config.nu + 1))

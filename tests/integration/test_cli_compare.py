@@ -193,3 +193,22 @@ def test_a_trace_of_two_days_is_compared_whole_by_default(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert (doc["jobs"], doc["window_slots"]) == (2 * len(first_hour), 576)
     assert doc["runs"][0]["jobs"] == 2 * len(first_hour)
+
+
+def test_node_seconds_chosen_in_the_config_shares_nodes_and_still_does_all_the_work(three_hours, tmp_path, capsys):
+    # compare runs the daemon's slot loop with the config's work_model: under "node-seconds" short
+    # jobs share nodes, so fewer node-hours are billed for the same busy node-hours, none below the
+    # bound, and no job goes out after its start-by slot.
+    runs = {}
+    for model in ("job-slots", "node-seconds"):
+        config = tmp_path / f"{model}.toml"
+        config.write_text(f'work_model = "{model}"\n')
+        argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,follow,bound", "--config", str(config), "--format", "json", "--workers", "1"]
+        assert main(argv) == 0
+        runs[model] = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    bound = runs["node-seconds"]["bound"]
+    for name in ("hold", "follow"):
+        paper, shared = runs["job-slots"][name], runs["node-seconds"][name]
+        assert shared["busy_node_hours"] == pytest.approx(paper["busy_node_hours"], rel=1e-9)
+        assert bound["node_hours"] - 1e-6 <= shared["node_hours"] < paper["node_hours"], name
+        assert shared["jobs_released_late"] == 0, name

@@ -56,3 +56,33 @@ def test_daemon_replay_compares_against_a_replay_with_the_configured_costs(costs
     with SqliteJobStore(store_path) as store:
         capacity = [d["capacity"] for d in store.decisions()]
     np.testing.assert_allclose(capacity[: len(expected)], expected[: len(capacity)], atol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["hold", "follow"])
+def test_daemon_replay_under_node_seconds_plans_the_node_time_curve(policy, tmp_path, capsys):
+    """Under work_model = "node-seconds" the daemon's m_t is the policy's plan of each job's node time
+    (``node_seconds_active``), not of replay's one unit a job and slot: run --replay compares with that."""
+    from autoscaler.app.replay_daemon import trace_jobs
+    from autoscaler.app.traces import SHIPPED
+    from autoscaler.core.policies import plan
+    from autoscaler.core.slot_work import node_seconds_active
+    from autoscaler.core.workload import read_swim, workload_from_trace
+
+    config_file = tmp_path / "config.toml"
+    config_file.write_text('work_model = "node-seconds"\n')
+    store_path = tmp_path / "replay.db"
+    code = main(["run", "--replay", "default", "--policy", policy, "--config", str(config_file), "--store", str(store_path)])
+    assert code == 0, capsys.readouterr()
+    assert "max |m_t - autoscaler replay's m_t|" in capsys.readouterr().out
+    trace = read_swim(str(__import__("pathlib").Path(__file__).parents[2] / "autoscaler" / "data" / SHIPPED["A"].file_name))
+    workload = workload_from_trace(trace, slot_s=300.0)
+    config = ControllerConfig(policy=policy, deadline_slots=2, work_model="node-seconds")
+    jobs = trace_jobs(trace, 2, 300.0, workload.n_slots * 300.0)
+    curve = node_seconds_active(jobs, config, workload.n_slots)
+    # A day of Workload A is about 633 node-hours of work: about a third of replay's job-slots.
+    assert curve.sum() * 300.0 / 3600.0 == pytest.approx(640.0, rel=0.03)
+    assert curve.sum() < 0.6 * workload.active.sum()
+    expected = plan(policy, curve, 2, config.cost).capacity
+    with SqliteJobStore(store_path) as store:
+        decided = [d["capacity"] for d in store.decisions()]
+    np.testing.assert_allclose(decided[: len(expected)], expected, atol=1e-6)
