@@ -100,7 +100,8 @@ def check_runs(names: Sequence[str]) -> list[str]:
 
 def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> ClusterTwin:
     """``policy`` through the daemon's slot loop on a fresh twin; returns the twin after every job has
-    ended and every node is gone. A job is submitted at the first slot start at or after its submit
+    ended and every node is gone. The controller counts the twin's ``provision_s`` in its release
+    margin (``ControllerConfig.due_margin_slots``). A job is submitted at the first slot start at or after its submit
     time; the loop runs until the horizon (window + D) and on while jobs are queued, at most as long
     again (``replay_daemon.replay_end_slot``; ConfigError beyond)."""
     from autoscaler.adapters.twin import TwinCluster
@@ -111,6 +112,8 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
     config = compose.controller_config(
         settings, policy=policy, deadline_slots=deadline_slots, max_nodes=inputs.max_nodes, price_per_node_hour=inputs.twin.price_per_node_hour
     )
+    # The daemon is told how long the twin's nodes take to boot, as an operator sets provision_s for EMR.
+    config = dataclasses.replace(config, provision_s=inputs.twin.provision_s)
     slot_s = config.slot_s
     jobs = inputs.jobs_at(deadline_slots)
     with contextlib.ExitStack() as stack:

@@ -211,6 +211,10 @@ class Settings(BaseSettings):
     beyond the policy's nodes, up to cluster.max_nodes. With 1, one slot that goes undecided (a restart,
     a slot skipped on a busy machine) never makes a job late; a job submitted with less slack is due at
     once. 0: due in its start-by slot exactly. Jobs are late, as always, only after their start-by slot."""
+    provision_s: float = Field(default=0.0, ge=0, le=3600)
+    """Seconds a TASK node asked for takes to be usable (EMR: about 330). With it, a job is due at
+    least ceil(provision_s / slot_s) slots before its start-by slot, so none waits for a node still
+    booting past it (``ControllerConfig.due_margin_slots``). 0: nodes counted as usable at once."""
     work_model: Literal["job-slots", "node-seconds"] = "job-slots"
     """How the daemon counts work (``ControllerConfig.work_model``): "job-slots", the paper's (a job is one
     node in every slot it touches), or "node-seconds", the node time paid for (short jobs share a node)."""
@@ -305,6 +309,7 @@ class Settings(BaseSettings):
             delta=self.delta,
             tenants_n=self.tenants_n or len(self.known_tenants) or defaults.TENANTS_N,
             release_margin_slots=self.release_margin_slots,
+            provision_s=self.provision_s,
             work_model=self.work_model,
             carbon=bool(self.carbon.source) and POLICY_TABLE[self.policy].carbon_online is not None,
         )

@@ -320,7 +320,7 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
         if beyond:
             first = queue.get(beyond[0])
             early = any(start_by_slot(queue.get(job_id), config) > dispatched.slot for job_id in beyond)
-            margin = count_text(config.release_margin_slots, "slot")
+            margin = count_text(config.due_margin_slots, "slot")
             when = f"due (their start-by slot within {margin}, or passed)" if early else "at (or past) their start-by slot"
             return "due_jobs", (
                 f"nodes raised from {dispatched.policy_nodes} (ceil(m_t), m_t = {capacity:.4g}) to {nodes} for "

@@ -45,11 +45,11 @@ class SlotGrid(Protocol):
 
 class NodeLimits(SlotGrid, Protocol):
     """A slot grid, the bounds on task nodes, [min_nodes, max_nodes], and how many slots before its
-    start-by slot a queued job is due (``release_margin_slots``, see ``release_by_slot``)."""
+    start-by slot a queued job is due (``due_margin_slots``, see ``release_by_slot``)."""
 
     min_nodes: int
     max_nodes: int
-    release_margin_slots: int
+    due_margin_slots: int
 
 
 class NodeRates(Protocol):
@@ -299,13 +299,14 @@ def start_by_slot(job: Job, grid: SlotGrid) -> int:
 
 
 def release_by_slot(job: Job, limits: NodeLimits) -> int:
-    """The slot from which a queued job is due: its start-by slot minus ``release_margin_slots``.
+    """The slot from which a queued job is due: its start-by slot minus ``due_margin_slots`` (the
+    configured margin, or the slots a new node takes to boot if that is more).
 
     A due job is released even beyond the policy's nodes (up to the maximum), so it goes out in the
     first slot decided at or after this one; with a margin g, g undecided slots in a row still leave
     its start-by slot, the last one in time (``start_by_slot``; lateness counts from that one).
     """
-    return start_by_slot(job, limits) - limits.release_margin_slots
+    return start_by_slot(job, limits) - limits.due_margin_slots
 
 
 def _edf_key(job: Job, grid: SlotGrid) -> tuple[int, float, float, str]:

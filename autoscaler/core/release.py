@@ -152,9 +152,9 @@ def dispatch(
         late_anyway = {tenant: present(queue.tenant_queued(tenant, start_by_before=slot)) for tenant in tenants}
         release += _fair_release(late_anyway, held, free - len(release), dominant_shares or {}, limits)
     elif by_time:
-        release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.release_margin_slots, limits)
+        release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.due_margin_slots, limits)
     else:
-        release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.release_margin_slots, limits)
+        release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.due_margin_slots, limits)
     if by_time:
         released_s = sum(need_s(j, limits.slot_s) for j in release)
         # Never fewer nodes than jobs running: a resize down drains busy nodes too (the twin the job

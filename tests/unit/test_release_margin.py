@@ -130,3 +130,26 @@ def test_the_margin_is_a_setting_with_a_default_of_one_slot(tmp_path: Path):
     for bad in (-1, 1.5, True):
         with pytest.raises(ConfigError, match="release_margin_slots must be a whole number of slots >= 0"):
             ControllerConfig(release_margin_slots=bad)
+
+
+@pytest.mark.parametrize(("provision_s", "margin", "due_margin"), [(0.0, 1, 1), (330.0, 1, 2), (300.0, 1, 1), (601.0, 1, 3), (330.0, 4, 4), (330.0, 0, 2)])
+def test_the_margin_is_at_least_the_slots_a_node_takes_to_boot(provision_s, margin, due_margin):
+    config = ControllerConfig(slot_s=TAU, release_margin_slots=margin, provision_s=provision_s)
+    assert config.due_margin_slots == due_margin
+    # A job that must start by slot 9 is due from slot 9 - due_margin.
+    assert release_by_slot(job("j", 0.0, 60.0, 9 * TAU + 100.0), config) == 9 - due_margin
+
+
+def test_with_a_330_s_boot_a_due_job_goes_out_two_slots_early_onto_a_node_that_is_up_in_time():
+    # With m_t = 0 (dispatch alone) only being due releases a job: with the 1-slot margin in slot 8,
+    # with a 330 s boot in slot 7 (ceil(330/300) = 2 slots before its start-by slot 9), so the node
+    # asked for then is usable at 7 x 300 + 330 s, before slot 9 begins.
+    from autoscaler.core.release import dispatch
+
+    late_start = job("j", 0.0, 60.0, 9 * TAU + 100.0)  # start-by slot 9
+    for provision_s, first_due in ((0.0, 8), (330.0, 7)):
+        config = ControllerConfig(slot_s=TAU, release_margin_slots=1, provision_s=provision_s, max_nodes=5)
+        released = [t for t in range(10) if dispatch(t, 0.0, [late_start], config).release]
+        assert released[0] == first_due, provision_s
+    with pytest.raises(ConfigError, match="provision_s: expected seconds from a resize to a usable node in 0..3600"):
+        ControllerConfig(provision_s=-1.0)
