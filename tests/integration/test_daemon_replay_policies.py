@@ -69,7 +69,7 @@ def test_daemon_replay_under_node_seconds_plans_the_node_time_curve(policy, tmp_
     from autoscaler.core.workload import read_swim, workload_from_trace
 
     config_file = tmp_path / "config.toml"
-    config_file.write_text('work_model = "node-seconds"\n')
+    config_file.write_text('work_model = "node-seconds"\nobjective = "paper"\n')  # the plan below is priced at the paper's costs
     store_path = tmp_path / "replay.db"
     code = main(["run", "--replay", "default", "--policy", policy, "--config", str(config_file), "--store", str(store_path)])
     assert code == 0, capsys.readouterr()
