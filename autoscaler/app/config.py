@@ -184,11 +184,11 @@ class Settings(BaseSettings):
     """What e0, e1 and beta are priced in (autoscaler.core.objective): energy (Wh, from the power model
     and boot_s), cost ($, from the price per node-hour), carbon (Wh weighted by the signal) or paper
     (e0, e1 and beta as given)."""
-    restart_penalty: float = Field(default=defaults.RESTART_PENALTY, ge=0)
+    restart_penalty: float = Field(default=defaults.RESTART_PENALTY, ge=0, le=defaults.MAX_COST)
     """Added to each restart (a server off, then on) under objective energy, cost or carbon, in its unit (Wh or $)."""
-    e0: float = Field(default=defaults.E0, ge=0)
-    e1: float = Field(default=defaults.E1, ge=0)
-    beta: float = Field(default=defaults.BETA, ge=0)
+    e0: float = Field(default=defaults.E0, ge=0, le=defaults.MAX_COST)
+    e1: float = Field(default=defaults.E1, ge=0, le=defaults.MAX_COST)
+    beta: float = Field(default=defaults.BETA, ge=0, le=defaults.MAX_COST)
     """e0, e1, beta: eq. (2)'s costs as given, per server-slot; read only under objective = "paper"."""
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     store_path: Path = Path("autoscaler.db")
@@ -347,6 +347,16 @@ def with_objective(settings: Settings, objective: str | None, flag: str = "--obj
     if objective == "carbon" and settings.carbon.source is None:
         raise ConfigError(f"{flag} carbon weights the energy by the [carbon] signal, and the config's [carbon] source is not set")
     return settings.model_copy(update={"objective": objective})
+
+
+def refuse_carbon_objective(settings: Settings, command: str) -> None:
+    """ConfigError when ``settings`` ask for objective "carbon" in a command whose policies decide
+    carbon-blind (``compare``, ``run --replay``): it would decide as "energy" and say it weighed the signal."""
+    if settings.objective == "carbon":
+        raise ConfigError(
+            f"{command} decides carbon-blind (its policies do not read a signal), so objective carbon would decide as energy: "
+            "give --objective energy (its --carbon prices the kgCO2), or run autoscaler replay --objective carbon --carbon SOURCE"
+        )
 
 
 def load_settings(path: str | os.PathLike | None, cluster_required: bool = True) -> Settings:

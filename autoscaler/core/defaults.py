@@ -56,3 +56,7 @@ first slot with retention on a store that has run for months) is worked off over
 instead of stalling one. A deleted job costs about 5 us (its row and four index entries; measured by
 ``benchmarks/bench_store.py`` on a store of 1.1 million jobs), so the bound adds at most ~10 ms to a
 slot, and still deletes far more than a slot finishes (at 5-minute slots, 576,000 jobs a day)."""
+
+MAX_COST = 1e12
+"""The largest e0, e1, beta or restart_penalty a config takes (in any unit): beyond it eq. (2)'s sums of
+a year of slots overflow float64's precision, and hold's costs turn into inf - inf = NaN."""

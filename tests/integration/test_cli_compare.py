@@ -212,3 +212,30 @@ def test_node_seconds_chosen_in_the_config_shares_nodes_and_still_does_all_the_w
         assert shared["busy_node_hours"] == pytest.approx(paper["busy_node_hours"], rel=1e-9)
         assert bound["node_hours"] - 1e-6 <= shared["node_hours"] < paper["node_hours"], name
         assert shared["jobs_released_late"] == 0, name
+
+
+@pytest.mark.parametrize(
+    ("config_text", "message"),
+    [
+        ("restart_penalty = 1e308\n", "restart_penalty: must be <= 1,000,000,000,000, got 1e+308"),
+        ('objective = "paper"\nbeta = 1e308\n', "beta: must be <= 1,000,000,000,000"),
+        ('objective = "carbon"\n[carbon]\nsource = "deploy/carbon-daily.csv"\nunit = "gCO2eq/kWh"\n', "compare decides carbon-blind"),
+    ],
+)
+def test_costs_that_overflow_and_a_carbon_objective_compare_cannot_follow_are_refused(config_text, message, three_hours, tmp_path, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text(config_text)
+    assert main(["compare", "--trace", str(three_hours), "--policy", "hold", "-D", "1h", "--config", str(config)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_run_replay_says_when_the_controller_does_not_count_the_twins_boot(tmp_path, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text('work_model = "node-seconds"\n')
+    assert main(["run", "--replay", "A", "--dry-run", "--policy", "hold", "--config", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert "the config's provision_s is 0 s" in captured.err
+    assert "max |m_t - hold planned on the jobs' node time| (autoscaler replay plans job-slots)" in captured.out
+    config.write_text('work_model = "node-seconds"\nprovision_s = 330\n')
+    assert main(["run", "--replay", "A", "--dry-run", "--policy", "hold", "--config", str(config)]) == 0
+    assert "provision_s is" not in capsys.readouterr().err

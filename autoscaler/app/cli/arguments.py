@@ -44,6 +44,7 @@ non_negative_int = _number(int, "a whole number", 0, strict=False)
 positive_int = _number(int, "a whole number", 1, strict=False)
 boot_seconds = _number(float, "a number of seconds", 0.0, strict=False, maximum=3600.0)
 agent_count = _number(int, "a whole number", 1, strict=False, maximum=10_000_000)
+cost_value = _number(float, "a number", 0, strict=False, maximum=defaults.MAX_COST)
 
 _DEADLINE_FORMS = "a whole number of slots >= 0 like 12, or a duration like 6h, 90m, 1h30m, 1d"
 
@@ -127,14 +128,15 @@ def settings_or_none(path: Path | None):
     return load_settings(path) if path is not None else None
 
 
-def add_objective_argument(parser, default: str | None = None, what: str = "") -> None:
-    """``--objective``: what eq. (2)'s e0, e1 and beta are priced in (autoscaler.core.objective)."""
+def add_objective_argument(parser, default: str | None = None, what: str = "", paper_costs: str = "--e0, --e1, --beta") -> None:
+    """``--objective``: what eq. (2)'s e0, e1 and beta are priced in (autoscaler.core.objective);
+    ``paper_costs``: where this command takes the paper's e0, e1 and beta from."""
     from autoscaler.core.objective import OBJECTIVES
 
     parser.add_argument(
         "--objective", choices=list(OBJECTIVES), default=default,
-        help="what the policies minimise: energy (Wh, from the power model and --boot-s), cost ($ per node-hour, a "
-        "restart billed max(boot, 60 s)), carbon (energy weighted by the signal) or paper (--e0, --e1, --beta as given)" + what,
+        help="what the policies minimise: energy (Wh, from the power model and the boot time), cost ($ per node-hour, a "
+        f"restart billed max(boot, 60 s)), carbon (energy weighted by the signal) or paper ({paper_costs} as given)" + what,
     )  # fmt: skip
 
 
@@ -143,10 +145,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     from autoscaler.core.objective import DEFAULT_OBJECTIVE
 
     add_objective_argument(parser, DEFAULT_OBJECTIVE)
-    parser.add_argument("--restart-penalty", type=non_negative_float, default=defaults.RESTART_PENALTY, help="added to each restart (a server off, then on), in the objective's unit (Wh or $); not with --objective paper")
-    parser.add_argument("--e0", type=non_negative_float, default=None, help=f"with --objective paper: operating cost per server-slot, idle part (default {defaults.E0:g})")
-    parser.add_argument("--e1", type=non_negative_float, default=None, help=f"with --objective paper: operating cost per server-slot at full load, load part (default {defaults.E1:g})")
-    parser.add_argument("--beta", type=non_negative_float, default=None, help=f"with --objective paper: switching cost per server turned on or off (default {defaults.BETA:g})")
+    parser.add_argument("--restart-penalty", type=cost_value, default=defaults.RESTART_PENALTY, help="added to each restart (a server off, then on), in the objective's unit (Wh or $); not with --objective paper")
+    parser.add_argument("--e0", type=cost_value, default=None, help=f"with --objective paper: operating cost per server-slot, idle part (default {defaults.E0:g})")
+    parser.add_argument("--e1", type=cost_value, default=None, help=f"with --objective paper: operating cost per server-slot at full load, load part (default {defaults.E1:g})")
+    parser.add_argument("--beta", type=cost_value, default=None, help=f"with --objective paper: switching cost per server turned on or off (default {defaults.BETA:g})")
     parser.add_argument("--slot-s", type=positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     parser.add_argument("--window", type=positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     parser.add_argument("--max-servers", type=positive_float, default=None, help="cap M on servers on (default: none)")

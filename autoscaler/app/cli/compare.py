@@ -58,7 +58,7 @@ def add_parsers(commands) -> None:
     )  # fmt: skip
     compare.add_argument("--window", type=positive_int, default=None, help="slots of the trace to run (default: its day, as replay, unless more than 1 %% of its jobs come later: then the whole days it spans, 2016 slots of 300 s for a week)")
     compare.add_argument("--config", type=Path, default=None, help="settings TOML (slot_s, costs, power model, cluster.min_nodes/max_nodes; default: the defaults)")
-    add_objective_argument(compare, None, " (default: the config's objective, else energy); the baselines do not decide by it")
+    add_objective_argument(compare, None, " (default: the config's objective, else energy); the baselines do not decide by it", paper_costs="the config's e0, e1, beta")
     compare.add_argument("--max-nodes", type=positive_int, default=None, help="most task nodes, every run (default: the config's cluster.max_nodes)")
     compare.add_argument("--min-nodes", type=non_negative_int, default=None, help="fewest task nodes of managed and custom-rules (default: the config's cluster.min_nodes)")
     compare.add_argument("--fixed-nodes", type=positive_int, default=None, help="fixed: this many nodes always on (default: the fewest that meet every deadline, at most --max-nodes)")
@@ -72,11 +72,12 @@ def add_parsers(commands) -> None:
 def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.app import compare as runs
     from autoscaler.app import compose
-    from autoscaler.app.config import with_objective
+    from autoscaler.app.config import refuse_carbon_objective, with_objective
     from autoscaler.app.render import compare_png, json_text
     from autoscaler.app.replay_daemon import twin_inputs
 
     settings = with_objective(compose.settings(args.config, cluster_required=False), args.objective)
+    refuse_carbon_objective(settings, "compare")
     slot_s = settings.slot_s
     deadlines = parse_deadlines(args.deadline, slot_s, "--deadline")
     names = runs.check_runs(runs.DEFAULT_RUNS if args.policy.strip() == "all" else [n.strip() for n in args.policy.split(",")])

@@ -108,7 +108,7 @@ def add_parsers(commands) -> None:
     run.add_argument("--deadline", "-D", type=non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
     run.add_argument("--store", type=Path, default=None, help="replay: job store file, kept (default: a temporary one, removed at exit)")
     run.add_argument("--keep-store", action="store_true", help="replay: keep the temporary store and print where it is")
-    add_objective_argument(run, None, "; replay only (default: the config's objective, else energy)")
+    add_objective_argument(run, None, "; replay only (default: the config's objective, else energy)", paper_costs="the config's e0, e1, beta")
     run.add_argument("--max-nodes", type=positive_int, default=None, help=f"replay: most task nodes (default: the config's cluster.max_nodes, else {DEFAULT_MAX_NODES})")
     run.add_argument("--tenants", type=positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
     twin = run.add_argument_group(
@@ -248,10 +248,11 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         compose.require_folder(args.decisions_out, "--decisions-out")
         compose.require_writable(args.decisions_out, "--decisions-out")
     if args.replay is not None:
-        from autoscaler.app.config import with_objective
+        from autoscaler.app.config import refuse_carbon_objective, with_objective
         from autoscaler.app.replay_daemon import replay_through_daemon
 
         settings = with_objective(compose.settings(args.config, cluster_required=False), args.objective)
+        refuse_carbon_objective(settings, "run --replay")
         configure_logging(settings.log_format)
         note_shadowed_file(args.replay, "--replay", err)
         return replay_through_daemon(args, settings, out, err)

@@ -54,7 +54,7 @@ def add_parsers(commands) -> None:
     replay_group = report.add_argument_group("with --replay")
     replay_group.add_argument("--policy", default=REPORT_POLICIES, help="policies to compare, a comma list or 'all' (follow is always the baseline)")
     replay_group.add_argument("--deadline", "-D", type=deadline_text, default=str(defaults.DEADLINE_SLOTS), help="uniform deadline D: slots (12), or a duration (6h, 90m) that is a whole number of slots of --slot-s")
-    add_objective_argument(replay_group, None, " (default: the config's objective, else energy)")
+    add_objective_argument(replay_group, None, " (default: the config's objective, else energy)", paper_costs="the config's e0, e1, beta")
     replay_group.add_argument("--slot-s", type=positive_float, default=defaults.SLOT_S, help="slot length in seconds")
     replay_group.add_argument("--window", type=positive_int, default=None, help="slots in the window (default: the trace's 24 h)")
     replay_group.add_argument("--start", default=None, help="ISO-8601 time with a zone where the trace's first slot is placed in the signal (default with --carbon: a day after the signal's first point when it covers that day and the replay, else its first point, as replay places it)")
