@@ -83,13 +83,6 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         price_per_node_hour=twin.price_per_node_hour if twin is not None else None,
     )  # fmt: skip
     policy, deadline_slots, slot_s, max_nodes = config.policy, config.deadline_slots, config.slot_s, config.max_nodes
-    if twin is not None and config.provision_s < twin.provision_s:
-        err.print(
-            f"note: the twin's nodes take {twin.provision_s:g} s to be usable and the config's provision_s is "
-            f"{config.provision_s:g} s, so the release margin does not count the boot and jobs released due onto a "
-            f"booting node may finish after their deadline; provision_s = {twin.provision_s:g} in the config counts it "
-            "(autoscaler compare does)", highlight=False, markup=False, soft_wrap=True,
-        )  # fmt: skip
     if args.dry_run and (args.store is not None or args.keep_store):
         raise ConfigError("run --replay --dry-run keeps no store; leave out --store and --keep-store")
     with open_trace(args.replay, "--replay") as (path, _):
@@ -108,6 +101,13 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     window_slots = workload.n_slots
     require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
     jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
+    if twin is not None and config.provision_s < twin.provision_s:
+        err.print(
+            f"note: the twin's nodes take {twin.provision_s:g} s to be usable and the config's provision_s is "
+            f"{config.provision_s:g} s, so the release margin does not count the boot and jobs released due onto a "
+            f"booting node may finish after their deadline; provision_s = {twin.provision_s:g} in the config counts it "
+            "(autoscaler compare does)", highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
     with contextlib.ExitStack() as stack:
         decisions_file = stack.enter_context(DecisionsFile(args.decisions_out)) if args.decisions_out is not None else None
         store_path = None

@@ -33,7 +33,7 @@ def test_daemon_replay_gives_replays_capacity_and_meets_every_start_by_slot(poli
     assert all(config.slot_of(j.released_s) <= start_by_slot(j, config) for j in jobs)
 
 
-@pytest.mark.parametrize("costs", ["beta = 6.0", "e0 = 1e308"], ids=["beta-6", "e0-1e308"])
+@pytest.mark.parametrize("costs", ["beta = 6.0", "e0 = 1e12"], ids=["beta-6", "e0-1e12"])
 def test_daemon_replay_compares_against_a_replay_with_the_configured_costs(costs, tmp_path, capsys):
     """Issue 20, finding 4: with costs set in the config, the daemon decides under them, so the
     replay it is compared with must be priced the same way (it was priced with the defaults)."""
@@ -73,7 +73,7 @@ def test_daemon_replay_under_node_seconds_plans_the_node_time_curve(policy, tmp_
     store_path = tmp_path / "replay.db"
     code = main(["run", "--replay", "default", "--policy", policy, "--config", str(config_file), "--store", str(store_path)])
     assert code == 0, capsys.readouterr()
-    assert "max |m_t - autoscaler replay's m_t|" in capsys.readouterr().out
+    assert f"max |m_t - {policy} planned on the jobs' node time|" in capsys.readouterr().out
     trace = read_swim(str(__import__("pathlib").Path(__file__).parents[2] / "autoscaler" / "data" / SHIPPED["A"].file_name))
     workload = workload_from_trace(trace, slot_s=300.0)
     config = ControllerConfig(policy=policy, deadline_slots=2, work_model="node-seconds")
