@@ -7,12 +7,14 @@ real boto3 client, tests can reach moto's backend objects. That is used for one 
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import boto3
 import pytest
@@ -269,3 +271,18 @@ class StepsRunForTheirLength:
             if step.state in ("PENDING", "RUNNING") and started * self.slot_s + length_s <= next_slot_s:
                 step.state = "COMPLETED"
                 self.completed += 1
+
+
+@pytest.fixture
+def flat_signal(tmp_path: Path) -> Callable[[float, int], Path]:
+    """``flat_signal(value, hours)``: a CSV carbon signal (time,value; hourly from 2026-01-01 UTC) of
+    one value, gCO2eq/kWh, for ``hours`` hours, written in ``tmp_path``."""
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+    def write(value: float, hours: int) -> Path:
+        rows = [f"{(start + datetime.timedelta(hours=h)).strftime('%Y-%m-%dT%H:%M:%SZ')},{value:g}" for h in range(hours)]
+        path = tmp_path / f"flat-{value:g}-{hours}h.csv"
+        path.write_text("time,value\n" + "\n".join(rows) + "\n")
+        return path
+
+    return write

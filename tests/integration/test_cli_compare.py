@@ -4,7 +4,6 @@ signal's arithmetic), its outputs, and its refusals before any work."""
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
 from pathlib import Path
@@ -78,11 +77,8 @@ def test_one_worker_and_two_give_the_same_figures(three_hours, capsys):
     assert json.loads(capsys.readouterr().out) == one
 
 
-def test_a_flat_carbon_signal_makes_every_runs_kg_its_kwh_times_the_intensity(three_hours, tmp_path, capsys):
-    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-    rows = [f"{(start + datetime.timedelta(hours=h)).strftime('%Y-%m-%dT%H:%M:%SZ')},250" for h in range(48)]
-    carbon = tmp_path / "flat.csv"
-    carbon.write_text("time,value\n" + "\n".join(rows) + "\n")
+def test_a_flat_carbon_signal_makes_every_runs_kg_its_kwh_times_the_intensity(three_hours, flat_signal, capsys):
+    carbon = flat_signal(250, 48)
     argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,fixed,managed,bound", "--format", "json"]
     assert main([*argv, "--carbon", str(carbon), "--carbon-unit", "gCO2eq/kWh"]) == 0
     # fixed's nodes boot before the trace's start: that energy is in its kWh and in its kg.
@@ -91,11 +87,8 @@ def test_a_flat_carbon_signal_makes_every_runs_kg_its_kwh_times_the_intensity(th
         assert run["co2_uncovered_slots"] in (0, None), run["name"]
 
 
-def test_a_carbon_signal_shorter_than_the_runs_is_said_and_the_bound_still_priced(three_hours, tmp_path, capsys):
-    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-    rows = [f"{(start + datetime.timedelta(hours=h)).strftime('%Y-%m-%dT%H:%M:%SZ')},400" for h in range(2)]
-    carbon = tmp_path / "two-hours.csv"
-    carbon.write_text("time,value\n" + "\n".join(rows) + "\n")
+def test_a_carbon_signal_shorter_than_the_runs_is_said_and_the_bound_still_priced(three_hours, flat_signal, capsys):
+    carbon = flat_signal(400, 2)
     argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,bound", "--format", "json"]
     assert main([*argv, "--carbon", str(carbon), "--carbon-unit", "gCO2eq/kWh"]) == 0
     captured = capsys.readouterr()

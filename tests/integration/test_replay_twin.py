@@ -3,7 +3,6 @@ end, and its flags refused before any work when out of range."""
 
 from __future__ import annotations
 
-import datetime
 import re
 from pathlib import Path
 
@@ -23,12 +22,9 @@ def bill_row(out: str, label: str) -> str:
     return match.group(1)
 
 
-def test_the_twins_bill_of_workload_a_does_the_traces_work_and_prices_its_energy_under_carbon(tmp_path, capsys):
+def test_the_twins_bill_of_workload_a_does_the_traces_work_and_prices_its_energy_under_carbon(flat_signal, capsys):
     # A flat 200 gCO2eq/kWh over four days: the bill's kg must be its kWh x 0.2, whatever the nodes did.
-    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-    rows = [f"{(start + datetime.timedelta(hours=h)).strftime('%Y-%m-%dT%H:%M:%SZ')},200" for h in range(96)]
-    carbon = tmp_path / "carbon.csv"
-    carbon.write_text("time,value\n" + "\n".join(rows) + "\n")
+    carbon = flat_signal(200, 96)
     code = main(["run", "--replay", "A", "--policy", "hold", "--cluster", "twin", "--carbon", str(carbon), "--carbon-unit", "gCO2eq/kWh"])
     out = capsys.readouterr().out
     assert code == 0
