@@ -61,8 +61,8 @@ from autoscaler.core.policies.slot import SlotInput
 from autoscaler.core.policy_state import UNKNOWN_SEQ, FollowWatch, PolicyState
 from autoscaler.core.readable import count_text
 from autoscaler.core.release import Dispatch, dispatch, fair_release
-from autoscaler.core.slot_config import CONTROLLER_POLICIES, UNIFORM_DEADLINE_POLICIES, ControllerConfig
-from autoscaler.core.slot_work import counted_now, flow_at, job_units, rebuild_cause, rebuild_future
+from autoscaler.core.slot_config import CONTROLLER_POLICIES, UNIFORM_DEADLINE_POLICIES, WORK_MODELS, ControllerConfig
+from autoscaler.core.slot_work import arrived_units, counted_now, flow_at, job_units, rebuild_cause, rebuild_future
 
 __all__ = [
     "CONTROLLER_POLICIES",
@@ -174,6 +174,7 @@ def tick(
         cost=replace(config.cost, max_servers=None),
         window=window,
         missing=missing,
+        keep_busy=config.plans_start_by and config.work_model != WORK_MODELS[0],
     )
     step = rule.step(None if rule.state_field is None else states[rule.state_field], slot_input)
     if rule.state_field is not None:
@@ -192,7 +193,17 @@ def tick(
         arrived=arrived,
         released_due=state.released_due,
         work_model=config.work_model,
+        holding_nodes=state.last_nodes if slot == state.last_slot + 1 else None,
     )
+    books = rule.state_field if rule.state_field in ("hold", "carbon") and states[rule.state_field] is not None else None
+    if books is not None and config.work_model != WORK_MODELS[0]:
+        # The cluster ran whole jobs on whole nodes, ahead of hold's x_t: its books follow the queue
+        # (under the paper's job-slots the daemon plans as ``autoscaler replay`` does, slot for slot).
+        # A job released now runs at most a node's slot of its work now (need_s <= slot_s); the rest
+        # of a long job's units, handed over while it waited, is still to run on its node.
+        still_queued = dispatched.queue_depth > 0
+        released_units = sum(min(1.0, arrived_units(queue.get(job_id), slot, config)) for job_id in dispatched.release)
+        states[books] = states[books].with_work_done(max(0.0, released_units - work) if still_queued else math.inf)
     decision = Decision(
         slot=slot,
         capacity=capacity,
@@ -250,6 +261,7 @@ def tick(
         follow_watch=watch,
         released_due=released_due,
         carbon=states["carbon"],
+        last_nodes=decision.nodes,
     )
 
 

@@ -66,6 +66,8 @@ class PolicyState:
     ``released_due``: ids the last decision released in their start-by slot; one still queued now
     (its release failed) has missed it. ``carbon``: hold+carbon's state (its own queue and the hold
     it runs beside), for hold with ``ControllerConfig.carbon``; then ``hold`` is None.
+    ``last_nodes``: the task nodes the last decision asked for (None: not known, as after downtime);
+    under node-seconds no more jobs than that can be holding a node now.
     """
 
     last_slot: int = -1
@@ -84,6 +86,7 @@ class PolicyState:
     follow_watch: FollowWatch = field(default_factory=FollowWatch)
     released_due: frozenset[str] = frozenset()
     carbon: CarbonState | None = None
+    last_nodes: int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -104,6 +107,7 @@ class PolicyState:
             "hold": self.hold.to_json() if self.hold else None,
             "follow_watch": dataclasses.asdict(self.follow_watch),
             "carbon": self.carbon.to_json() if self.carbon else None,
+            "last_nodes": self.last_nodes,
         }
 
     @classmethod
@@ -128,6 +132,7 @@ class PolicyState:
             hold=HoldState.from_json(document["hold"]) if document.get("hold") else None,
             follow_watch=FollowWatch(**document["follow_watch"]) if document.get("follow_watch") else FollowWatch(),
             carbon=CarbonState.from_json(document["carbon"]) if document.get("carbon") else None,
+            last_nodes=int(document["last_nodes"]) if document.get("last_nodes") is not None else None,
         )
 
 

@@ -150,8 +150,18 @@ class ControllerConfig:
     def due_margin_slots(self) -> int:
         """How many slots before its start-by slot a queued job is due: ``release_margin_slots``, or
         the slots a node asked for now takes to be usable, ceil(``provision_s`` / ``slot_s``), if more:
-        a job due at its start-by slot released onto a node still booting would start after it."""
-        return max(self.release_margin_slots, math.ceil(self.provision_s / self.slot_s - 1e-9))
+        a job due at its start-by slot released onto a node still booting would start after it.
+
+        Under "node-seconds", one slot more than the boot: a slot's release packs jobs into the nodes'
+        whole slot of node time, a booting node's too, so the jobs packed onto a node asked for now run
+        one after another from when it is up, which may be a slot later. Released g = ceil(p/s) + 1
+        slots ahead, every node is up by the slot before the job's start-by slot, and the work queued
+        ahead of it on the cluster (first added, first started) is at most the nodes' slot: it starts
+        by its start-by slot (greedy list scheduling: every node stays busy until it does)."""
+        boot = math.ceil(self.provision_s / self.slot_s - 1e-9)
+        if self.work_model != WORK_MODELS[0]:
+            boot += 1
+        return max(self.release_margin_slots, boot)
 
     @property
     def plans_start_by(self) -> bool:

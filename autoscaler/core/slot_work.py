@@ -16,7 +16,7 @@ from autoscaler.core.policies.gcp import solve_gcp_opt
 from autoscaler.core.policy_state import PolicyState
 from autoscaler.core.slot_config import TICKS_PER_SLOT, UNIFORM_DEADLINE_POLICIES, WORK_MODELS, ControllerConfig
 
-__all__ = ["counted_now", "flow_at", "job_ticks", "job_units", "node_seconds_active", "rebuild_cause", "rebuild_future", "slot_ticks", "with_units"]
+__all__ = ["arrived_units", "counted_now", "flow_at", "job_ticks", "job_units", "node_seconds_active", "rebuild_cause", "rebuild_future", "slot_ticks", "with_units"]
 
 
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
@@ -24,7 +24,8 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     one unit in each slot from max(``first_slot``, its submit slot) to the slot its length ends in, at
     least one, as ``autoscaler replay``'s active curve counts it. The deadline index is, for a policy
     that plans to the start-by slot (hold: ``config.plans_start_by``), the slots from its submission
-    to its start-by slot; D for the other uniform-deadline policies; else the job's own slack in
+    to its start-by slot, under "node-seconds" less the slots it must be released ahead of it
+    (``due_margin_slots``: its nodes' lead time); D for the other uniform-deadline policies; else the job's own slack in
     slots; at most ``nu`` (``max_deadline_slots``: it bounds the deadline, never the work)."""
     submit_slot = config.slot_of(job.submit_s)
     start = max(first_slot, submit_slot)
@@ -32,8 +33,10 @@ def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int,
     end = max(start + 1, end_position)
     if config.plans_start_by:
         # Each unit may wait as long as the job may before it starts: to its start-by slot (a trace's
-        # job, deadline = submit + length + D, gets D exactly, as the replay plans it).
-        deadline = max(0, min(start_by_slot(job, config) - submit_slot, config.nu))
+        # job, deadline = submit + length + D, gets D exactly, as the replay plans it); under
+        # node-seconds to the slot it is due in, so its nodes are asked for their lead time ahead.
+        lead = config.due_margin_slots if config.work_model != WORK_MODELS[0] else 0
+        deadline = max(0, min(start_by_slot(job, config) - submit_slot - lead, config.nu))
     elif config.policy in UNIFORM_DEADLINE_POLICIES:
         deadline = config.deadline_slots
     else:
@@ -73,6 +76,22 @@ def _ticks_in(ticks: dict[int, int], start: int, end: int, slot: int) -> int:
     if slot < start or slot >= end:
         return 0
     return ticks.get(slot, TICKS_PER_SLOT)
+
+
+def arrived_units(job: Job, slot: int, config: ControllerConfig) -> float:
+    """Server-slots of ``job``'s work the policy has been handed up to and including ``slot``, counted
+    from its submit slot: one unit a slot it would have run (``job_units``), under "node-seconds" its
+    ticks there (``job_ticks``) over ``TICKS_PER_SLOT``. O(1) whatever the job's length."""
+    if config.work_model == WORK_MODELS[0]:
+        start, end, _ = job_units(job, config, config.slot_of(job.submit_s))
+        return float(max(0, min(slot + 1, end) - start))
+    start, end, _, ticks = job_ticks(job, config, config.slot_of(job.submit_s))
+    last = min(slot, end - 1)
+    if last < start:
+        return 0.0
+    listed = {s for s in ticks if start <= s <= last}
+    whole = (last - start + 1) - len(listed)
+    return (sum(ticks[s] for s in listed) + whole * TICKS_PER_SLOT) / TICKS_PER_SLOT
 
 
 def node_seconds_active(jobs: Iterable[Job], config: ControllerConfig, n_slots: int) -> np.ndarray:

@@ -102,7 +102,7 @@ def test_deadlines_give_the_flat_rate_of_the_queued_work(policy):
     config = ControllerConfig(policy=policy, deadline_slots=1, slot_s=TAU, release_margin_slots=0)
     decision, _ = tick(0.0, jobs, PolicyState(), config)
     assert (decision.capacity, decision.nodes, decision.reason) == (1.0, 1, "deadlines")
-    assert "2 units of work are due within 2 slots" in decision.why and "= 1 =" in decision.why
+    assert "2 node-slots of work are due within 2 slots" in decision.why and "= 1 =" in decision.why
 
 
 def test_hold_keeps_servers_on_through_a_valley_it_has_learned():
@@ -113,7 +113,7 @@ def test_hold_keeps_servers_on_through_a_valley_it_has_learned():
     valley = decisions[57]
     assert valley.capacity >= 1.9 and valley.nodes == 2 and valley.release == ()
     assert valley.reason == "held"
-    assert "where the deadlines force r_t = 0 (no unit of work is queued in the policy)" in valley.why and "leading rule '" in valley.why
+    assert "where the deadlines force r_t = 0 (no work is queued in the policy)" in valley.why and "leading rule '" in valley.why
     assert decisions[55].reason == "deadlines"  # a busy slot: 2 units due now, r_t = 2
 
 

@@ -168,12 +168,14 @@ def test_no_job_is_late_and_released_node_time_fits_the_whole_nodes(jobs, policy
             if j.state == "running" and j.released_s + j.length_s <= now_s:
                 del live[j.job_id]
         decision = run.decisions[t]
-        d = dispatch(t, decision.capacity, list(live.values()), cfg, work_model=NODE_S)
+        held = run.decisions[t - 1].nodes if t else None  # the nodes the last decision asked for
+        d = dispatch(t, decision.capacity, list(live.values()), cfg, work_model=NODE_S, holding_nodes=held)
         assert d.release == decision.release and d.nodes == decision.nodes
         assert d.node_s_running + d.node_s_released <= d.nodes * TAU + 1e-6
         beyond_s = sum(min(by_id[i].length_s, TAU) for i in d.beyond)
         assert d.node_s_running + d.node_s_released - beyond_s <= max(d.policy_nodes * TAU, d.node_s_running) + 1e-6
-        assert all(start_by_slot(by_id[i], cfg) <= t + margin for i in d.beyond)
+        # Under node-seconds a job is due at least one slot ahead (ControllerConfig.due_margin_slots).
+        assert all(start_by_slot(by_id[i], cfg) <= t + max(margin, 1) for i in d.beyond)
         for job_id in decision.release:
             live[job_id] = job(job_id, by_id[job_id].submit_s, by_id[job_id].length_s, by_id[job_id].deadline_s, state="running", released_s=now_s)
 

@@ -69,6 +69,7 @@ against hold or follow: a forecast that is wrong moves work into slots that turn
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -223,6 +224,14 @@ class CarbonState:
     def restarted(self) -> "CarbonState":
         """Queue emptied and servers off, what hold learned kept (see :meth:`HoldState.restarted`)."""
         return CarbonState(hold=self.hold.restarted(), queue=np.zeros_like(self.queue), modes=self.modes)
+
+    def with_work_done(self, units: float) -> "CarbonState":
+        """``units`` (server-slots; math.inf: all) more of the queued work run, earliest deadline
+        first, in its own queue and in the carbon-blind hold's (:meth:`HoldState.with_work_done`)."""
+        if units <= 0.0:
+            return self
+        queue = np.diff(np.maximum(np.cumsum(self.queue) - units, 0.0), prepend=0.0)
+        return dataclasses.replace(self, hold=self.hold.with_work_done(units), queue=queue)
 
     def to_json(self) -> dict:
         return {"hold": self.hold.to_json(), "queue": self.queue.tolist(), "previous": self.previous, "modes": list(self.modes)}

@@ -113,6 +113,7 @@ stay below the level the recent load already holds), so it is not used.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -237,6 +238,18 @@ class HoldState:
             slots=self.slots,
         )
 
+    def with_work_done(self, units: float) -> "HoldState":
+        """This state with ``units`` (server-slots; math.inf: all) more of the policy's own queued work
+        run, earliest deadline first, as EDF runs it: what the cluster ran beyond the policy's x_t (the
+        daemon releases whole jobs onto whole nodes, ceil(m_t) of them), so that its r_t follows the
+        work still queued. The rules' and the mixture's shadow queues are left as they are."""
+        if units <= 0.0 or not self.queue.size:
+            return self
+        queue = self.queue.copy()
+        prefix = np.cumsum(queue[-1])
+        queue[-1] = np.diff(np.maximum(prefix - units, 0.0), prepend=0.0)
+        return dataclasses.replace(self, queue=queue)
+
     def to_json(self) -> dict:
         return {
             "queue": self.queue.tolist(),
@@ -304,9 +317,15 @@ def _hold_levels(history: np.ndarray, survival: np.ndarray) -> np.ndarray:
 
 
 def hold_step(
-    state: HoldState, load: float, deadline_slots: int, params: CostParams
+    state: HoldState, load: float, deadline_slots: int, params: CostParams, keep_busy: bool = False
 ) -> tuple[float, float, HoldState]:
     """One slot of hold: returns (m_t, x_t, new state), servers; x_t <= m_t.
+
+    ``keep_busy`` (the daemon under "node-seconds"): no server is switched off while it has queued
+    work to run, m_t >= min(m_{t-1}, the queued work): with e0 and e1 the same in every slot, work run
+    early on a server that is on costs what it would cost later, and a server switched off now may
+    have to be switched on again for it (on a 12 h deadline, the nights' rises). Like the hold level
+    it only keeps servers on, never switches one on, so m_t <= max(r_t, m_{t-1}) still holds.
 
     ``load``: L_t, the work released in this slot (servers' worth), due within D slots; or the work
     by slots to its deadline, L_{d,t} for d = 0..K, shape (K+1,), for a state whose queue holds
@@ -396,6 +415,15 @@ def hold_step(
                 capacity[-1] = fallback
                 assigned[-1] = min(fallback, prefix[-1, -1])
                 step_cost[-1] = params.e0 * fallback + params.e1 * assigned[-1] + 2 * params.beta * max(fallback - state.previous[-1], 0.0)
+    if keep_busy:
+        # The servers kept are those with queued work to run: none is kept idle, none switched on.
+        kept = max(float(forced[-1]), min(float(state.previous[-1]), float(prefix[-1, -1])))
+        if kept != capacity[-1]:
+            capacity[-1] = kept
+            assigned[-1] = min(kept, float(prefix[-1, -1]))
+            if window:
+                step_cost[-1] = params.e0 * kept + params.e1 * assigned[-1] + 2 * params.beta * max(kept - float(state.previous[-1]), 0.0)
+    if window:
         cost = np.concatenate([state.cost[:-1] + step_cost, [follow_cost]])
     # EDF: x_t runs the earliest deadlines first; what is left of each prefix is max(Y_j - x_t, 0).
     left = np.maximum(prefix - assigned[:, None], 0.0)

@@ -31,7 +31,8 @@ class SlotInput:
     ``policy``: the name outputs use ("gcp-u", "hold" ...). ``deadline_slots``: D; ``delta``: vfw's
     look-ahead in slots; ``slot_s``: the slot length, seconds; ``cost``: e0, e1, beta, uncapped (the
     controller clamps nodes itself). hold+carbon only: ``window``, the signal for this slot, or None
-    and ``missing``, why there is none.
+    and ``missing``, why there is none. hold only: ``keep_busy``, switch no server off while it has
+    queued work to run (``hold_step``; the daemon under "node-seconds").
     """
 
     arrivals: np.ndarray
@@ -42,6 +43,7 @@ class SlotInput:
     cost: CostParams
     window: CarbonWindow | None = None
     missing: SignalUnavailable | None = None
+    keep_busy: bool = False
 
     @property
     def load(self) -> float:
@@ -79,7 +81,7 @@ def gcp_slot(before: GcpState | None, slot: SlotInput) -> SlotStep:
     work, slots = binding_deadline(np.array(after.unassigned))
     why = (
         f"{slot.policy} runs m_t = {capacity:.4g} = max_j Y_j/(j+1), the flat rate that meets every queued deadline "
-        f"(GCP-OPT (7)'s first slope): {work:.4g} units of work are due within {count_text(slots, 'slot')}"
+        f"(GCP-OPT (7)'s first slope): {work:.4g} node-slots of work are due within {count_text(slots, 'slot')}"
     )
     return SlotStep(capacity, capacity, after, "deadlines", why)
 
@@ -88,8 +90,8 @@ def hold_slot(before: HoldState | None, slot: SlotInput) -> SlotStep:
     """hold: r_t, or servers kept on through a valley (:mod:`autoscaler.core.policies.hold`)."""
     # The work by deadline index: each job's units due by its own start-by slot (the controller's nu).
     state = before or HoldState.empty(slot.deadline_slots, slot.cost, queue_slots=slot.arrivals.shape[0] - 1)
-    capacity, assigned, after = hold_step(state, slot.arrivals, slot.deadline_slots, slot.cost)
-    reason, why = _hold_words(state, after, slot.arrivals, capacity, assigned, slot.cost)
+    capacity, assigned, after = hold_step(state, slot.arrivals, slot.deadline_slots, slot.cost, keep_busy=slot.keep_busy)
+    reason, why = _hold_words(state, after, slot.arrivals, capacity, assigned, slot.cost, slot.keep_busy)
     binding = forced_capacity(state, slot.arrivals)[2] if reason == "deadlines" else 0
     return SlotStep(capacity, assigned, after, reason, why, binding_slots=binding or None)
 
@@ -130,11 +132,18 @@ def hold_carbon_slot(before: CarbonState | None, slot: SlotInput) -> SlotStep:
     return SlotStep(step.capacity, step.assigned, after, reason, why, carbon=step)
 
 
-def _hold_words(before: HoldState, after: HoldState, load, capacity: float, assigned: float, params: CostParams) -> tuple[str, str]:
+def _hold_words(
+    before: HoldState, after: HoldState, load, capacity: float, assigned: float, params: CostParams, keep_busy: bool = False
+) -> tuple[str, str]:
     forced, work, slots = forced_capacity(before, load)
-    due = f"{work:.4g} units of work are due within {count_text(slots, 'slot')}" if slots else "no unit of work is queued in the policy"
+    due = f"{work:.4g} node-slots of work are due within {count_text(slots, 'slot')}" if slots else "no work is queued in the policy"
     if capacity <= forced * (1 + 1e-12) + 1e-12:
         return "deadlines", f"hold runs m_t = r_t = {capacity:.4g} = max_j Y_j/(j+1), what the deadlines force: {due}"
+    if keep_busy and capacity <= before.capacity * (1 + 1e-12) + 1e-12 and assigned >= capacity * (1 - 1e-12) - 1e-12:
+        return "held", (
+            f"hold keeps m_t = {capacity:.4g} on (m_{{t-1}} = {before.capacity:.4g}) where the deadlines force r_t = {forced:.4g} "
+            f"({due}): its nodes have queued work to run (x_t = m_t), so none is switched off"
+        )
     how = "inside a hold its guard allowed" if after.holding else "by its rules' hold level"
     return "held", (
         f"hold keeps m_t = {capacity:.4g} on (m_{{t-1}} = {before.capacity:.4g}) where the deadlines force r_t = {forced:.4g} "
