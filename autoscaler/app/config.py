@@ -211,13 +211,15 @@ class Settings(BaseSettings):
     beyond the policy's nodes, up to cluster.max_nodes. With 1, one slot that goes undecided (a restart,
     a slot skipped on a busy machine) never makes a job late; a job submitted with less slack is due at
     once. 0: due in its start-by slot exactly. Jobs are late, as always, only after their start-by slot."""
-    provision_s: float = Field(default=0.0, ge=0, le=3600)
-    """Seconds a TASK node asked for takes to be usable (EMR: about 330). With it, a job is due at
+    provision_s: float = Field(default=defaults.PROVISION_S, ge=0, le=3600)
+    """Seconds a TASK node asked for takes to be usable (default 330, EMR's 5-6 minutes). A job is due at
     least ceil(provision_s / slot_s) slots before its start-by slot, so none waits for a node still
-    booting past it (``ControllerConfig.due_margin_slots``). 0: nodes counted as usable at once."""
-    work_model: Literal["job-slots", "node-seconds"] = "job-slots"
-    """How the daemon counts work (``ControllerConfig.work_model``): "job-slots", the paper's (a job is one
-    node in every slot it touches), or "node-seconds", the node time paid for (short jobs share a node)."""
+    booting past it (``ControllerConfig.due_margin_slots``), and a restart costs the idle power (energy)
+    or the bill (cost) of this time. 0: nodes counted as usable at once (the restart then costs the
+    energy model's ``report.boot_s``)."""
+    work_model: Literal["job-slots", "node-seconds"] = defaults.WORK_MODEL
+    """How the daemon counts work (``ControllerConfig.work_model``): "node-seconds" (default), the node time
+    paid for (short jobs share a node), or "job-slots", the paper's (a job is one node in every slot it touches)."""
     tenants_n: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
     """n, the tenants dynamic DRF divides the cluster for under overload; default: the number of
     known_tenants, or 10 when any tenant may submit."""
@@ -277,7 +279,8 @@ class Settings(BaseSettings):
 
     def derived_costs(self, price_per_node_hour: float | None = None) -> DerivedCosts:
         """e0, e1 and beta under ``objective`` (autoscaler.core.objective.derive_costs): from the
-        [report] power model's idle and peak power, ``report.boot_s``, ``slot_s``, ``restart_penalty``
+        [report] power model's idle and peak power, the boot time (``provision_s``, or ``report.boot_s``
+        when it is 0), ``slot_s``, ``restart_penalty``
         and ``price_per_node_hour`` ($; default the twin's, autoscaler.core.twin.PRICE_PER_NODE_HOUR)."""
         from autoscaler.core.twin import PRICE_PER_NODE_HOUR
         from energy.power import power_model
@@ -288,7 +291,7 @@ class Settings(BaseSettings):
             slot_s=self.slot_s,
             idle_power_w=model.idle_power_w,
             busy_power_w=model.peak_power_w,
-            boot_s=self.report.boot_s,
+            boot_s=self.provision_s if self.provision_s > 0 else self.report.boot_s,
             price_per_node_hour=PRICE_PER_NODE_HOUR if price_per_node_hour is None else price_per_node_hour,
             restart_penalty=self.restart_penalty,
             given=CostParams(e0=self.e0, e1=self.e1, beta=self.beta),

@@ -240,8 +240,11 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         label = "max |m_t - autoscaler replay's m_t|"
         if config.work_model != "job-slots":
             label = f"max |m_t - {policy} planned on the jobs' node time| (autoscaler replay plans job-slots)"
-        table.add_row(label, f"{difference:.3g}")
-        status = 0 if difference <= 1e-6 else 1
+        # Under node-seconds hold's books follow the work the cluster ran (whole jobs on whole nodes,
+        # ahead of its x_t: HoldState.with_work_done), which a plan of the curve cannot know.
+        follows_cluster = policy == "hold" and config.work_model != "job-slots"
+        table.add_row(label, f"{difference:.3g}" + (" (not compared: hold's books follow the work the cluster ran)" if follows_cluster else ""))
+        status = 0 if difference <= 1e-6 or follows_cluster else 1
         if status:
             err.print(
                 f"run --replay: the daemon's m_t differs from autoscaler replay's by up to {difference:.3g} "

@@ -40,6 +40,14 @@ BETA = 12.0
 BOOT_S = 300.0
 """Seconds a started node draws idle power before it does work (one slot of the default length)."""
 
+PROVISION_S = 330.0
+"""Seconds from a resize up to a usable TASK node: EMR's 5-6 minutes, their middle. The twin's nodes
+take it, and the daemon counts it (``provision_s``): in the release margin and in a restart's cost."""
+
+WORK_MODEL = "node-seconds"
+"""How the daemon counts work unless told otherwise (``work_model``): the node time an operator pays
+for. "job-slots" is the paper's active-job model (a job is a whole node in every slot it touches)."""
+
 MAX_NODES = 100
 """The most task nodes the daemon asks for unless told otherwise (``cluster.max_nodes``, ``--max-nodes``)."""
 

@@ -31,10 +31,11 @@ from numbers import Real
 
 import numpy as np
 
+from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 
-PROVISION_S = 330.0
-"""Seconds from a resize up to a usable TASK node: EMR's 5-6 minutes (issue 21), their middle."""
+PROVISION_S = defaults.PROVISION_S
+"""Seconds from a resize up to a usable TASK node: EMR's 5-6 minutes, their middle."""
 
 DECOMMISSION_TIMEOUT_S = 3600.0
 """YARN's graceful decommission timeout, yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs."""

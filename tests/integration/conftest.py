@@ -286,3 +286,13 @@ def flat_signal(tmp_path: Path) -> Callable[[float, int], Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def job_slots_config(tmp_path: Path) -> Path:
+    """A settings file for the paper's work model: a job is a node in every slot it touches, nodes
+    usable at once (``work_model = "job-slots"``, ``provision_s = 0``). The tests of overload and of
+    daemon = replay are written in it: a node per job is what makes Workload A overload 60 nodes."""
+    path = tmp_path / "job-slots.toml"
+    path.write_text('work_model = "job-slots"\nprovision_s = 0\n', encoding="utf-8")
+    return path

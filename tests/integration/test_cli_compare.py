@@ -224,11 +224,11 @@ def test_costs_that_overflow_and_a_carbon_objective_compare_cannot_follow_are_re
 
 def test_run_replay_says_when_the_controller_does_not_count_the_twins_boot(tmp_path, capsys):
     config = tmp_path / "config.toml"
-    config.write_text('work_model = "node-seconds"\n')
-    assert main(["run", "--replay", "A", "--dry-run", "--policy", "hold", "--config", str(config)]) == 0
+    config.write_text("provision_s = 0\n")
+    assert main(["run", "--replay", "A", "--dry-run", "--policy", "follow", "--config", str(config)]) == 0
     captured = capsys.readouterr()
     assert "the config's provision_s is 0 s" in captured.err
-    assert "max |m_t - hold planned on the jobs' node time| (autoscaler replay plans job-slots)" in captured.out
-    config.write_text('work_model = "node-seconds"\nprovision_s = 330\n')
-    assert main(["run", "--replay", "A", "--dry-run", "--policy", "hold", "--config", str(config)]) == 0
+    assert "max |m_t - follow planned on the jobs' node time| (autoscaler replay plans job-slots)" in captured.out
+    # The default counts the twin's 330 s: no note.
+    assert main(["run", "--replay", "A", "--dry-run", "--policy", "hold"]) == 0
     assert "provision_s is" not in capsys.readouterr().err

@@ -51,6 +51,11 @@ def settings_for(tmp_path, source, store: str = "jobs.db", **carbon) -> Settings
         slot_s=TAU,
         objective="paper",
         beta=1.0,
+        # The paper's work model, where hold+carbon without a signal is the daemon's hold slot for slot
+        # (under node-seconds the daemon's hold plans each job to the slot it is due in, hold+carbon to
+        # D in its LP window).
+        work_model="job-slots",
+        provision_s=0.0,
         # Without a source the section is empty: a unit alone is refused (a signal was meant).
         carbon={} if source is None else {"source": str(source), "unit": "gCO2eq/kWh", **carbon},
     )

@@ -29,7 +29,7 @@ def trace(tmp_path):
 def test_decisions_out_has_a_line_per_slot_with_its_reason_and_the_store_the_same(trace, tmp_path):
     out = tmp_path / "decisions.jsonl"
     store_path = tmp_path / "replay.db"
-    assert main(["run", "--replay", str(trace), "--store", str(store_path), "--decisions-out", str(out), "--max-nodes", "6"]) == 0
+    assert main(["run", "--replay", str(trace), "--store", str(store_path), "--decisions-out", str(out), "--max-nodes", "3"]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     with SqliteJobStore(store_path) as store:
         stored = [Decision.from_json(d) for d in store.decisions()]
@@ -39,10 +39,10 @@ def test_decisions_out_has_a_line_per_slot_with_its_reason_and_the_store_the_sam
             decision.capacity, decision.nodes, list(decision.release), decision.reason
         )
         assert line["reason"] in REASONS and line["why"]
-    # Six nodes are too few for Workload A's second hour: some slot is capped and says so.
+    # Three nodes are too few for Workload A's second hour (it packs onto six): some slot is capped and says so.
     capped = [line for line in lines if line["reason"] in ("max_nodes", "overloaded")]
-    assert capped and all("6" in line["why"] for line in capped)
-    assert all(line["nodes"] <= 6 for line in lines)
+    assert capped and all("3" in line["why"] for line in capped)
+    assert all(line["nodes"] <= 3 for line in lines)
 
 
 def test_explain_prints_a_past_slots_decision_in_words(trace, tmp_path, capsys):
@@ -53,7 +53,7 @@ def test_explain_prints_a_past_slots_decision_in_words(trace, tmp_path, capsys):
         decisions = [Decision.from_json(d) for d in store.decisions()]
         jobs = {job.job_id: job for job in store.all_jobs()}
     # A slot whose nodes were raised for due jobs names the first of them, due in that slot: its start-by
-    # slot is that slot or, with the release margin (1 slot by default), the next one.
+    # slot is that slot or one of the next ones within the margin.
     raised = next((d for d in decisions if d.reason == "due_jobs"), None)
     chosen = raised or decisions[5]
     assert main(["explain", "--store", str(store_path), "--slot", str(chosen.slot)]) == 0
@@ -64,7 +64,9 @@ def test_explain_prints_a_past_slots_decision_in_words(trace, tmp_path, capsys):
         first = raised.why.split("'")[1]
         assert first in raised.release
         config = _config()
-        assert raised.slot <= start_by_slot(jobs[first], config) <= raised.slot + config.release_margin_slots
+        # Under node-seconds with the default 330 s boot a job is due ceil(330/300) + 1 = 3 slots ahead.
+        assert config.due_margin_slots == 3
+        assert raised.slot <= start_by_slot(jobs[first], config) <= raised.slot + config.due_margin_slots
     # The last slot by default, and JSON that reads back as the same decision.
     assert main(["explain", "--store", str(store_path), "--format", "json"]) == 0
     assert Decision.from_json(json.loads(capsys.readouterr().out)) == decisions[-1]
@@ -73,7 +75,7 @@ def test_explain_prints_a_past_slots_decision_in_words(trace, tmp_path, capsys):
 def _config():
     from autoscaler.core.controller import ControllerConfig
 
-    return ControllerConfig(slot_s=TAU)
+    return ControllerConfig(slot_s=TAU, provision_s=330.0, work_model="node-seconds")  # the settings' defaults
 
 
 def test_explain_names_what_it_cannot_find(trace, tmp_path, capsys):

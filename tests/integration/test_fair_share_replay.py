@@ -21,13 +21,13 @@ from test_daemon import workload_a, write_swim
         pytest.param(24, 60, id="whole-day-on-60-nodes", marks=pytest.mark.slow),  # and up to 86 over the day
     ],
 )
-def test_an_overloaded_replay_reports_missed_deadlines_per_tenant(tmp_path, capsys, hours, max_nodes):
+def test_an_overloaded_replay_reports_missed_deadlines_per_tenant(tmp_path, capsys, hours, max_nodes, job_slots_config):
     trace = "default"
     if hours < 24:
         trace = tmp_path / "trace.tsv"
         write_swim(trace, workload_a(hours * 12))
     store_path = tmp_path / "replay.db"
-    argv = ["run", "--replay", str(trace), "--max-nodes", str(max_nodes), "--tenants", "3", "--store", str(store_path)]
+    argv = ["run", "--replay", str(trace), "--max-nodes", str(max_nodes), "--tenants", "3", "--store", str(store_path), "--config", str(job_slots_config)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "missed deadline" in printed and "tenant-3" in printed

@@ -74,9 +74,10 @@ def test_a_queued_job_passed_over_in_its_start_by_slot_is_late_before_the_slot_e
     assert slots_late(queued, config, 103 * TAU, last_decided_slot=None) == 3
 
 
-def test_the_overloaded_replay_and_jobs_count_the_same_late_jobs(tmp_path, capsys):
+def test_the_overloaded_replay_and_jobs_count_the_same_late_jobs(tmp_path, capsys, job_slots_config):
     store_path = tmp_path / "replay.db"
-    assert main(["run", "--replay", "default", "--max-nodes", "60", "--tenants", "3", "--store", str(store_path)]) == 0
+    argv = ["run", "--replay", "default", "--max-nodes", "60", "--tenants", "3", "--store", str(store_path), "--config", str(job_slots_config)]
+    assert main(argv) == 0
     printed = " ".join(capsys.readouterr().out.split())
     summary = int(re.search(r"jobs late \(missed their deadline\) │ ([\d,]+)", printed).group(1).replace(",", ""))
     per_tenant = [int(n.replace(",", "")) for n in re.findall(r"│ tenant-\d │ [\d,]+ │ ([\d,]+) │", printed)]

@@ -187,6 +187,8 @@ def test_controller_config_carries_every_setting(tmp_path: Path) -> None:
         max_nodes=9,
         max_deadline_slots=100,
         cost=CostParams(e0=2.0, e1=0.5, beta=6.0),
+        provision_s=330.0,
+        work_model="node-seconds",
     )
 
 

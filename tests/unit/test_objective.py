@@ -119,9 +119,12 @@ def test_the_settings_default_to_energy_and_the_controller_decides_by_its_costs(
     settings = _settings(tmp_path, "")
     assert (settings.objective, settings.restart_penalty) == ("energy", 0.0)
     cost = settings.controller_config(0.0).cost
-    assert (cost.e0, cost.e1, cost.beta) == pytest.approx((IDLE_W * 300 / 3600, (BUSY_W - IDLE_W) * 300 / 3600, IDLE_W * 300 / 3600 / 2))
-    # boot_s and the slot come from the settings: a 600 s boot at 60 s slots holds 10 slots.
-    longer = _settings(tmp_path, "slot_s = 60\nrestart_penalty = 1.0\n[report]\nboot_s = 600\n").controller_config(0.0).cost
+    # A restart is the idle power of the 330 s a node takes to be usable (provision_s's default).
+    assert (cost.e0, cost.e1, cost.beta) == pytest.approx((IDLE_W * 300 / 3600, (BUSY_W - IDLE_W) * 300 / 3600, IDLE_W * 330 / 3600 / 2))
+    # The boot and the slot come from the settings: with provision_s = 0 the energy model's boot_s;
+    # a 600 s boot at 60 s slots holds 10 slots.
+    longer = _settings(tmp_path, "slot_s = 60\nrestart_penalty = 1.0\nprovision_s = 0\n[report]\nboot_s = 600\n").controller_config(0.0).cost
+    assert _settings(tmp_path, "provision_s = 600\n").controller_config(0.0).cost.beta == pytest.approx(IDLE_W * 600 / 3600 / 2)
     assert longer.e0 == pytest.approx(IDLE_W * 60 / 3600)
     assert longer.beta == pytest.approx((IDLE_W * 600 / 3600 + 1.0) / 2)
 
