@@ -105,6 +105,17 @@ beta*mean L beyond what the mixture had been seen to earn. Tested: valleys at th
 several D and beta (hold <= follow, and <= GCP-U + 2*beta*max L), and random loads (hold <= GCP-U +
 2*beta*max L).
 
+**In the daemon under "node-seconds"** (``ControllerConfig.work_model``; the paper's job-slots keep
+the rule above slot for slot, as ``autoscaler replay`` plans): each job is planned to the slot it is
+due in, its start-by slot less its nodes' lead time; the books follow the cluster (the work released
+ahead of x_t onto whole nodes is taken off the queue, :meth:`HoldState.with_work_done`); and
+``keep_busy``: m_t = max(r_t, min(m_{t-1}, queued work)), every server with queued work kept and
+none kept idle. With e0 and e1 the same in every slot, work run early on a node that is on costs what
+it would later, while the learned hold level, played on an empty queue, kept the 12-hour mean
+load's nodes idle for hours after the last job (diurnal-bursty-2d at 12 h); with a restart worth 1.1
+idle slots under objective energy, holding idle nodes pays for one-slot valleys at most. Measured on
+the cluster twin (``autoscaler compare``, README "What an operator pays").
+
 The known future (units of already-submitted jobs in later slots, which the daemon holds) was tried
 with an earlier version of this rule as a certain lower bound on the need within W slots: on A, B,
 six days resampled from their hours and diurnal-3d it changed no schedule (long jobs' known units
