@@ -99,8 +99,9 @@ def dispatch(
     slot_s seconds in the slot, less what the running jobs still need in it (``running_need_s``); a
     queued job needs min(its length, slot_s) of it (``need_s``: it runs from the slot's start, on one
     node, so a job longer than a slot takes a node's whole slot). Jobs are released in EDF order while
-    their need fits in the policy's node time (first fit past one that does not: ``_edf_release_node_s``) (several short jobs share a node: a step released
-    beyond the idle nodes waits, PENDING, for one to be free), the due ones (as above) also in the
+    their need fits in the policy's node time, first fit past one that does not (``_edf_release_node_s``;
+    several short jobs share a node: a step released beyond the idle nodes waits, PENDING, for one to
+    be free), the due ones (as above) also in the
     node time of extra nodes up to ``max_nodes``; the nodes are then raised to ceil(node time needed /
     slot_s), and to the running jobs that can hold a node (a node running a job is never asked to go):
     at most ``holding_nodes``, the nodes the last decision asked for (None: not known, every running
