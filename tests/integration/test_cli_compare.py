@@ -232,3 +232,19 @@ def test_run_replay_says_when_the_controller_does_not_count_the_twins_boot(tmp_p
     # The default counts the twin's 330 s: no note.
     assert main(["run", "--replay", "A", "--dry-run", "--policy", "hold"]) == 0
     assert "provision_s is" not in capsys.readouterr().err
+
+
+def test_the_twins_boot_is_what_the_policies_price_a_restart_at(three_hours, capsys):
+    # --provision-s 600: the controller is told the twin's boot, for its margin and its costs alike:
+    # a restart is 60.30 W x 600 s / 3600 = 10.05 Wh, beta half of it (the default 330 s gives 5.5275).
+    assert main(["compare", "--trace", str(three_hours), "--policy", "hold", "-D", "1h", "--provision-s", "600", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["objective"]["beta"] == pytest.approx(60.30 * 600 / 3600 / 2, rel=1e-3)
+    assert "boot 600 s" in captured.err
+
+
+def test_a_deadline_shorter_than_the_boot_is_said(three_hours, capsys):
+    assert main(["compare", "--trace", str(three_hours), "--policy", "hold", "-D", "0,1h"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "at D = 0 s (0 slots), less than the 330 s a node takes to be usable" in err
+    assert "at D = 1 h" not in err

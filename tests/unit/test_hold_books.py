@@ -123,3 +123,14 @@ def test_node_time_a_long_job_leaves_is_filled_by_the_short_jobs_behind_it():
     d = dispatch(0, 1.0, jobs, limits, work_model="node-seconds")
     assert d.release == ("a", "s0") and d.nodes == 1
     assert d.node_s_released == pytest.approx(300.0)
+
+
+def test_a_boot_of_a_second_overflows_no_exponential_in_holds_rules():
+    import warnings
+
+    from autoscaler.core.policies.hold import experts
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rules = experts(1, 2 * 0.5 * 60.30 * 1 / 3600 / (60.30 * 300 / 3600))  # a 1 s boot: break-even 0.0033 slots
+    assert np.all(np.isfinite(rules.survival)) and np.all(rules.survival[:-1, 0] == 1.0)  # the last: no hold

@@ -91,10 +91,20 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.fixed_nodes is not None and args.fixed_nodes > max_nodes:
         raise ConfigError(f"--fixed-nodes {args.fixed_nodes} is above --max-nodes {max_nodes}")
     twin, carbon = twin_inputs(args, settings)
+    # The policies are told how long the twin's nodes take to be usable, as an operator sets
+    # provision_s for EMR: their due margin and the cost of a restart both count it.
+    settings = settings.model_copy(update={"provision_s": twin.provision_s})
     costs = settings.derived_costs(twin.price_per_node_hour)
     note_shadowed_file(args.trace, "--trace", err)
     inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window, err)
     err.print(costs_text(costs), style="dim", markup=False, highlight=False)
+    for d in deadlines:
+        if d * slot_s < twin.provision_s:
+            err.print(
+                f"note: at D = {_deadline_words(d, slot_s)}, less than the {twin.provision_s:g} s a node takes to be usable, "
+                "a job that comes when no node is free cannot start in time: jobs may finish after their deadline whatever runs them",
+                highlight=False,
+            )
     for name in names:
         for d in deadlines:
             if (why := runs.skipped(name, d)) is not None:

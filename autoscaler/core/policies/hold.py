@@ -185,7 +185,9 @@ def experts(window_slots: int, break_even: float) -> Experts:
             rules.append((need, (ages <= tau).astype(float), f"{name}, hold {tau} slots"))
         for scale in _RANDOMIZED_SCALES:
             horizon = break_even * scale
-            survival = np.where(ages < horizon, (math.e - np.exp(ages / max(horizon, 1e-12))) / (math.e - 1), 0.0)
+            # Ages past the horizon survive 0; clipped first, so a horizon of a tiny fraction of a
+            # slot (a boot of a second) overflows no exponential.
+            survival = np.where(ages < horizon, (math.e - np.exp(np.minimum(ages, horizon) / max(horizon, 1e-12))) / (math.e - 1), 0.0)
             survival[0] = 1.0  # a level needed now is kept whatever the rule
             rules.append((need, survival, f"{name}, randomized, break-even {horizon:g} slots"))
     rules.append((NO_HOLD, np.zeros(window_slots + 1), "no hold (GCP-U)"))
