@@ -9,6 +9,7 @@ overload the jobs that can still be on time go first, then the overdue, each by 
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -105,7 +106,9 @@ def dispatch(
     node time of extra nodes up to ``max_nodes``; the nodes are then raised to ceil(node time needed /
     slot_s), and to the running jobs that can hold a node (a node running a job is never asked to go):
     at most ``holding_nodes``, the nodes the last decision asked for (None: not known, every running
-    job counts), since a released job beyond them waits, PENDING, and needs no node of its own. Overload is judged
+    job counts), since a released job beyond them waits, PENDING, and needs no node of its own; and,
+    when due jobs are released, to the nodes that hold them and the running jobs whole
+    (``_nodes_packed``), so every due job can start in the slot. Overload is judged
     on node time too (running and due jobs' need beyond ``max_nodes`` x slot_s); under overload each released job still takes a whole free node (free: ``max_nodes``
     less ceil(running need / slot_s)). O(running jobs + due jobs) more.
 
@@ -164,7 +167,12 @@ def dispatch(
         # Never fewer nodes than jobs running: a resize down drains busy nodes too (the twin the job
         # started last, EMR one it picks), and a long job on a draining node is killed at YARN's timeout.
         holding = running if holding_nodes is None else min(running, holding_nodes)
-        nodes = min(limits.max_nodes, max(policy_nodes, holding, _whole_nodes(running_s + released_s, limits.slot_s)))
+        # Whole jobs on whole nodes: the due jobs released with the running jobs' need packed into
+        # nodes of a slot each (best fit, largest first), so that every due job can start in the slot
+        # (200 due 140-s jobs are 93.3 nodes of node time but 100 nodes of two jobs each).
+        due_needs = [need_s(j, limits.slot_s) for j in release if start_by_slot(j, limits) <= slot + limits.due_margin_slots]
+        packed = _nodes_packed([running_need_s(j, slot_start_s, limits.slot_s) for j in queue.running()] + due_needs, limits.slot_s) if due_needs else 0
+        nodes = min(limits.max_nodes, max(policy_nodes, holding, packed, _whole_nodes(running_s + released_s, limits.slot_s)))
     else:
         nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
     released = {j.job_id for j in release}
@@ -222,6 +230,21 @@ def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
     released_s = slot_start_s if job.released_s is None else job.released_s
     left_s = released_s + job.length_s - slot_start_s
     return min(left_s if left_s > 0 else max(job.length_s, 0.0), slot_s)
+
+
+def _nodes_packed(needs_s: list[float], slot_s: float) -> int:
+    """Nodes of ``slot_s`` seconds each that hold jobs of ``needs_s`` seconds whole (best fit
+    decreasing: each job onto the fullest node it fits, largest first; at most 11/9 of the fewest
+    plus one). O(k log k + k x nodes) for k jobs."""
+    free: list[float] = []  # seconds left on each node, ascending
+    for need in sorted(needs_s, reverse=True):
+        at = bisect.bisect_left(free, need - 1e-6)
+        if at < len(free):
+            left = free.pop(at) - need
+        else:
+            left = slot_s - need
+        bisect.insort(free, left)
+    return len(free)
 
 
 def _whole_nodes(node_s: float, slot_s: float) -> int:

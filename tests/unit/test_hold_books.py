@@ -134,3 +134,17 @@ def test_a_boot_of_a_second_overflows_no_exponential_in_holds_rules():
         warnings.simplefilter("error")
         rules = experts(1, 2 * 0.5 * 60.30 * 1 / 3600 / (60.30 * 300 / 3600))  # a 1 s boot: break-even 0.0033 slots
     assert np.all(np.isfinite(rules.survival)) and np.all(rules.survival[:-1, 0] == 1.0)  # the last: no hold
+
+
+def test_due_jobs_get_whole_nodes_for_whole_jobs():
+    # 200 jobs of 140 s, all due now: 28,000 s of node time is 93.3 nodes' slots, but a node's 300 s
+    # holds two whole 140-s jobs, so every one of them can start in the slot only on 100 nodes.
+    limits = ControllerConfig(policy="follow", deadline_slots=2, slot_s=TAU, max_nodes=500, work_model="node-seconds")
+    jobs = [job(f"j{i:03d}", 0.0, 140.0, 140.0 + TAU) for i in range(200)]
+    d = dispatch(0, 0.0, jobs, limits, work_model="node-seconds")
+    assert len(d.release) == 200 and d.nodes == 100
+    # By hand, best fit decreasing: 250 + 50 share a node, 200 + 100 another, 150 + 140 a third.
+    from autoscaler.core.release import _nodes_packed
+
+    assert _nodes_packed([250.0, 200.0, 150.0, 140.0, 100.0, 50.0], TAU) == 3
+    assert _nodes_packed([], TAU) == 0 and _nodes_packed([300.0, 300.0], TAU) == 2
