@@ -29,6 +29,7 @@ from autoscaler.core.compare import TwinFigures, cumulative_use, twin_figures
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job
 from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
+from autoscaler.core.readable import count_text
 from autoscaler.core.twin import ClusterTwin, TwinConfig
 
 BOUND = "bound"
@@ -159,7 +160,7 @@ def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult
             fixed_nodes, meets = inputs.fixed_nodes, True
             if fixed_nodes is None:
                 fixed_nodes, meets = smallest_fixed_nodes(jobs, inputs.twin, max_nodes=inputs.max_nodes, start_s=0.0)
-            note = f"{fixed_nodes:,} nodes always on" + ("" if meets else f": even --max-nodes {inputs.max_nodes:,} misses a deadline")
+            note = f"{count_text(fixed_nodes, 'node')} always on" + ("" if meets else f": even --max-nodes {inputs.max_nodes:,} misses a deadline")
         twin = run_baseline(name, jobs, inputs.twin, min_nodes=inputs.min_nodes, max_nodes=inputs.max_nodes, start_s=0.0, fixed_nodes=fixed_nodes)
     else:
         try:

@@ -85,7 +85,8 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     max_nodes = args.max_nodes if args.max_nodes is not None else settings.cluster.max_nodes
     min_nodes = args.min_nodes if args.min_nodes is not None else settings.cluster.min_nodes
     if max_nodes < 1:
-        raise ConfigError(f"--max-nodes: expected at least 1 node (the widest job needs 1), got {max_nodes}")
+        source = "--max-nodes" if args.max_nodes is not None else "the config's cluster.max_nodes"
+        raise ConfigError(f"{source}: expected at least 1 node (the widest job needs 1), got {max_nodes}")
     if min_nodes > max_nodes:
         raise ConfigError(f"--min-nodes {min_nodes} is above --max-nodes {max_nodes}")
     if args.fixed_nodes is not None and args.fixed_nodes > max_nodes:
