@@ -248,3 +248,12 @@ def test_a_deadline_shorter_than_the_boot_is_said(three_hours, capsys):
     err = " ".join(capsys.readouterr().err.split())
     assert "at D = 0 s (0 slots), less than the 330 s a node takes to be usable" in err
     assert "at D = 1 h" not in err
+
+
+def test_a_trace_longer_than_compare_runs_is_refused_naming_the_trace_not_a_flag_not_given(tmp_path, capsys):
+    trace = tmp_path / "far.tsv"
+    trace.write_text("job0\t999999999\t0\t1048576\t0\t0\n")
+    assert main(["compare", "--trace", str(trace), "-D", "2h"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{trace}: its jobs are submitted up to 999,999,999 s" in err and "give --window" in err
+    assert "--window 3,333,600" not in err

@@ -193,8 +193,15 @@ def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, 
         if path.suffix.lower() == ".csv":
             raise ConfigError(f"{path}: compare needs a SWIM trace of jobs (6 tab-separated columns); a .csv load curve has no jobs")
         trace = read_swim(path)
+    given = window_slots is not None
     if window_slots is None:
         window_slots = default_window_slots([job.submit_s for job in trace.jobs], slot_s)
+    if not given and window_slots + max_deadline > MAX_WINDOW_SLOTS:
+        last_s = max(job.submit_s for job in trace.jobs)
+        raise ConfigError(
+            f"{path}: its jobs are submitted up to {last_s:,.0f} s, {window_slots:,} slots of whole days, more than the "
+            f"{MAX_WINDOW_SLOTS:,} compare runs (a year of 5-minute slots); give --window, the slots from the trace's start to run"
+        )
     if window_slots + max_deadline > MAX_WINDOW_SLOTS:
         raise ConfigError(
             f"--window {window_slots:,} and --deadline of {max_deadline:,} slots: {window_slots + max_deadline:,} slots, "
