@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, start_by_slot
+from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, start_by_slot
 from autoscaler.core.model import Job
 
 __all__ = ["SHARE_TOLERANCE", "Dispatch", "dispatch", "fair_release", "need_s", "running_need_s"]
@@ -133,7 +133,8 @@ def dispatch(
     by_time = work_model == "node-seconds"
     slot_start_s = limits.epoch_s + slot * limits.slot_s
     if by_time:
-        running_s = sum(running_need_s(j, slot_start_s, limits.slot_s) for j in queue.running())
+        running_needs = [running_need_s(j, slot_start_s, limits.slot_s) for j in queue.running()]
+        running_s = sum(running_needs)
         due_s = 0.0
         for job in present(queue.queued()):
             if start_by_slot(job, limits) > slot:
@@ -170,8 +171,8 @@ def dispatch(
         # Whole jobs on whole nodes: the due jobs released with the running jobs' need packed into
         # nodes of a slot each (best fit, largest first), so that every due job can start in the slot
         # (200 due 140-s jobs are 93.3 nodes of node time but 100 nodes of two jobs each).
-        due_needs = [need_s(j, limits.slot_s) for j in release if start_by_slot(j, limits) <= slot + limits.due_margin_slots]
-        packed = _nodes_packed([running_need_s(j, slot_start_s, limits.slot_s) for j in queue.running()] + due_needs, limits.slot_s) if due_needs else 0
+        due_needs = [need_s(j, limits.slot_s) for j in release if release_by_slot(j, limits) <= slot]
+        packed = _nodes_packed(running_needs + due_needs, limits.slot_s) if due_needs else 0
         nodes = min(limits.max_nodes, max(policy_nodes, holding, packed, _whole_nodes(running_s + released_s, limits.slot_s)))
     else:
         nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))

@@ -16,8 +16,6 @@ import statistics
 
 import pytest
 
-from autoscaler.adapters.emr import EmrCluster
-from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app import compose
 from autoscaler.app.config import Settings
@@ -27,7 +25,8 @@ from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.release import need_s
 
 from conftest import REGION
-from test_daemon import TAU, our_steps
+from test_daemon import TAU
+from test_dry_run_is_the_live_loop import dry_then_live
 
 SLACK_SLOTS = {"short": 6, "medium": 24, "long": 144}
 """Slack (deadline - submit - length) of each kind of job, in slots of TAU: 30 min, 2 h and 12 h."""
@@ -63,58 +62,6 @@ def hold_settings(cluster_id: str, endpoint: str, store_path, provision_s: float
         cluster={"id": cluster_id, "region": REGION, "endpoint_url": endpoint, "max_nodes": 10_000},
         store_path=store_path,
     )
-
-
-def run_slots(settings: Settings, jobs: list[Job], slots: int, dry_run: bool, cluster, complete=None) -> list[tuple]:
-    """Slots 0 .. ``slots`` - 1 on a simulated clock, each after submitting the jobs of its slot to
-    the real store (what submitters write to, in both runs) and, if given, ``complete(store, now_s)``;
-    returns per slot (slot, m_t, nodes, released job ids), as ``test_dry_run_is_the_live_loop``."""
-    clock = SimulatedClock(0.0)
-    decided = []
-    submitted = 0
-    with SqliteJobStore(settings.store_path) as users:
-        with compose.daemon_runner(settings, dry_run=dry_run, clock=clock, cluster=cluster) as runner:
-            for slot in range(slots):
-                clock.time_s = slot * settings.slot_s
-                arriving = submitted
-                while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * settings.slot_s:
-                    submitted += 1
-                users.submit_many(jobs[arriving:submitted])
-                if complete is not None:
-                    complete(users, clock.time_s)
-                decision = runner.run_slot()
-                decided.append((decision.slot, round(decision.capacity, 9), decision.nodes, decision.release))
-    return decided
-
-
-def dry_then_live(client, cluster_id: str, set_step_state, settings_at, jobs: list[Job], slots: int) -> tuple[list, list]:
-    """The dry run, then the live daemon, over ``slots`` slots of the same jobs on the same cluster;
-    ``settings_at(store_name)`` gives each its settings. Checks that the dry run changed nothing on
-    the cluster or in the store it watched; returns both runs' (slot, m_t, nodes, released ids)."""
-    cluster = EmrCluster(client, cluster_id)
-    watched = settings_at("watched.db")
-    dry = run_slots(watched, jobs, slots, dry_run=True, cluster=cluster)
-    assert our_steps(client, cluster_id) == []
-    assert cluster.task_group().requested == 0
-    with SqliteJobStore(watched.store_path) as store:
-        assert store.last_slot() is None and store.decisions() == []
-        assert {job.state for job in store.all_jobs()} == {"queued"}
-        assert len(store.all_jobs()) == len(jobs)
-
-    lengths_s = {job.job_id: job.length_s for job in jobs}
-
-    def complete(store, now_s: float) -> None:
-        released = {job.step_id: job for job in store.active_jobs() if job.step_id}
-        for step in our_steps(client, cluster_id):
-            job = released.get(step["Id"])
-            if job is not None and step["Status"]["State"] in ("PENDING", "RUNNING") and job.released_s + lengths_s[job.job_id] <= now_s:
-                set_step_state(cluster_id, step["Id"], "COMPLETED")
-
-    live = run_slots(settings_at("live.db"), jobs, slots, dry_run=False, cluster=cluster, complete=complete)
-    assert len(dry) == len(live) == slots
-    first_difference = next((i for i, (a, b) in enumerate(zip(dry, live)) if a != b), None)
-    assert first_difference is None, f"slot {first_difference}: dry {dry[first_difference]} != live {live[first_difference]}"
-    return dry, live
 
 
 def released_slot(run) -> dict[str, int]:

@@ -21,6 +21,7 @@ from autoscaler.app import compose
 from autoscaler.app.config import Settings
 from autoscaler.app.replay_daemon import trace_jobs
 from autoscaler.core.controller import Decision
+from autoscaler.core.model import Job
 
 from conftest import REGION
 from test_daemon import TAU, our_steps, workload_a
@@ -37,18 +38,19 @@ def _settings(cluster_id: str, endpoint: str, store_path, policy: str, work_mode
     )
 
 
-def _run(settings: Settings, jobs, slots: int, dry_run: bool, cluster, complete=None) -> list[tuple]:
-    """Run ``slots`` slots, submitting each slot's jobs to the real store first; returns per slot
-    (slot, m_t, nodes, released job ids)."""
+def run_slots(settings: Settings, jobs: list[Job], slots: int, dry_run: bool, cluster, complete=None) -> list[tuple]:
+    """Slots 0 .. ``slots`` - 1 on a simulated clock, each after submitting the jobs of its slot to
+    the real store (what submitters write to, in both runs) and, if given, ``complete(store, now_s)``;
+    returns per slot (slot, m_t, nodes, released job ids)."""
     clock = SimulatedClock(0.0)
     decided = []
     submitted = 0
-    with SqliteJobStore(settings.store_path) as users:  # what submitters write to, in both runs
+    with SqliteJobStore(settings.store_path) as users:
         with compose.daemon_runner(settings, dry_run=dry_run, clock=clock, cluster=cluster) as runner:
             for slot in range(slots):
-                clock.time_s = slot * TAU
+                clock.time_s = slot * settings.slot_s
                 arriving = submitted
-                while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * TAU:
+                while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * settings.slot_s:
                     submitted += 1
                 users.submit_many(jobs[arriving:submitted])
                 if complete is not None:
@@ -56,6 +58,36 @@ def _run(settings: Settings, jobs, slots: int, dry_run: bool, cluster, complete=
                 decision = runner.run_slot()
                 decided.append((decision.slot, round(decision.capacity, 9), decision.nodes, decision.release))
     return decided
+
+
+def dry_then_live(client, cluster_id: str, set_step_state, settings_at, jobs: list[Job], slots: int) -> tuple[list, list]:
+    """The dry run, then the live daemon, over ``slots`` slots of the same jobs on the same cluster;
+    ``settings_at(store_name)`` gives each its settings. Checks that the dry run changed nothing on
+    the cluster or in the store it watched; returns both runs' (slot, m_t, nodes, released ids)."""
+    cluster = EmrCluster(client, cluster_id)
+    watched = settings_at("watched.db")
+    dry = run_slots(watched, jobs, slots, dry_run=True, cluster=cluster)
+    assert our_steps(client, cluster_id) == []
+    assert cluster.task_group().requested == 0
+    with SqliteJobStore(watched.store_path) as store:
+        assert store.last_slot() is None and store.decisions() == []
+        assert {job.state for job in store.all_jobs()} == {"queued"}
+        assert len(store.all_jobs()) == len(jobs)
+
+    lengths_s = {job.job_id: job.length_s for job in jobs}
+
+    def complete(store, now_s: float) -> None:
+        released = {job.step_id: job for job in store.active_jobs() if job.step_id}
+        for step in our_steps(client, cluster_id):
+            job = released.get(step["Id"])
+            if job is not None and step["Status"]["State"] in ("PENDING", "RUNNING") and job.released_s + lengths_s[job.job_id] <= now_s:
+                set_step_state(cluster_id, step["Id"], "COMPLETED")
+
+    live = run_slots(settings_at("live.db"), jobs, slots, dry_run=False, cluster=cluster, complete=complete)
+    assert len(dry) == len(live) == slots
+    first_difference = next((i for i, (a, b) in enumerate(zip(dry, live)) if a != b), None)
+    assert first_difference is None, f"slot {first_difference}: dry {dry[first_difference]} != live {live[first_difference]}"
+    return dry, live
 
 
 def _digest(path) -> str:
@@ -71,33 +103,11 @@ def test_a_dry_run_decides_every_slot_as_the_live_daemon_and_changes_nothing(
     # Under "node-seconds" several short jobs go out per node and slot: the two runs still agree.
     client, cluster_id = emr_cluster_id
     jobs = sorted(trace_jobs(workload_a(window_slots), 2, TAU, window_slots * TAU), key=lambda j: j.submit_s)
-    lengths_s = {job.job_id: job.length_s for job in jobs}
     slots = window_slots + 2
-    cluster = EmrCluster(client, cluster_id)
-
-    dry_settings = _settings(cluster_id, moto_endpoint, tmp_path / "watched.db", policy, work_model)
-    dry = _run(dry_settings, jobs, slots, dry_run=True, cluster=cluster)
-    # The dry run added no step and resized nothing, and wrote nothing into the store it watched.
-    assert our_steps(client, cluster_id) == []
-    assert cluster.task_group().requested == 0
-    with SqliteJobStore(dry_settings.store_path) as store:
-        assert store.last_slot() is None and store.decisions() == []
-        assert {job.state for job in store.all_jobs()} == {"queued"}
-        assert len(store.all_jobs()) == len(jobs)
-
-    def complete(store, now_s: float) -> None:
-        released = {job.step_id: job for job in store.active_jobs() if job.step_id}
-        for step in our_steps(client, cluster_id):
-            job = released.get(step["Id"])
-            if job is not None and step["Status"]["State"] in ("PENDING", "RUNNING"):
-                if job.released_s + lengths_s[job.job_id] <= now_s:
-                    set_step_state(cluster_id, step["Id"], "COMPLETED")
-
-    live = _run(_settings(cluster_id, moto_endpoint, tmp_path / "live.db", policy, work_model), jobs, slots, dry_run=False, cluster=cluster, complete=complete)
+    _, live = dry_then_live(
+        client, cluster_id, set_step_state, lambda store: _settings(cluster_id, moto_endpoint, tmp_path / store, policy, work_model), jobs, slots
+    )
     assert sum(len(released) for *_, released in live) == len(jobs)
-    first_difference = next((i for i, (a, b) in enumerate(zip(dry, live)) if a != b), None)
-    assert first_difference is None, f"slot {first_difference}: dry {dry[first_difference]} != live {live[first_difference]}"
-    assert len(dry) == len(live) == slots
     if work_model == "node-seconds":  # the jobs did share nodes: some slot released more jobs than it had nodes
         assert any(len(released) > nodes for _, _, nodes, released in live)
 
@@ -157,9 +167,9 @@ def test_hold_carbon_against_moto_defers_by_the_signal_and_its_dry_run_agrees(em
                 set_step_state(cluster_id, step["Id"], "COMPLETED")
 
     slots = 50
-    dry = _run(settings("watched.db", signal), jobs, slots, dry_run=True, cluster=cluster)
+    dry = run_slots(settings("watched.db", signal), jobs, slots, dry_run=True, cluster=cluster)
     assert our_steps(client, cluster_id) == [] and cluster.task_group().requested == 0
-    live = _run(settings("live.db", signal), jobs, slots, dry_run=False, cluster=cluster, complete=complete)
+    live = run_slots(settings("live.db", signal), jobs, slots, dry_run=False, cluster=cluster, complete=complete)
     assert dry == live
     with SqliteJobStore(tmp_path / "live.db") as store:
         decisions = [Decision.from_json(record) for record in store.decisions()]
@@ -171,7 +181,7 @@ def test_hold_carbon_against_moto_defers_by_the_signal_and_its_dry_run_agrees(em
     # Carbon-blind hold on the same jobs (its dry run decides as its live loop would): hold+carbon runs
     # more node-slots in the clean hour, and fewer node-slots weighted by the signal (its emissions at
     # a fixed power per node) over the whole run.
-    blind = _run(settings("blind.db", None), jobs, slots, dry_run=True, cluster=cluster)
+    blind = run_slots(settings("blind.db", None), jobs, slots, dry_run=True, cluster=cluster)
 
     def intensity(slot: int) -> float:
         return 100.0 if 24 <= slot % 288 < 36 else 500.0

@@ -82,7 +82,7 @@ from autoscaler.core.cost import pad_to_horizon
 from autoscaler.core.errors import ConfigError, InfeasibleError, SolverError
 from autoscaler.core.model import CostParams, Schedule
 from autoscaler.core.policies.gcp import flat_capacity
-from autoscaler.core.policies.hold import HoldState, break_even_slots, hold_step
+from autoscaler.core.policies.hold import HoldState, break_even_slots, hold_step, run_earliest
 
 NAME = "hold+carbon"
 """What the carbon-aware hold is called in every output."""
@@ -230,8 +230,7 @@ class CarbonState:
         first, in its own queue and in the carbon-blind hold's (:meth:`HoldState.with_work_done`)."""
         if units <= 0.0:
             return self
-        queue = np.diff(np.maximum(np.cumsum(self.queue) - units, 0.0), prepend=0.0)
-        return dataclasses.replace(self, hold=self.hold.with_work_done(units), queue=queue)
+        return dataclasses.replace(self, hold=self.hold.with_work_done(units), queue=run_earliest(self.queue, units))
 
     def to_json(self) -> dict:
         return {"hold": self.hold.to_json(), "queue": self.queue.tolist(), "previous": self.previous, "modes": list(self.modes)}

@@ -259,8 +259,7 @@ class HoldState:
         if units <= 0.0 or not self.queue.size:
             return self
         queue = self.queue.copy()
-        prefix = np.cumsum(queue[-1])
-        queue[-1] = np.diff(np.maximum(prefix - units, 0.0), prepend=0.0)
+        queue[-1] = run_earliest(queue[-1], units)
         return dataclasses.replace(self, queue=queue)
 
     def to_json(self) -> dict:
@@ -298,6 +297,12 @@ class HoldState:
         return self.to_json() == other.to_json()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def run_earliest(queue: np.ndarray, units: float) -> np.ndarray:
+    """``queue`` (work by slots to its deadline, shape (K+1,)) after ``units`` of it run, earliest
+    deadline first (math.inf: all of it); what is left of each prefix is max(Y_j - units, 0)."""
+    return np.diff(np.maximum(np.cumsum(queue) - units, 0.0), prepend=0.0)
 
 
 @lru_cache(maxsize=64)
