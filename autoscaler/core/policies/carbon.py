@@ -75,17 +75,16 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from autoscaler.core.cost import pad_to_horizon
-from autoscaler.core.errors import ConfigError, InfeasibleError, SolverError
+from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostParams, Schedule
+from autoscaler.core.policies.carbon_lp import NAME, solve_window
 from autoscaler.core.policies.gcp import flat_capacity
 from autoscaler.core.policies.hold import HoldState, break_even_slots, hold_step, run_earliest
+from autoscaler.core.slot_signal import SlotSignal
 
-NAME = "hold+carbon"
-"""What the carbon-aware hold is called in every output."""
+__all__ = ["NAME", "CarbonDecision", "CarbonState", "SlotSignal", "carbon_step", "plan", "solve_window", "window_slots"]
 
 FLAT_RTOL = 1e-9
 """A window whose signal varies by no more than this share of its largest value is flat."""
@@ -124,83 +123,6 @@ def arrival_rate(recent_load: np.ndarray, time_constant_slots: float) -> float:
     decay = 1.0 - 1.0 / time_constant_slots
     weights = decay ** np.arange(recent_load.shape[0], dtype=float)
     return float(weights @ recent_load) / float(weights.sum())
-
-
-@dataclass(frozen=True, eq=False)
-class SlotSignal:
-    """A per-slot cost signal s as a replay knows it: actual values, and an optional forecast.
-
-    ``values``: shape (history_slots + n,), finite, >= 0: the mean signal in slots -history_slots .. n-1
-    of the replay (slot 0 is its first). ``forecast``: None, or the same shape with NaN where there is
-    no forecast: the value forecast for each slot. ``slots_per_day``: the persistence period P, slots.
-    Slots after the last value take persistence as well (the last day repeated).
-    Raises ConfigError for shapes that do not fit or values that are not finite and >= 0.
-    """
-
-    values: np.ndarray
-    history_slots: int
-    slots_per_day: int
-    forecast: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        values = np.asarray(self.values, dtype=float)
-        if values.ndim != 1 or values.size <= self.history_slots or self.history_slots < 0:
-            raise ConfigError(
-                f"signal: expected values of shape (history_slots + n,) with n >= 1 and history_slots >= 0, "
-                f"got shape {values.shape} with history_slots = {self.history_slots}"
-            )
-        if not (np.isfinite(values).all() and (values >= 0).all()):
-            raise ConfigError("signal: every slot's value must be finite and >= 0")
-        if int(self.slots_per_day) != self.slots_per_day or self.slots_per_day < 1:
-            raise ConfigError(f"signal: slots_per_day must be a whole number >= 1, got {self.slots_per_day!r}")
-        if self.forecast is not None:
-            forecast = np.asarray(self.forecast, dtype=float)
-            if forecast.shape != values.shape:
-                raise ConfigError(f"signal: the forecast has shape {forecast.shape}, not the values' {values.shape}")
-            known = forecast[~np.isnan(forecast)]
-            if not (np.isfinite(known).all() and (known >= 0).all()):
-                raise ConfigError("signal: every forecast value must be finite and >= 0 (NaN for none)")
-
-    @property
-    def n_slots(self) -> int:
-        """Slots 0..n-1 of the replay the values cover."""
-        return int(np.asarray(self.values).size - self.history_slots)
-
-    def actual(self, n_slots: int) -> np.ndarray:
-        """s over slots 0..n_slots-1, shape (n_slots,); slots past the values repeat the last day."""
-        return np.array([self._known(t) for t in range(n_slots)])
-
-    def _known(self, slot: int) -> float:
-        """The actual value of ``slot`` (past the end: persistence from the last covered day)."""
-        values = np.asarray(self.values, dtype=float)
-        last = self.n_slots - 1
-        if slot > last:
-            slot -= self.slots_per_day * math.ceil((slot - last) / self.slots_per_day)
-            slot = max(slot, -self.history_slots)
-        return float(values[self.history_slots + slot])
-
-    def reference(self, slot: int) -> float:
-        """The mean actual value over the day up to ``slot`` (as much of it as is known), the level of w = 1."""
-        first = max(slot - self.slots_per_day + 1, -self.history_slots)
-        return float(np.mean([self._known(t) for t in range(first, slot + 1)]))
-
-    def window(self, slot: int, n: int) -> np.ndarray:
-        """s_slot .. s_{slot+n-1} as known in ``slot``, shape (n,): the actual s_slot, then for each
-        later slot its forecast if given, else persistence, the known value P*ceil(k/P) slots earlier,
-        else (no value that far back) s_slot."""
-        values = np.asarray(self.values, dtype=float)
-        out = np.empty(n)
-        now = self._known(slot)
-        out[0] = now
-        for k in range(1, n):
-            target = slot + k
-            index = self.history_slots + target
-            if self.forecast is not None and index < values.size and not math.isnan(self.forecast[index]):
-                out[k] = float(self.forecast[index])
-                continue
-            back = target - self.slots_per_day * math.ceil(k / self.slots_per_day)
-            out[k] = self._known(back) if back >= -self.history_slots else now
-        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -353,55 +275,6 @@ def _window_decision(queue: np.ndarray, arrivals: float, previous: float, weight
     if params.max_servers is not None:
         m = min(m, params.max_servers)
     return m, x
-
-
-def solve_window(queue: np.ndarray, arrivals: float, previous: float, weights: np.ndarray, params: CostParams) -> tuple[float, float]:
-    """Solve the window LP of the module docstring; returns (m_0, x_0), servers.
-
-    ``queue``: y, shape (D+1,); ``arrivals``: the work taken to be released in each of the next 2D
-    slots; ``previous``: m_{t-1}; ``weights``: w over the window, shape (3D+1,). Written through the
-    backlog b_k (work released and not run after slot k) so every row touches two neighbouring slots:
-    variables m, b and u >= |m_k - m_{k-1}|, 3*(3D+1) in all. Raises InfeasibleError (under M),
-    SolverError (anything else HiGHS reports).
-    """
-    n = weights.shape[0]
-    d = queue.shape[0] - 1
-    released = np.zeros(n)
-    released[0] = float(queue.sum())
-    k = n - d - 1  # slots of forecast arrivals
-    released[1 : k + 1] = arrivals
-    due = np.zeros(n)
-    due[: d + 1] = queue
-    due[d + 1 :] += arrivals  # released in t+j, 1 <= j <= k, due in t+j+D
-    scale = float(max(released.max(), previous, 1e-300))
-    released, due, previous_scaled = released / scale, due / scale, previous / scale
-    max_backlog = np.maximum(np.cumsum(released) - np.cumsum(due), 0.0)
-    identity = sp.identity(n, format="csr")
-    shift = sp.eye(n, k=-1, format="csr")  # (shift @ v)_k = v_{k-1}
-    zero = sp.csr_matrix((n, n))
-    # x_k = released_k + b_{k-1} - b_k
-    x_of_b = shift - identity
-    first = np.zeros(n)
-    first[0] = previous_scaled
-    rows = [
-        (sp.hstack([zero, -x_of_b, zero]), released),  # x_k >= 0
-        (sp.hstack([-identity, x_of_b, zero]), -released),  # x_k <= m_k
-        (sp.hstack([identity - shift, zero, -identity]), first),  # m_k - m_{k-1} <= u_k
-        (sp.hstack([shift - identity, zero, -identity]), -first),  # m_{k-1} - m_k <= u_k
-    ]
-    a_ub = sp.vstack([r[0] for r in rows], format="csc")
-    b_ub = np.concatenate([r[1] for r in rows])
-    cost = np.concatenate([weights * params.e0, params.e1 * (x_of_b.T @ weights), np.full(n, params.beta)])
-    m_bound = (0, None if params.max_servers is None else params.max_servers / scale)
-    bounds = [m_bound] * n + [(0, float(b)) for b in max_backlog] + [(0, None)] * n
-    result = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if result.status == 2:
-        raise InfeasibleError(f"{NAME}: no plan of the window meets every deadline under M = {params.max_servers}", "infeasible")
-    if result.status != 0:
-        raise SolverError(f"{NAME}: HiGHS did not solve the window LP over {n} slots: {result.message}", str(result.status))
-    m0 = float(result.x[0]) * scale
-    x0 = float(released[0] - result.x[n]) * scale
-    return max(m0, 0.0), max(x0, 0.0)
 
 
 def plan(load: np.ndarray, deadline_slots: int, params: CostParams, signal: SlotSignal) -> Schedule:
