@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.forecast import KINDS, Forecast, band_of, blend, history_needed
 
 
 @dataclass(frozen=True, eq=False)
@@ -18,6 +19,7 @@ class SlotSignal:
     ``values``: shape (history_slots + n,), finite, >= 0: the mean signal in slots -history_slots .. n-1
     of the replay (slot 0 is its first). ``forecast``: None, or the same shape with NaN where there is
     no forecast: the value forecast for each slot. ``slots_per_day``: the persistence period P, slots.
+    ``kind``: how slots without a given forecast are forecast (:data:`autoscaler.core.forecast.KINDS`).
     Slots after the last value take persistence as well (the last day repeated).
     Raises ConfigError for shapes that do not fit or values that are not finite and >= 0.
     """
@@ -26,8 +28,11 @@ class SlotSignal:
     history_slots: int
     slots_per_day: int
     forecast: np.ndarray | None = None
+    kind: str = "blend"
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError(f"signal: the forecast kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         values = np.asarray(self.values, dtype=float)
         if values.ndim != 1 or values.size <= self.history_slots or self.history_slots < 0:
             raise ConfigError(
@@ -69,20 +74,51 @@ class SlotSignal:
         first = max(slot - self.slots_per_day + 1, -self.history_slots)
         return float(np.mean([self._known(t) for t in range(first, slot + 1)]))
 
-    def window(self, slot: int, n: int) -> np.ndarray:
-        """s_slot .. s_{slot+n-1} as known in ``slot``, shape (n,): the actual s_slot, then for each
-        later slot its forecast if given, else persistence, the known value P*ceil(k/P) slots earlier,
-        else (no value that far back) s_slot."""
-        values = np.asarray(self.values, dtype=float)
-        out = np.empty(n)
-        now = self._known(slot)
-        out[0] = now
-        for k in range(1, n):
-            target = slot + k
-            index = self.history_slots + target
-            if self.forecast is not None and index < values.size and not math.isnan(self.forecast[index]):
-                out[k] = float(self.forecast[index])
-                continue
-            back = target - self.slots_per_day * math.ceil(k / self.slots_per_day)
-            out[k] = self._known(back) if back >= -self.history_slots else now
+    def _known_range(self, first: int, last: int) -> np.ndarray:
+        """The actual values of slots first..last (inclusive), shape (last - first + 1,): NaN before the
+        history, persistence past the covered end (as :meth:`_known`)."""
+        slots = np.arange(first, last + 1)
+        covered_last = self.n_slots - 1
+        beyond = slots > covered_last
+        slots = slots.copy()
+        slots[beyond] -= self.slots_per_day * np.ceil((slots[beyond] - covered_last) / self.slots_per_day).astype(int)
+        slots[beyond] = np.maximum(slots[beyond], -self.history_slots)
+        out = np.full(slots.shape, math.nan)
+        inside = slots >= -self.history_slots
+        out[inside] = np.asarray(self.values, dtype=float)[self.history_slots + slots[inside]]
         return out
+
+    def forecast_at(self, slot: int, n: int) -> Forecast:
+        """The signal over slots slot .. slot+n-1 as known in ``slot``, with its error band (shapes (n,)):
+        the actual s_slot, then for each later slot the given forecast where there is one (its band:
+        :func:`autoscaler.core.forecast.band_of`, its own recent error), else ``kind``'s:
+        "blend", the error-weighted blend of :func:`autoscaler.core.forecast.blend`; "persistence", the
+        known value P*ceil(k/P) slots earlier, else (no value that far back) s_slot, its band
+        persistence's recent error. Only values up to ``slot`` are read, and the forecast's values for
+        later slots."""
+        past = self._known_range(slot - history_needed(self.slots_per_day) + 1, slot)
+        made = blend(past, n, self.slots_per_day, self.kind)
+        values, band = made.values.copy(), made.band.copy()
+        if self.kind == "persistence":
+            now = float(past[-1])
+            for k in range(1, n):
+                back = slot + k - self.slots_per_day * math.ceil(k / self.slots_per_day)
+                values[k] = self._known(back) if back >= -self.history_slots else now
+        if self.forecast is not None:
+            forecast = np.asarray(self.forecast, dtype=float)
+            first = self.history_slots + slot + 1
+            given = np.full(n - 1, math.nan)
+            inside = forecast[first : first + n - 1]
+            given[: inside.size] = inside
+            has = ~np.isnan(given)
+            if has.any():
+                start = max(0, self.history_slots + slot - past.size + 1)
+                own = forecast[start : self.history_slots + slot + 1]
+                own_band = band_of(own, past[past.size - own.size :], n, self.slots_per_day)
+                values[1:][has] = given[has]
+                band[1:][has] = own_band[1:][has]
+        return Forecast(values, band, made.weights)
+
+    def window(self, slot: int, n: int) -> np.ndarray:
+        """s_slot .. s_{slot+n-1} as known in ``slot``, shape (n,): :meth:`forecast_at`'s values."""
+        return self.forecast_at(slot, n).values

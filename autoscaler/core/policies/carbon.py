@@ -89,9 +89,15 @@ __all__ = ["NAME", "CarbonDecision", "CarbonState", "SlotSignal", "carbon_step",
 FLAT_RTOL = 1e-9
 """A window whose signal varies by no more than this share of its largest value is flat."""
 
-MODES = ("carbon", "flat", "no_signal")
+MODES = ("carbon", "flat", "no_signal", "hedged")
 """How a slot was decided: the window LP on the signal; hold's decision because the signal was flat;
-hold's decision because there was no signal for the slot."""
+hold's decision because there was no signal for the slot; hold's decision because no slot's forecast
+gain over now beat its error band (:func:`hedged_window`)."""
+
+HEDGE_RULE = "soft"
+HEDGE_BANDS = 2.0
+"""z: a later slot's forecast difference from now counts only beyond z error bands (z = 1: one root
+mean square error of the forecast at that lead)."""
 
 
 FORECAST_ARRIVAL_SLOTS = 2
@@ -137,7 +143,7 @@ class CarbonState:
     hold: HoldState
     queue: np.ndarray
     previous: float = 0.0
-    modes: tuple[int, int, int] = (0, 0, 0)
+    modes: tuple[int, ...] = (0,) * len(MODES)
 
     @classmethod
     def empty(cls, deadline_slots: int, params: CostParams) -> "CarbonState":
@@ -159,12 +165,13 @@ class CarbonState:
 
     @classmethod
     def from_json(cls, document: dict) -> "CarbonState":
-        modes = tuple(int(v) for v in document.get("modes", (0, 0, 0)))
+        modes = tuple(int(v) for v in document.get("modes", ()))
+        modes = modes + (0,) * (len(MODES) - len(modes)) if len(modes) <= len(MODES) else (0,) * len(MODES)
         return cls(
             hold=HoldState.from_json(document["hold"]),
             queue=np.array(document["queue"], dtype=float).reshape(-1),
             previous=float(document["previous"]),
-            modes=modes if len(modes) == 3 else (0, 0, 0),
+            modes=modes,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -189,6 +196,27 @@ class CarbonDecision:
     cheapest_in_slots: int = 0
 
 
+def hedged_window(window: np.ndarray, band: np.ndarray | None, bands: float | None = None) -> np.ndarray:
+    """The window hold+carbon decides by: each later slot's forecast moved towards the value now by
+    ``bands`` (None: :data:`HEDGE_BANDS`) error bands (a soft threshold), so that only a gain beyond the forecast's own recent
+    error counts: w_k = s_0 + sign(f_k - s_0) * max(|f_k - s_0| - z*band_k, 0). ``window``, ``band``:
+    shape (n,), band >= 0 (None: no band, the window as it is). A forecast that has lately been as
+    wrong as the differences it shows gives a flat window: hold's decision."""
+    window = np.asarray(window, dtype=float)
+    if band is None:
+        return window
+    band = np.asarray(band, dtype=float)
+    if band.shape != window.shape or not (np.isfinite(band).all() and (band >= 0).all()):
+        raise ConfigError(f"{NAME}: the band must be {window.shape[0]} finite values >= 0, got shape {band.shape}")
+    difference = window - window[0]
+    z = HEDGE_BANDS if bands is None else float(bands)
+    if HEDGE_RULE == "pessimistic":
+        out = window + z * band
+        out[0] = window[0]
+        return out
+    return window[0] + np.sign(difference) * np.maximum(np.abs(difference) - z * band, 0.0)
+
+
 def is_flat(window: np.ndarray) -> bool:
     """True when the signal over ``window`` (shape (n,)) varies by at most FLAT_RTOL of its largest value."""
     top = float(np.max(window))
@@ -202,6 +230,7 @@ def carbon_step(
     params: CostParams,
     window: np.ndarray | None,
     reference: float | None = None,
+    band: np.ndarray | None = None,
 ) -> tuple[CarbonDecision, CarbonState]:
     """One slot of hold+carbon (module docstring): returns (the decision, the new state).
 
@@ -209,7 +238,8 @@ def carbon_step(
     t..t+3D as known now, shape (3D+1,) (:func:`window_slots`), any unit (only its ratios matter), or None when there is none
     for this slot. ``reference``: the level w = 1 stands for, in the window's unit: the signal's mean
     over the last day (:meth:`SlotSignal.reference`); None or <= 0: the window's mean. One restart
-    costs beta servers-slots at that level. Raises ConfigError for a bad L_t or window, InfeasibleError when the deadlines need
+    costs beta servers-slots at that level. ``band``: the forecast's error band over the window, shape
+    (3D+1,), in the window's unit (None: none); the LP decides by :func:`hedged_window`. Raises ConfigError for a bad L_t or window, InfeasibleError when the deadlines need
     more than M servers, SolverError when the LP fails otherwise.
     """
     load = float(load)
@@ -228,8 +258,9 @@ def carbon_step(
         window = np.asarray(window, dtype=float)
         if window.shape != (n,) or not (np.isfinite(window).all() and (window >= 0).all()):
             raise ConfigError(f"{NAME}: the signal window must be {n} finite values >= 0 (slots t..t+3D), got shape {window.shape}")
-    if window is None or is_flat(window):
-        mode = "no_signal" if window is None else "flat"
+    hedged = None if window is None else hedged_window(window, band)
+    if window is None or is_flat(hedged):
+        mode = "no_signal" if window is None else "flat" if is_flat(window) else "hedged"
         # hold's m_t, but idle no more than hold's own (m - x): after deferral the queue may hold less
         # than hold's, and hold's m_t would then be idle servers. With the same queue this is hold's m_t.
         capacity = max(forced, min(hold_m, float(prefix[-1]) + max(hold_m - hold_x, 0.0)))
@@ -237,7 +268,7 @@ def carbon_step(
         decision = CarbonDecision(capacity, assigned, mode)
     else:
         level = float(window.mean()) if reference is None or not reference > 0 else float(reference)
-        weights = window / level
+        weights = hedged / level
         arrivals = arrival_rate(hold_state.recent_load[: hold_state.slots], arrival_time_constant(deadline_slots, params))
         capacity, assigned = _window_decision(queue, arrivals, state.previous, weights, params)
         # Idle servers no more than hold keeps idle (its ski-rental rule, m - x of its own slot): the
@@ -291,7 +322,8 @@ def plan(load: np.ndarray, deadline_slots: int, params: CostParams, signal: Slot
     n = window_slots(deadline_slots)
     started = time.perf_counter()
     for t, value in enumerate(released):
-        decision, state = carbon_step(state, value, deadline_slots, params, signal.window(t, n), signal.reference(t))
+        known = signal.forecast_at(t, n)
+        decision, state = carbon_step(state, value, deadline_slots, params, known.values, signal.reference(t), known.band)
         capacity[t], assigned[t] = decision.capacity, decision.assigned
     elapsed_ms = (time.perf_counter() - started) * 1000
     return Schedule(

@@ -1,0 +1,215 @@
+"""hold+carbon on a real grid series: the CO2 it keeps of the carbon-aware offline LP's cut, over days
+spread over a year, against follow and against carbon-blind hold.
+
+Signal: a real carbon-intensity series (default: the French grid, 2020, 30-minute points; any
+``time,value`` CSV, with or without zones, naive times read as UTC), repeated onto 5-minute slots.
+Days: ``--days`` start dates (default: 12, every 31 days from 2020-01-10, so every weekday and
+season is met), each with the week before it as history (the forecast's error is learned there).
+Loads: Workload A (one day) and a multi-day load of our own (the diurnal load of bench_replay.py
+over three days, a different draw per day). Deadlines: 1, 2, 6 and 12 hours. Forecast: hold+carbon's
+default, and ``perfect`` (the actual series) beside it.
+
+Per case: kg CO2eq of follow, hold (carbon-blind), the carbon-aware offline LP (3) (e0_t = s_t /
+mean s) and hold+carbon; emissions are energy.accounting.modelled_schedule's Wh per slot (Table III,
+whole nodes) times the actual s_t, over the trace and the D slots after it (the real next day).
+"kept" = (follow - hold+carbon) / (follow - offline+carbon). "over hold" = hold+carbon / hold - 1.
+
+Figures only; nothing here asserts anything. Usage::
+
+    python benchmarks/bench_carbon_real.py [--quick] [--signal FILE] [--days 2020-01-10,...]
+        [--deadlines 12,24,72,144] [--loads A,diurnal-3d] [--workers 2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_replay import diurnal_load, environment_table, load_workload_a  # noqa: E402
+
+from autoscaler.core import defaults
+from autoscaler.core.model import CostParams
+from autoscaler.core.objective import derive_costs
+from autoscaler.core.policies import carbon, follow, hold, offline
+from autoscaler.core.slot_signal import SlotSignal
+from autoscaler.core.twin import PRICE_PER_NODE_HOUR
+from energy.accounting import modelled_schedule
+from energy.power import power_model
+
+SLOT_S = 300.0
+SLOTS_PER_DAY = 288
+HISTORY_DAYS = 7
+DEFAULT_SIGNAL = Path(__file__).resolve().parents[2] / "shared" / "grid" / "fr_ci_2020.csv"
+DEFAULT_DAYS = tuple((datetime(2020, 1, 10) + timedelta(days=31 * k)).strftime("%Y-%m-%d") for k in range(12))
+LOADS = ("A", "diurnal-3d")
+
+
+def read_series(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(Unix seconds, values) of a two-column CSV with a header; naive times are UTC."""
+    times, values = [], []
+    with path.open(newline="") as handle:
+        rows = csv.reader(handle)
+        next(rows)
+        for row in rows:
+            if not row:
+                continue
+            moment = datetime.fromisoformat(row[0].strip().replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            times.append(moment.timestamp())
+            values.append(float(row[1]))
+    return np.asarray(times), np.asarray(values)
+
+
+def on_slots(times_s: np.ndarray, values: np.ndarray, start_s: float, n_slots: int) -> np.ndarray:
+    """The step series' value at the start of each 5-minute slot from start_s (last value before it)."""
+    starts = start_s + SLOT_S * np.arange(n_slots)
+    index = np.searchsorted(times_s, starts, side="right") - 1
+    if index.min() < 0 or starts[-1] > times_s[-1] + 3600:
+        raise SystemExit(f"the signal does not cover {n_slots} slots from {datetime.fromtimestamp(start_s, timezone.utc)}")
+    return values[index]
+
+
+def load_of(name: str, seed: int) -> np.ndarray:
+    if name == "A":
+        return load_workload_a()
+    if name == "diurnal-3d":
+        return diurnal_load(3 * SLOTS_PER_DAY, seed)
+    raise SystemExit(f"--loads: unknown load {name!r}; expected one of {', '.join(LOADS)}")
+
+
+def co2_kg(schedule, intensity: np.ndarray) -> float:
+    energy = modelled_schedule(schedule.policy, schedule.capacity, schedule.assigned, SLOT_S)
+    return float(energy.slot_energy_wh @ intensity[: energy.slot_energy_wh.shape[0]]) / 1e6
+
+
+def cost_params(objective: str) -> CostParams:
+    """e0, e1, beta of ``objective`` as ``autoscaler replay`` derives them by default (Table III, 300 s boot)."""
+    if objective == "paper":
+        return CostParams()
+    model = power_model("table-iii")
+    costs = derive_costs(
+        objective, slot_s=SLOT_S, idle_power_w=model.idle_power_w, busy_power_w=model.peak_power_w, boot_s=defaults.BOOT_S,
+        price_per_node_hour=PRICE_PER_NODE_HOUR,
+    )  # fmt: skip
+    return CostParams(e0=costs.e0, e1=costs.e1, beta=costs.beta)
+
+
+def measure(case: tuple[str, str, int, str, int, str]) -> dict:
+    """One (load, day, D): kg CO2 of each run, and hold+carbon's per-slot ms."""
+    load_name, day, deadline_slots, signal_path, seed, objective = case
+    times_s, values = read_series(Path(signal_path))
+    load = load_of(load_name, seed)
+    params = cost_params(objective)
+    start_s = datetime.fromisoformat(day).replace(tzinfo=timezone.utc).timestamp()
+    history = HISTORY_DAYS * SLOTS_PER_DAY
+    horizon = load.shape[0] + deadline_slots
+    n_values = history + horizon + carbon.window_slots(deadline_slots)
+    slot_values = on_slots(times_s, values, start_s - history * SLOT_S, n_values)
+    intensity = slot_values[history:]
+    signals = {
+        "hold+carbon": SlotSignal(slot_values, history, SLOTS_PER_DAY),
+        "hold+carbon perfect": SlotSignal(slot_values, history, SLOTS_PER_DAY, forecast=np.concatenate([np.full(history, np.nan), intensity])),
+    }
+    kg = {
+        "follow": co2_kg(follow.plan(load, deadline_slots, params), intensity),
+        "hold": co2_kg(hold.plan(load, deadline_slots, params), intensity),
+        "offline+carbon": co2_kg(offline.plan(load, deadline_slots, params, slot_cost=intensity[:horizon] / intensity[:horizon].mean()), intensity),
+    }
+    ms = {}
+    for name, signal in signals.items():
+        schedule = carbon.plan(load, deadline_slots, params, signal)
+        kg[name] = co2_kg(schedule, intensity)
+        ms[name] = schedule.solve_ms_per_slot
+    return {"load": load_name, "day": day, "deadline_slots": deadline_slots, "kg": kg, "ms_per_slot": ms}
+
+
+def kept(result: dict, name: str) -> float:
+    kg = result["kg"]
+    cut = kg["follow"] - kg["offline+carbon"]
+    return (kg["follow"] - kg[name]) / cut if cut > 0 else math.nan
+
+
+def summary_table(results: list[dict], signal_name: str) -> Table:
+    table = Table(
+        title=f"hold+carbon on {signal_name}: kept of the carbon-aware offline cut against follow",
+        caption="kept: min / median / max over days; > follow, > hold+0.5 %: runs emitting more; worst over hold: max of kg/kg(hold) - 1",
+        box=box.SIMPLE_HEAD,
+    )
+    for header in ("load", "D", "runs", "kept", "kept, perfect", "> follow", "> hold+0.5 %", "worst over hold", "perfect > hold+0.5 %", "ms/slot"):
+        table.add_column(header, justify="right", no_wrap=True)
+    keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
+    for load_name, deadline_slots in keys:
+        rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
+        def spread(name: str) -> str:
+            values = np.array([kept(r, name) for r in rows])
+            return f"{np.nanmin(values):.2f} / {np.nanmedian(values):.2f} / {np.nanmax(values):.2f}"
+        over = [r["kg"]["hold+carbon"] / r["kg"]["hold"] - 1 for r in rows]
+        over_perfect = [r["kg"]["hold+carbon perfect"] / r["kg"]["hold"] - 1 for r in rows]
+        table.add_row(
+            load_name,
+            f"{deadline_slots * SLOT_S / 3600:g} h",
+            str(len(rows)),
+            spread("hold+carbon"),
+            spread("hold+carbon perfect"),
+            str(sum(r["kg"]["hold+carbon"] > r["kg"]["follow"] for r in rows)),
+            str(sum(o > 0.005 for o in over)),
+            f"{max(over):+.1%}",
+            str(sum(o > 0.005 for o in over_perfect)),
+            f"{np.mean([r['ms_per_slot']['hold+carbon'] for r in rows]):.1f}",
+        )
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--signal", default=str(DEFAULT_SIGNAL), help="a time,value CSV carbon series (default: %(default)s)")
+    parser.add_argument("--days", default=",".join(DEFAULT_DAYS), help="start dates, a comma list (default: 12 days 31 apart in 2020)")
+    parser.add_argument("--deadlines", default="12,24,72,144", help="deadlines D in 5-minute slots, a comma list (default %(default)s)")
+    parser.add_argument("--loads", default=",".join(LOADS), help=f"loads, a comma list of {', '.join(LOADS)} (default: both)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default %(default)s)")
+    parser.add_argument("--objective", default="energy", choices=["energy", "paper"], help="eq. (2)'s costs (default %(default)s, as replay)")
+    parser.add_argument("--quick", action="store_true", help="Workload A only, 8 of the days")
+    parser.add_argument("--json", help="also write every case's figures to this JSON file")
+    args = parser.parse_args(argv)
+    days = args.days.split(",")
+    loads = args.loads.split(",")
+    if args.quick:
+        loads, days = ["A"], days[:: max(1, len(days) // 8)][:8]
+    deadlines = [int(d) for d in args.deadlines.split(",")]
+    cases = [(name, day, d, args.signal, seed, args.objective) for name in loads for seed, day in enumerate(days) for d in deadlines]
+    cases.sort(key=lambda c: -c[2] * (3 if c[0] != "A" else 1))  # longest first
+    console = Console(width=max(150, Console().width))
+    console.print(environment_table())
+    results = []
+    started = time.perf_counter()
+    with Progress(console=console, transient=True) as progress, ProcessPoolExecutor(max_workers=args.workers) as pool:
+        task = progress.add_task(f"{len(cases)} cases", total=len(cases))
+        for future in as_completed([pool.submit(measure, case) for case in cases]):
+            results.append(future.result())
+            progress.advance(task)
+    console.print(summary_table(results, Path(args.signal).name))
+    console.print(f"{len(cases)} cases in {time.perf_counter() - started:,.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
