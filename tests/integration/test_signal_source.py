@@ -137,10 +137,13 @@ def test_local_file_errors_name_the_path(tmp_path):
     bad.write_bytes(b"time,value\n\xff\n")
     with pytest.raises(TraceError, match=rf"^{re.escape(str(bad))}: not UTF-8 text"):
         load_signal(str(bad), unit="$/kWh")
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("time,value\n2026-01-01T00:00:00,1\n2026-01-01T00:30:00Z,1\n")
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(mixed))}:3: .*has a zone but line 2's time has none"):
+        load_signal(str(mixed), unit="$/kWh")
     naive = tmp_path / "naive.csv"
-    naive.write_text("time,value\n2026-01-01T00:00:00,1\n")
-    with pytest.raises(TraceError, match=rf"^{re.escape(str(naive))}:2: .*no zone"):
-        load_signal(str(naive), unit="$/kWh")
+    naive.write_text("time,value\n2026-01-01T00:00:00,1\n2026-01-01T00:30:00,1\n")
+    assert load_signal(str(naive), unit="$/kWh").notes == (f"{naive}: times carry no zone: read as UTC",)
 
 
 def test_other_schemes_and_bad_timeout_are_refused():
