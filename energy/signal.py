@@ -422,21 +422,23 @@ def read_electricity_maps(text: str, source: str) -> Signal:
     )  # fmt: skip
 
 
-def read_uk_carbon(text: str, source: str) -> Signal:
+def read_uk_carbon(text: str, source: str, prefer: str = "actual") -> Signal:
     """Read UK Carbon Intensity API JSON: ``data`` items with ``from``, ``to`` and ``intensity`` {``forecast``,
     ``actual``}, in gCO2eq/kWh. Takes ``actual``, else ``forecast`` where ``actual`` is null or absent;
+    with ``prefer="forecast"`` (a forecast as issued: an actual value came later) the other way round.
     ``from`` is the interval start. Raises TraceError as ``read_watttime``, also when both are null."""
     document = _load_json(text, source)
     items = _items(document, "data", source)
+    first_field, second_field = ("forecast", "actual") if prefer == "forecast" else ("actual", "forecast")
 
     def intensity_of(item: dict, label: str, time_s: float) -> tuple[Any, str, str]:
         intensity = item["intensity"]
         if not isinstance(intensity, dict):
             raise TraceError(source, None, f"{label} ({utc_text(time_s)}): intensity: expected an object with 'forecast' and 'actual', got {intensity!r}")
-        value = intensity.get("actual")
-        field = "intensity.actual"
+        value = intensity.get(first_field)
+        field = f"intensity.{first_field}"
         if value is None:
-            value, field = intensity.get("forecast"), "intensity.forecast"
+            value, field = intensity.get(second_field), f"intensity.{second_field}"
         if value is None:
             raise TraceError(source, None, f"{label} ({utc_text(time_s)}): neither intensity.actual nor intensity.forecast has a value")
         return value, field, f"{label} ({utc_text(time_s)})"
@@ -591,3 +593,17 @@ def resample(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.
     # The running integral is piecewise linear between edges, so interpolating it is exact.
     at_bounds = np.interp(bounds_s, edges_s, integral)
     return np.diff(at_bounds) / float(slot_s)
+
+
+def covered_means(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
+    """The signal's mean over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s), shape (n_slots,),
+    NaN for a slot the signal does not cover (before its first point, after its last step, or across
+    a gap: :func:`resample`'s rules). Halves the range where it is not covered, so a
+    series with one hole costs O(log n_slots) resamples."""
+    try:
+        return resample(signal, start_s, slot_s, n_slots)
+    except TraceError:
+        if n_slots == 1:
+            return np.array([math.nan])
+    half = n_slots // 2
+    return np.concatenate([covered_means(signal, start_s, slot_s, half), covered_means(signal, start_s + half * slot_s, slot_s, n_slots - half)])

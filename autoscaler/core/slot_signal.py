@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from autoscaler.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from autoscaler.core.issued import IssuedSlots
 
 
 @dataclass(frozen=True, eq=False)
@@ -18,6 +22,8 @@ class SlotSignal:
     ``values``: shape (history_slots + n,), finite, >= 0: the mean signal in slots -history_slots .. n-1
     of the replay (slot 0 is its first). ``forecast``: None, or the same shape with NaN where there is
     no forecast: the value forecast for each slot. ``slots_per_day``: the persistence period P, slots.
+    ``issued``: None, or forecasts as issued on the same slots (its slot 0 is slot -history_slots):
+    in slot t only what was issued by t's start is read (:meth:`window`).
     Slots after the last value take persistence as well (the last day repeated).
     Raises ConfigError for shapes that do not fit or values that are not finite and >= 0.
     """
@@ -26,6 +32,7 @@ class SlotSignal:
     history_slots: int
     slots_per_day: int
     forecast: np.ndarray | None = None
+    issued: IssuedSlots | None = None
 
     def __post_init__(self) -> None:
         values = np.asarray(self.values, dtype=float)
@@ -45,6 +52,8 @@ class SlotSignal:
             known = forecast[~np.isnan(forecast)]
             if not (np.isfinite(known).all() and (known >= 0).all()):
                 raise ConfigError("signal: every forecast value must be finite and >= 0 (NaN for none)")
+        if self.issued is not None and self.issued.n_slots != values.size:
+            raise ConfigError(f"signal: the issued forecasts are on {self.issued.n_slots} slots, the values on {values.size}")
 
     @property
     def n_slots(self) -> int:
@@ -71,15 +80,20 @@ class SlotSignal:
 
     def window(self, slot: int, n: int) -> np.ndarray:
         """s_slot .. s_{slot+n-1} as known in ``slot``, shape (n,): the actual s_slot, then for each
-        later slot its forecast if given, else persistence, the known value P*ceil(k/P) slots earlier,
-        else (no value that far back) s_slot."""
+        later slot its forecast if given (``issued``: the newest issued by ``slot``'s start that covers
+        it; else ``forecast``), else persistence, the known value P*ceil(k/P) slots earlier, else (no
+        value that far back) s_slot."""
         values = np.asarray(self.values, dtype=float)
         out = np.empty(n)
         now = self._known(slot)
         out[0] = now
+        issued = self.issued.known(self.history_slots + slot, n) if self.issued is not None else None
         for k in range(1, n):
             target = slot + k
             index = self.history_slots + target
+            if issued is not None and not math.isnan(issued[k]):
+                out[k] = float(issued[k])
+                continue
             if self.forecast is not None and index < values.size and not math.isnan(self.forecast[index]):
                 out[k] = float(self.forecast[index])
                 continue
