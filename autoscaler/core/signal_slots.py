@@ -223,12 +223,13 @@ def _placed_forecast(forecast: Signal, unit: str, first_slot_s: float, slot_s: f
 
 
 
-def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
+def slot_window(actual: Signal, forecast: Signal | ForecastArchive | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
     """hold+carbon's window for the slot starting at ``slot_start_s`` (Unix s): pure.
 
     With P = round(86,400 / slot_s) slots a day and k = 0 .. 3D the slots from now: values[0] is
     the actual signal's mean over this slot; values[k] is the actual mean where ``actual`` covers
-    slot k, else the forecast's where ``forecast`` covers it, else persistence: the actual value of
+    slot k, else the forecast's where ``forecast`` covers it (an archive: the newest issue issued at
+    or before ``slot_start_s`` that covers slot k, :func:`issued_means`), else persistence: the actual value of
     slot k - P*ceil(k/P) (the same slot one day earlier, or a whole number of days for k > P), else
     (not known either) values[0]. ``reference``: the mean of the actual values known over the last
     day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
@@ -250,7 +251,12 @@ def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, sl
             f"does not cover the slot decided, {utc_text(slot_start_s)} to {utc_text(slot_start_s + slot_s)} "
             f"(the series runs from {utc_text(float(actual.times_s[0]))} to {utc_text(float(actual.times_s[-1]))})",
         )
-    predicted = covered_means(forecast, slot_start_s, slot_s, n) if forecast is not None else np.full(n, math.nan)
+    if isinstance(forecast, ForecastArchive):
+        predicted = issued_means(forecast, slot_start_s, slot_s, n)
+    elif forecast is not None:
+        predicted = covered_means(forecast, slot_start_s, slot_s, n)
+    else:
+        predicted = np.full(n, math.nan)
     values = np.empty(n)
     values[0] = now
     forecast_slots = persisted_slots = 0
@@ -268,3 +274,16 @@ def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, sl
     day = np.append(past, now)
     reference = float(np.mean(day[~np.isnan(day)]))
     return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots)
+
+
+def issued_means(archive: ForecastArchive, slot_start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
+    """What ``archive`` forecast at ``slot_start_s`` (Unix s) for the slots [slot_start_s + k*slot_s,
+    slot_start_s + (k+1)*slot_s), k = 0 .. n_slots-1: for each, the mean of the newest issue issued at
+    or before ``slot_start_s`` that covers it, NaN where none does; shape (n_slots,), in the archive's
+    unit. Issues issued later, and those ending before the slot after this one, are not read."""
+    after_s = slot_start_s + slot_s
+    known = [issue for issue in archive.issues if issue.issued_s <= slot_start_s and issue.signal.times_s.size > 1 and issue.end_s > after_s]
+    if not known:
+        return np.full(n_slots, math.nan)
+    window = ForecastArchive(archive.source, archive.unit, tuple(known))
+    return IssuedSlots.from_archive(window, slot_start_s, slot_s, n_slots).known(0, n_slots)
