@@ -134,3 +134,24 @@ def test_known_on_one_issue_is_its_resample_after_it_is_issued(n_slots):
     archive = ForecastArchive.of("one", [IssuedForecast(T0, hourly(T0, [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], "one"))])
     issued = IssuedSlots.from_archive(archive, T0, HOUR_S, n_slots)
     assert issued.known(0, n_slots).tolist() == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0][:n_slots]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 900), min_size=30, max_size=60),
+    forecast=st.lists(st.integers(0, 900), min_size=60, max_size=60),
+    slot=st.integers(0, 20),
+    n=st.integers(1, 15),
+)
+def test_one_issue_known_from_the_start_reads_as_the_same_plain_forecast(values, forecast, slot, n):
+    # Independent of IssuedSlots: SlotSignal's own forecast array, the path a plain series takes.
+    from autoscaler.core.slot_signal import SlotSignal
+
+    history = 6
+    slot = min(slot, len(values) - history - 1)
+    forecast_values = np.array(forecast[: len(values)], dtype=float)
+    plain = SlotSignal(np.array(values, dtype=float), history, 24, forecast_values)
+    first_s = T0 - history * HOUR_S
+    archive = ForecastArchive.of("one", [IssuedForecast(first_s, hourly(first_s, forecast_values, "one"))])
+    issued = SlotSignal(np.array(values, dtype=float), history, 24, issued=IssuedSlots.from_archive(archive, first_s, HOUR_S, len(values)))
+    np.testing.assert_allclose(issued.window(slot, n), plain.window(slot, n), rtol=1e-12)
