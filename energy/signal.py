@@ -6,7 +6,10 @@ the last value for the series' median interval. ``resample`` turns it into one m
 
 Formats read:
 
-* CSV ``time,value``, ISO-8601 times with a zone (``Z`` or ``+hh:mm``), any resolution;
+* CSV with a two-column header ``time,<any name>`` (``time,value``, ``Time,Carbon Intensity``), ISO-8601
+  times with a zone (``Z`` or ``+hh:mm``), any resolution; a file whose times ALL carry no zone is read
+  as UTC, with a note (``Signal.notes``), and one that mixes the two is refused naming the first line
+  that differs;
 * WattTime v3 JSON (``/v3/historical``, ``/v3/forecast``): ``{"data": [{"point_time", "value"}], "meta"}``,
   lbs/MWh (``meta.units`` = ``lbs_co2_per_mwh``);
 * Electricity Maps JSON (``/carbon-intensity/history``, ``/forecast``): ``{"history" | "forecast":
@@ -31,7 +34,7 @@ import re
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from numbers import Real
 from typing import Any
 
@@ -82,7 +85,9 @@ class Signal:
 
     ``times_s``: shape (n,), float Unix seconds (UTC), strictly increasing, the start of each interval.
     ``values``: shape (n,), float, finite, >= 0 and at most ``MAX_VALUE_BY_UNIT[unit]``.
-    ``unit``: one of ``UNITS``. ``source``: the file name or URL, for messages.
+    ``unit``: one of ``UNITS``. ``source``: the file name or URL, for messages. ``notes``: what the
+    reader chose that a user should know (times with no zone read as UTC); :func:`plausibility_notes`
+    gives them first.
     Raises ConfigError for an unknown unit, TraceError for an empty series or a bad point.
     """
 
@@ -90,6 +95,7 @@ class Signal:
     values: np.ndarray
     unit: str
     source: str
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         times_s = np.asarray(self.times_s, dtype=float)
@@ -115,20 +121,36 @@ def utc_text(time_s: float) -> str:
     return readable.utc_text(time_s, precision="second")
 
 
-def parse_time_s(text: Any) -> float:
-    """An ISO-8601 time with a zone (``Z``, ``+hh:mm``) as Unix seconds. Raises ValueError, with what
-    was expected, for a time without a zone or one that does not parse."""
+NAIVE_UTC_NOTE = "times carry no zone: read as UTC"
+"""The note on a CSV file whose every time has no zone (``2019-12-20 00:30:00``)."""
+
+
+def parse_time_s(text: Any, naive_utc: bool = False) -> float:
+    """An ISO-8601 time with a zone (``Z``, ``+hh:mm``) as Unix seconds; with ``naive_utc``, a time
+    with no zone is read as UTC. Raises ValueError, with what was expected, for a time without a zone
+    (unless ``naive_utc``) or one that does not parse."""
+    moment = _moment(text)
+    if moment.utcoffset() is None:
+        if not naive_utc:
+            raise ValueError(f"time {text!r} has no zone: add Z or an offset such as +01:00")
+        moment = moment.replace(tzinfo=timezone.utc)
+    return _seconds(moment, text)
+
+
+def _moment(text: Any) -> datetime:
+    """``text`` as a datetime, naive or not; ValueError saying what was expected when it is not a time."""
     if not isinstance(text, str):
         raise ValueError(f"expected an ISO-8601 time as a string, got {text!r}")
     stripped = text.strip()
     # Python 3.10's fromisoformat does not read a trailing Z.
     iso = stripped[:-1] + "+00:00" if stripped[-1:] in ("Z", "z") else stripped
     try:
-        moment = datetime.fromisoformat(iso)
+        return datetime.fromisoformat(iso)
     except ValueError:
         raise ValueError(f"expected an ISO-8601 time such as 2026-03-29T01:00:00Z, got {text!r}") from None
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError(f"time {text!r} has no zone: add Z or an offset such as +01:00")
+
+
+def _seconds(moment: datetime, text: str) -> float:
     time_s = moment.timestamp()
     if not readable.FIRST_TIME_S <= time_s <= readable.LAST_TIME_S:
         raise ValueError(
@@ -136,6 +158,42 @@ def parse_time_s(text: Any) -> float:
             "in UTC, outside the calendar"
         )
     return time_s
+
+
+class CsvTimes:
+    """A CSV file's times read under one rule: every time carries a zone, or none does and all are
+    read as UTC. The first time read sets the rule; ``time_s`` raises TraceError naming the line of a
+    time that breaks it (and the first time's line), or of a time that does not parse.
+    ``notes``: (``NAIVE_UTC_NOTE`` for the source) when the times were read as UTC, else ()."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.zoned: bool | None = None
+        self.first_line: int | None = None
+
+    def time_s(self, text: str, line_no: int) -> float:
+        """The Unix seconds of the time ``text`` on line ``line_no``."""
+        try:
+            moment = _moment(text)
+        except ValueError as exc:
+            raise TraceError(self.source, line_no, str(exc)) from None
+        zoned = moment.utcoffset() is not None
+        if self.zoned is None:
+            self.zoned, self.first_line = zoned, line_no
+        elif zoned != self.zoned:
+            has, first = ("has a zone", "has none") if zoned else ("has no zone", "has one")
+            raise TraceError(
+                self.source, line_no,
+                f"time {text!r} {has} but line {self.first_line}'s time {first}: a file's times all carry a zone, or none does (then all are read as UTC)",
+            )  # fmt: skip
+        try:
+            return _seconds(moment if zoned else moment.replace(tzinfo=timezone.utc), text)
+        except ValueError as exc:
+            raise TraceError(self.source, line_no, str(exc)) from None
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return (f"{self.source}: {NAIVE_UTC_NOTE}",) if self.zoned is False else ()
 
 
 def _check_unit(unit: Any) -> None:
@@ -202,16 +260,20 @@ def _build(source: str, unit: str, times_s, values, places) -> Signal:
 
 
 def read_csv(text: str, source: str, unit: str) -> Signal:
-    """Read CSV with the header ``time,value`` (any case) and one point per line: an ISO-8601 time with a
-    zone, a number. Blank lines are skipped. Raises ConfigError for an unknown ``unit``; TraceError
-    naming the line for a wrong header, a wrong column count, a naive or bad time, a bad value, or a
-    time not after the one before."""
+    """Read CSV with a header of two columns, the first named ``time`` (any case), the second any name
+    (``value``, ``Carbon Intensity``), and one point per line: an ISO-8601 time, a number. Blank lines
+    are skipped. Times carry a zone, or none of them does: then they are read as UTC and the signal
+    notes it (``NAIVE_UTC_NOTE``; a file such as France's 2020 series, ``2019-12-20 00:30:00``).
+    Raises ConfigError for an unknown ``unit``; TraceError naming the line for a wrong header, a wrong
+    column count, a time with no zone in a file whose first time has one (or the other way round), a
+    bad time, a bad value, or a time not after the one before."""
     _check_unit(unit)
     # Flat arrays of C doubles: a ten-year series of 1-minute points is 5 million of each.
     times_s = array("d")
     values = array("d")
     lines = array("q")
     header_seen = False
+    time_rule = CsvTimes(source)
     for line_no, row in _csv_rows(text, source):
         if not row or all(not cell.strip() for cell in row):
             continue
@@ -223,16 +285,15 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
                     source, line_no, f"a field runs over the lines after it: an unclosed quote (\") on this line? A signal's fields are a time and a number; got {readable.echo_text(cell.splitlines()[0])} and {readable.count_text(len(cell.splitlines()) - 1, 'line')} after it"
                 )
         if not header_seen:
-            if [cell.lower() for cell in cells] != ["time", "value"]:
-                raise TraceError(source, line_no, f"expected the header 'time,value', got {','.join(row)!r}")
+            if len(cells) != 2 or cells[0].lower() != "time" or not cells[1]:
+                raise TraceError(
+                    source, line_no, f"expected the header 'time,value' (two columns, the first named time, the second any name: 'Time,Carbon Intensity'), got {','.join(row)!r}"
+                )
             header_seen = True
             continue
         if len(cells) != 2:
             raise TraceError(source, line_no, f"expected 2 columns (time, value), got {len(cells)}")
-        try:
-            time_s = parse_time_s(cells[0])
-        except ValueError as exc:
-            raise TraceError(source, line_no, str(exc)) from None
+        time_s = time_rule.time_s(cells[0], line_no)
         try:
             value = float(cells[1])
         except ValueError:
@@ -242,7 +303,10 @@ def read_csv(text: str, source: str, unit: str) -> Signal:
         lines.append(line_no)
     if not header_seen:
         raise TraceError(source, None, "empty file: expected the header 'time,value' and one point per line")
-    return _build(source, unit, np.frombuffer(times_s, dtype=float), np.frombuffer(values, dtype=float), lambda i: (int(lines[i]), ""))
+    signal = _build(source, unit, np.frombuffer(times_s, dtype=float), np.frombuffer(values, dtype=float), lambda i: (int(lines[i]), ""))
+    if time_rule.notes:
+        return Signal(signal.times_s, signal.values, unit, source, time_rule.notes)
+    return signal
 
 
 def _csv_rows(text: str, source: str):
@@ -358,21 +422,23 @@ def read_electricity_maps(text: str, source: str) -> Signal:
     )  # fmt: skip
 
 
-def read_uk_carbon(text: str, source: str) -> Signal:
+def read_uk_carbon(text: str, source: str, prefer: str = "actual") -> Signal:
     """Read UK Carbon Intensity API JSON: ``data`` items with ``from``, ``to`` and ``intensity`` {``forecast``,
     ``actual``}, in gCO2eq/kWh. Takes ``actual``, else ``forecast`` where ``actual`` is null or absent;
+    with ``prefer="forecast"`` (a forecast as issued: an actual value came later) the other way round.
     ``from`` is the interval start. Raises TraceError as ``read_watttime``, also when both are null."""
     document = _load_json(text, source)
     items = _items(document, "data", source)
+    first_field, second_field = ("forecast", "actual") if prefer == "forecast" else ("actual", "forecast")
 
     def intensity_of(item: dict, label: str, time_s: float) -> tuple[Any, str, str]:
         intensity = item["intensity"]
         if not isinstance(intensity, dict):
             raise TraceError(source, None, f"{label} ({utc_text(time_s)}): intensity: expected an object with 'forecast' and 'actual', got {intensity!r}")
-        value = intensity.get("actual")
-        field = "intensity.actual"
+        value = intensity.get(first_field)
+        field = f"intensity.{first_field}"
         if value is None:
-            value, field = intensity.get("forecast"), "intensity.forecast"
+            value, field = intensity.get(second_field), f"intensity.{second_field}"
         if value is None:
             raise TraceError(source, None, f"{label} ({utc_text(time_s)}): neither intensity.actual nor intensity.forecast has a value")
         return value, field, f"{label} ({utc_text(time_s)})"
@@ -434,7 +500,12 @@ def _json_format(document: Any, source: str) -> tuple[str, str]:
 def plausibility_notes(signal: Signal) -> tuple[str, ...]:
     """Warnings about values implausible for the signal's unit, at both ends: every value 0 (the signal
     tells no slot from another), or a median below or above ``PLAUSIBLE_MEDIAN_BY_UNIT``'s range (a
-    price given as gCO2eq/kWh, grams given as $/kWh). Empty for a plausible signal; pure."""
+    price given as gCO2eq/kWh, grams given as $/kWh), after what the reader noted (``signal.notes``:
+    times read as UTC). Empty for a plausible signal read as it was written; pure."""
+    return tuple(signal.notes) + _value_notes(signal)
+
+
+def _value_notes(signal: Signal) -> tuple[str, ...]:
     values = signal.values
     if not values.any():
         what = "CO2" if signal.unit in ("gCO2eq/kWh", "lbs/MWh") else "cost"
@@ -461,7 +532,7 @@ def to_grams_per_kwh(signal: Signal) -> Signal:
         return signal
     if signal.unit != "lbs/MWh":
         raise ConfigError(f"{signal.source}: {signal.unit} is a price, not a carbon intensity")
-    return Signal(signal.times_s.copy(), signal.values * (GRAMS_PER_POUND / 1000.0), "gCO2eq/kWh", signal.source)
+    return Signal(signal.times_s.copy(), signal.values * (GRAMS_PER_POUND / 1000.0), "gCO2eq/kWh", signal.source, signal.notes)
 
 
 def in_grams(signal: Signal) -> Signal:
@@ -522,3 +593,17 @@ def resample(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.
     # The running integral is piecewise linear between edges, so interpolating it is exact.
     at_bounds = np.interp(bounds_s, edges_s, integral)
     return np.diff(at_bounds) / float(slot_s)
+
+
+def covered_means(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
+    """The signal's mean over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s), shape (n_slots,),
+    NaN for a slot the signal does not cover (before its first point, after its last step, or across
+    a gap: :func:`resample`'s rules). Halves the range where it is not covered, so a
+    series with one hole costs O(log n_slots) resamples."""
+    try:
+        return resample(signal, start_s, slot_s, n_slots)
+    except TraceError:
+        if n_slots == 1:
+            return np.array([math.nan])
+    half = n_slots // 2
+    return np.concatenate([covered_means(signal, start_s, slot_s, half), covered_means(signal, start_s + half * slot_s, slot_s, n_slots - half)])

@@ -13,6 +13,15 @@ replay through the daemon deterministic. It returns the slot's
 was never read ("unreadable", with the error), the last good read is older than
 ``max_staleness_s`` ("stale", with its age), or the signal does not cover the slot ("not_covering").
 The per-slot values come from :func:`autoscaler.core.signal_slots.slot_window`, pure.
+
+The forecast is read as issued, never with look-ahead: an archive (a folder of provider documents,
+JSON lines, CSV ``issued,time,value``, :func:`~autoscaler.adapters.signal_source.load_forecast`)
+gives each slot the newest forecast issued by the slot's start. Each read of a forecast URL is an
+issue of its own, kept while it covers a slot to come: issued at the document's issue time
+(WattTime ``meta.generated_at``, Electricity Maps ``updatedAt``, UK's first half hour), or at the
+time it was read for a document that carries none; a document issued after now is left out with
+``carbon_forecast_issued_later``. A local file without issue times (CSV ``time,value``) is read as
+before: every value as known.
 """
 
 from __future__ import annotations
@@ -23,14 +32,15 @@ from collections.abc import Callable
 
 import structlog
 
-from autoscaler.adapters.signal_source import _shown, load_signal
+from autoscaler.adapters.signal_source import _shown, load_forecast, load_signal
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.controller import CarbonWindow, SignalUnavailable
 from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
 from autoscaler.core.ports import Clock
 from autoscaler.core.readable import duration_text, number_text
 from autoscaler.core.signal_slots import slot_window
-from energy.signal import Signal, in_grams, plausibility_notes
+from energy.forecast_archive import ForecastArchive, IssuedForecast, archive_in_grams
+from energy.signal import Signal, in_grams, plausibility_notes, utc_text
 
 __all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed"]
 
@@ -46,19 +56,28 @@ class CarbonFeed:
 
     ``settings``: the ``[carbon]`` section (its ``source`` set); ``clock``: when each read happens
     (the age of the last good one is measured on it); ``load``: ``load_signal``'s signature (tests
-    may pass another reader). ``fallback``: why the last ``window`` returned None, else None.
+    may pass another reader); ``load_forecast``: ``load_forecast``'s, for ``settings.forecast``.
+    ``fallback``: why the last ``window`` returned None, else None.
     ``last_read_s``: when the last good read of the source finished, on ``clock`` (None: never).
     Raises ConfigError when ``settings.source`` is not set.
     """
 
-    def __init__(self, settings: CarbonSettings, clock: Clock, load: Callable[..., Signal] = load_signal) -> None:
+    def __init__(
+        self,
+        settings: CarbonSettings,
+        clock: Clock,
+        load: Callable[..., Signal] = load_signal,
+        load_forecast: Callable[..., Signal | ForecastArchive] = load_forecast,
+    ) -> None:
         if not settings.source:
             raise ConfigError("carbon: a feed needs [carbon] source (a file path or an http(s) URL)")
         self.settings = settings
         self.clock = clock
         self._load = load
+        self._load_forecast = load_forecast
         self._signal: Signal | None = None
-        self._forecast: Signal | None = None
+        self._forecast: Signal | ForecastArchive | None = None
+        self._fetched: dict[float, IssuedForecast] = {}  # a forecast URL's reads, by issue time
         self._tried_s: float | None = None
         self.last_read_s: float | None = None
         self.last_error: str = ""
@@ -143,8 +162,9 @@ class CarbonFeed:
             _warn_if_implausible(signal)
         if settings.forecast:
             try:
-                forecast = in_grams(self._load(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
-                if self._signal is not None and forecast.unit != self._signal.unit:
+                read = self._load_forecast(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
+                forecast = self._as_issued(read, self.clock.now_s())
+                if forecast is not None and self._signal is not None and forecast.unit != self._signal.unit:
                     raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal in {self._signal.unit}")
             except Exception as error:  # noqa: BLE001 - as for the source
                 # Without a forecast the window takes persistence: worth a line, not a fallback.
@@ -154,20 +174,43 @@ class CarbonFeed:
             else:
                 with self._lock:
                     self._forecast = forecast
-                _warn_if_implausible(forecast)
+                if isinstance(read, Signal):
+                    _warn_if_implausible(read)
 
-    def seed(self, signal: Signal | None, forecast: Signal | None, error: str = "") -> None:
+    def _as_issued(self, read: Signal | ForecastArchive, now_s: float) -> Signal | ForecastArchive | None:
+        """The forecast the windows read, in grams: a local archive as it is (each window reads what
+        was issued by its slot's start); a URL's read added to the issues fetched before (issued at
+        its issue time, or now without one; one issued after now left out with a warning), those
+        that end before now dropped; a local series without issue times as it is."""
+        if not _is_url(self.settings.forecast or ""):
+            return archive_in_grams(read) if isinstance(read, ForecastArchive) else in_grams(read)
+        issues = read.issues if isinstance(read, ForecastArchive) else (IssuedForecast(now_s, read),)
+        for issue in issues:
+            if issue.issued_s > now_s:
+                log.warning(
+                    "carbon_forecast_issued_later", source=_named(self.settings.forecast), issued=utc_text(issue.issued_s), now=utc_text(now_s),
+                    detail="a forecast issued after now is not read: is the clock or the source's time off?",
+                )  # fmt: skip
+                continue
+            self._fetched[issue.issued_s] = IssuedForecast(issue.issued_s, in_grams(issue.signal))
+        self._fetched = {issued_s: issue for issued_s, issue in self._fetched.items() if issue.end_s > now_s}
+        if not self._fetched:
+            return None
+        return ForecastArchive.of(_named(self.settings.forecast), self._fetched.values())
+
+    def seed(self, signal: Signal | None, forecast: Signal | ForecastArchive | None, error: str = "") -> None:
         """Take the start-up read (:func:`check_sources`) as this feed's first: ``signal`` None when it
         failed, with ``error`` saying why; the next read is ``refresh_s`` later."""
         now_s = self.clock.now_s()
+        issued = self._as_issued(forecast, now_s) if forecast is not None else None
         with self._lock:
             self._tried_s = now_s
             if signal is not None:
                 self._signal, self.last_read_s, self.last_error = in_grams(signal), now_s, ""
             else:
                 self.last_error = error
-            if forecast is not None:
-                self._forecast = in_grams(forecast)
+            if issued is not None:
+                self._forecast = issued
 
 
 def _error_text(error: Exception) -> str:
@@ -176,9 +219,13 @@ def _error_text(error: Exception) -> str:
 
 
 def _warn_if_implausible(signal: Signal) -> None:
-    """Log ``carbon_signal_implausible`` for values implausible for the unit (it still decides by them:
-    they may be right)."""
-    for note in plausibility_notes(signal):
+    """Log ``carbon_signal_read_as`` for what the reader chose (times with no zone read as UTC), and
+    ``carbon_signal_implausible`` for values implausible for the unit (it still decides by them: they
+    may be right)."""
+    notes = plausibility_notes(signal)
+    for note in notes[: len(signal.notes)]:
+        log.warning("carbon_signal_read_as", source=_named(signal.source), detail=note)
+    for note in notes[len(signal.notes) :]:
         log.warning("carbon_signal_implausible", source=_named(signal.source), detail=note)
 
 
@@ -196,7 +243,12 @@ def carbon_feed(settings: CarbonSettings, clock: Clock) -> CarbonFeed | None:
     return CarbonFeed(settings, clock) if settings.source else None
 
 
-def check_sources(settings: CarbonSettings, feed: CarbonFeed | None = None, load: Callable[..., Signal] = load_signal) -> None:
+def check_sources(
+    settings: CarbonSettings,
+    feed: CarbonFeed | None = None,
+    load: Callable[..., Signal] = load_signal,
+    load_forecast: Callable[..., Signal | ForecastArchive] = load_forecast,
+) -> None:
     """Read the ``[carbon]`` source and forecast once, at start-up, so that a mistake in the config is
     a refusal (exit 2), not a daemon that runs carbon-blind for good with a warning every refresh.
 
@@ -207,13 +259,14 @@ def check_sources(settings: CarbonSettings, feed: CarbonFeed | None = None, load
     slot until it answers. ``feed``: given, it takes this read as its first (:meth:`CarbonFeed.seed`),
     so that no slot waits on a read.
     """
-    read: dict[str, Signal | None] = {"source": None, "forecast": None}
+    read: dict[str, Signal | ForecastArchive | None] = {"source": None, "forecast": None}
     error_text = ""
     for key, source in (("source", settings.source), ("forecast", settings.forecast)):
         if not source:
             continue
         try:
-            read[key] = load(source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
+            reader = load if key == "source" else load_forecast
+            read[key] = reader(source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
         except ConfigError as error:
             raise ConfigError(f"[carbon] {key}: {error}") from None
         except TraceError as error:

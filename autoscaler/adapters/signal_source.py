@@ -19,6 +19,7 @@ from pathlib import Path
 from autoscaler.adapters.files import require_regular_file
 from autoscaler.core.budget import format_bytes
 from autoscaler.core.errors import ConfigError, TraceError
+from energy.forecast_archive import ForecastArchive, read_forecast, read_forecast_documents
 from energy.signal import Signal, read_signal
 
 MAX_SIGNAL_BYTES = 256 * 2**20
@@ -114,12 +115,15 @@ def _too_large(max_bytes: int) -> str:
 
 
 def local_bytes(path_or_url: str | None) -> int:
-    """The size in bytes of a local signal file, for the memory budget before it is read; 0 for
+    """The size in bytes of a local signal file (a folder of forecasts: its .json files), for the memory budget before it is read; 0 for
     None, a URL, a word such as ``persistence``, or a path that cannot be read (reading it says why)."""
     if not path_or_url or "://" in path_or_url:
         return 0
     try:
-        return Path(path_or_url).stat().st_size if Path(path_or_url).is_file() else 0
+        path = Path(path_or_url)
+        if path.is_dir():  # a folder of forecast documents: its .json files
+            return sum(item.stat().st_size for item in path.iterdir() if item.suffix.lower() == ".json" and item.is_file())
+        return path.stat().st_size if path.is_file() else 0
     except (OSError, ValueError):
         return 0
 
@@ -144,6 +148,38 @@ def load_signal(
     an HTTP error status, the answer is not complete within ``timeout_s`` or larger than
     ``max_bytes``, the bytes are not UTF-8, or the text is not a valid signal.
     """
+    name, text = _read_text(path_or_url, timeout_s, max_bytes, flag)
+    return read_signal(text, name, unit, unit_name)
+
+
+def load_forecast(
+    path_or_url: str,
+    unit: str | None = None,
+    timeout_s: float = 10,
+    max_bytes: int = MAX_SIGNAL_BYTES,
+    unit_name: str = "the unit",
+    flag: str = "forecast source",
+) -> Signal | ForecastArchive:
+    """Read a forecast from a local path, a folder or an http(s) URL: a
+    :class:`~energy.forecast_archive.ForecastArchive` when it carries issue times (a folder of
+    provider documents, one issue per ``.json`` file; JSON lines; CSV ``issued,time,value``; one
+    provider document with its issue time), else a plain Signal
+    (:func:`energy.forecast_archive.read_forecast` tells them apart). Arguments as ``load_signal``.
+
+    Raises as ``load_signal``; TraceError naming the folder when it holds no ``.json`` file, and
+    naming the file (and line or item) for a document that is not a forecast with its issue time.
+    """
+    if isinstance(path_or_url, str) and "://" not in path_or_url and Path(path_or_url).is_dir():
+        names = sorted(path for path in Path(path_or_url).iterdir() if path.suffix.lower() == ".json" and not path.name.startswith("."))
+        if not names:
+            raise TraceError(path_or_url, None, "a folder of forecasts with no .json file: expected one provider forecast document per issue")
+        return read_forecast_documents((_read_text(str(path), timeout_s, max_bytes, flag) for path in names), path_or_url)
+    name, text = _read_text(path_or_url, timeout_s, max_bytes, flag)
+    return read_forecast(text, name, unit, unit_name)
+
+
+def _read_text(path_or_url: str, timeout_s: float, max_bytes: int, flag: str) -> tuple[str, str]:
+    """(the name messages give it, the UTF-8 text) of a local file or an http(s) URL; raises as ``load_signal``."""
     if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
         raise ConfigError(f"signal timeout_s must be a number > 0, got {timeout_s!r}")
     if not isinstance(path_or_url, str) or not path_or_url.strip():
@@ -178,4 +214,4 @@ def load_signal(
     except UnicodeDecodeError as exc:
         raise TraceError(name, None, f"not UTF-8 text (byte {exc.start})") from None
     del raw  # a long series is 100 MB or more: not held twice while it is parsed
-    return read_signal(text, name, unit, unit_name)
+    return name, text

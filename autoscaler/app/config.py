@@ -114,8 +114,9 @@ class CarbonSettings(BaseModel):
     ``source``: a file path or an http(s) URL (CSV ``time,value``, WattTime v3, Electricity Maps or
     UK Carbon Intensity JSON; ``energy.signal``). Unset: the daemon is carbon-blind. ``unit``: the
     signal's unit, required for CSV (a JSON format names its own). ``forecast``: an optional second
-    source with values for future slots; without it, or past its end, persistence (the same slot a
-    day earlier). The signal is read again every ``refresh_s``; a slot whose signal is older than
+    source with values for future slots: an archive of forecasts as issued (a file or folder: each
+    slot reads the newest issued by its start), a URL (each read is an issue), or a file without issue
+    times (read as known); without it, or past its end, persistence (the same slot a day earlier). The signal is read again every ``refresh_s``; a slot whose signal is older than
     ``max_staleness_s`` (or never read) is decided carbon-blind, logged and counted.
     """
 

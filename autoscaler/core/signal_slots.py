@@ -5,8 +5,9 @@ the per-slot values a decision is made by, for each route that carries one to a 
   :mod:`autoscaler.adapters.carbon_feed`, reads the source and hands the signal here);
 * the replay (and sweep, and ``report --replay``): :func:`place_signal`, the signal on a replay's
   slots with a day of history and an optional forecast (:class:`ReplaySignal`);
-* the report of measured slots: :func:`covered_means`, the signal's mean over each slot, NaN where it
-  does not cover one (``energy.accounting.slot_signal``).
+* the report of measured slots: :func:`covered_means` (:func:`energy.signal.covered_means`, kept
+  here where its callers find it), the signal's mean over each slot, NaN where it does not cover one
+  (``energy.accounting.slot_signal``).
 
 A carbon intensity is decided by in gCO2eq/kWh (:func:`energy.signal.in_grams`). Nothing here does I/O.
 """
@@ -21,9 +22,11 @@ import numpy as np
 
 from autoscaler.core.controller import CarbonWindow
 from autoscaler.core.errors import ConfigError, TraceError
+from autoscaler.core.issued import IssuedSlots
 from autoscaler.core.policies import carbon
 from autoscaler.core.policies.carbon import window_slots
-from energy.signal import Signal, in_grams, plausibility_notes, resample, utc_text
+from energy.forecast_archive import ForecastArchive, archive_in_grams
+from energy.signal import Signal, covered_means, in_grams, plausibility_notes, resample, utc_text
 
 if TYPE_CHECKING:
     from energy.accounting import ScheduleEnergy
@@ -43,8 +46,8 @@ class ReplaySignal:
     ``slots``: the per-slot values the policies read (slot 0 is the trace's first slot; history
     before it, a forecast if any). ``unit``: of those values, gCO2eq/kWh (a carbon intensity, also
     when the source was in lbs/MWh), $/kWh or $/node-hour. ``source_unit``: the source's own unit.
-    ``start_s``: Unix seconds of slot 0. ``forecast_kind``: "persistence", "perfect" or the forecast's
-    source. ``notes``: what a reader of the result should know about how it was placed.
+    ``start_s``: Unix seconds of slot 0. ``forecast_kind``: "persistence", "perfect", the forecast's
+    source, or "as issued: " and the archive's source. ``notes``: what a reader of the result should know about how it was placed.
     """
 
     slots: carbon.SlotSignal
@@ -102,8 +105,12 @@ def place_signal(
     one day (persistence looks back a day at most). ``start_s`` None: one day after the signal's first
     time when the signal covers that day plus ``wanted_slots``, else its first time (a note says that
     persistence has no yesterday for the first day). ``forecast``: "persistence" (none), "perfect" (the
-    actual values) or a second Signal, used in the slots it covers (NaN, persistence, elsewhere), of the
-    same kind (carbon or the same price unit). A day is round(86400 / slot_s) slots.
+    actual values), a :class:`~energy.forecast_archive.ForecastArchive` (forecasts as issued: in slot t
+    the newest issued by t's start that covers a slot, :class:`~autoscaler.core.issued.IssuedSlots`;
+    ``forecast_kind`` "as issued: SOURCE") or a second Signal with no issue times, used in every slot
+    it covers as if known from the start (look-ahead, and a note says so); NaN, persistence,
+    elsewhere. Of the same kind as the signal (carbon or the same price unit). A day is
+    round(86400 / slot_s) slots.
     Raises ConfigError for a forecast of another kind, TraceError as above.
     """
     source_unit = signal.unit
@@ -144,9 +151,19 @@ def place_signal(
         )
     all_values = np.concatenate([history, values])
     forecast_values = None
-    if isinstance(forecast, Signal):
+    issued = None
+    if isinstance(forecast, ForecastArchive):
+        forecast_kind = f"as issued: {forecast.source}"
+        issued, issued_notes = _placed_archive(forecast, values_signal.unit, start_s, history_slots, slot_s, all_values.size)
+        notes.extend(issued_notes)
+    elif isinstance(forecast, Signal):
         forecast_kind = forecast.source
         notes.extend(plausibility_notes(forecast))
+        notes.append(
+            f"{forecast.source}: the forecast has no issue times, so it is used as if known from the start (look-ahead: a slot reads "
+            "values that may have been issued after it); an archive of forecasts as issued (JSON lines, a folder of documents, or CSV "
+            "issued,time,value) is read without look-ahead"
+        )
         forecast_values = _placed_forecast(forecast, values_signal.unit, start_s - history_slots * slot_s, slot_s, all_values.size)
         if np.isnan(forecast_values).all():
             notes.append(f"{forecast.source}: the forecast covers none of the replay's slots: persistence everywhere")
@@ -156,19 +173,46 @@ def place_signal(
     elif forecast == "persistence":
         forecast_kind = "persistence"
     else:
-        raise ConfigError(f"forecast: expected 'persistence', 'perfect' or a signal, got {forecast!r}")
-    slots = carbon.SlotSignal(all_values, history_slots, slots_per_day, forecast_values)
+        raise ConfigError(f"forecast: expected 'persistence', 'perfect', a signal or a forecast archive, got {forecast!r}")
+    slots = carbon.SlotSignal(all_values, history_slots, slots_per_day, forecast_values, issued)
     return ReplaySignal(slots, values_signal.unit, signal.source, source_unit, start_s, float(slot_s), forecast_kind, tuple(notes))
+
+
+def _same_kind(source: str, forecast_unit: str, unit: str) -> None:
+    """Refuse a forecast of another kind than the signal (a price for a carbon intensity, another price unit)."""
+    if unit == CARBON_UNIT:
+        if forecast_unit not in (CARBON_UNIT, "lbs/MWh"):
+            raise ConfigError(f"--forecast {source}: {forecast_unit} is a price; the signal is a carbon intensity")
+    elif forecast_unit != unit:
+        raise ConfigError(f"--forecast {source}: its unit is {forecast_unit}, the signal's is {unit}")
+
+
+def _placed_archive(
+    archive: ForecastArchive, unit: str, start_s: float, history_slots: int, slot_s: float, n_slots: int
+) -> tuple[IssuedSlots, list[str]]:
+    """The archive's issues on the replay's slots (history first) and the notes on them. Raises
+    ConfigError for an archive of another kind than the signal."""
+    _same_kind(archive.source, archive.unit, unit)
+    archive = archive_in_grams(archive)
+    issued = IssuedSlots.from_archive(archive, start_s - history_slots * slot_s, slot_s, n_slots)
+    notes = list(archive.notes)
+    every_value = np.concatenate([issue.signal.values for issue in archive.issues])
+    notes.extend(plausibility_notes(Signal(np.arange(every_value.size, dtype=float), every_value, archive.unit, archive.source)))
+    first_s = archive.issues[0].issued_s
+    if all(np.isnan(values).all() for values in issued.values):
+        notes.append(f"{archive.source}: no forecast in the archive covers a slot of the replay: persistence everywhere")
+    elif first_s > start_s:
+        notes.append(
+            f"{archive.source}: the first forecast was issued at {utc_text(first_s)}, after the trace's start {utc_text(start_s)}: "
+            "slots before it are decided by persistence"
+        )
+    return issued, notes
 
 
 def _placed_forecast(forecast: Signal, unit: str, first_slot_s: float, slot_s: float, n_slots: int) -> np.ndarray:
     """The forecast's mean per slot over the slots it covers whole, NaN elsewhere; shape (n_slots,)."""
-    if unit == CARBON_UNIT:
-        if forecast.unit not in (CARBON_UNIT, "lbs/MWh"):
-            raise ConfigError(f"--forecast {forecast.source}: {forecast.unit} is a price; the signal is a carbon intensity")
-        forecast = in_grams(forecast)
-    elif forecast.unit != unit:
-        raise ConfigError(f"--forecast {forecast.source}: its unit is {forecast.unit}, the signal's is {unit}")
+    _same_kind(forecast.source, forecast.unit, unit)
+    forecast = in_grams(forecast)
     first = max(0, math.ceil((float(forecast.times_s[0]) - first_slot_s) / slot_s - 1e-9))
     end_s = float(forecast.times_s[-1]) + forecast.median_interval_s
     last = min(n_slots, math.floor((end_s - first_slot_s) / slot_s + 1e-9))
@@ -179,26 +223,13 @@ def _placed_forecast(forecast: Signal, unit: str, first_slot_s: float, slot_s: f
 
 
 
-def covered_means(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
-    """The signal's mean over each slot [start_s + k*slot_s, start_s + (k+1)*slot_s), shape (n_slots,),
-    NaN for a slot the signal does not cover (before its first point, after its last step, or across
-    a gap: :func:`energy.signal.resample`'s rules). Halves the range where it is not covered, so a
-    series with one hole costs O(log n_slots) resamples."""
-    try:
-        return resample(signal, start_s, slot_s, n_slots)
-    except TraceError:
-        if n_slots == 1:
-            return np.array([math.nan])
-    half = n_slots // 2
-    return np.concatenate([covered_means(signal, start_s, slot_s, half), covered_means(signal, start_s + half * slot_s, slot_s, n_slots - half)])
-
-
-def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
+def slot_window(actual: Signal, forecast: Signal | ForecastArchive | None, slot_start_s: float, slot_s: float, deadline_slots: int) -> CarbonWindow:
     """hold+carbon's window for the slot starting at ``slot_start_s`` (Unix s): pure.
 
     With P = round(86,400 / slot_s) slots a day and k = 0 .. 3D the slots from now: values[0] is
     the actual signal's mean over this slot; values[k] is the actual mean where ``actual`` covers
-    slot k, else the forecast's where ``forecast`` covers it, else persistence: the actual value of
+    slot k, else the forecast's where ``forecast`` covers it (an archive: the newest issue issued at
+    or before ``slot_start_s`` that covers slot k, :func:`issued_means`), else persistence: the actual value of
     slot k - P*ceil(k/P) (the same slot one day earlier, or a whole number of days for k > P), else
     (not known either) values[0]. ``reference``: the mean of the actual values known over the last
     day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
@@ -220,7 +251,12 @@ def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, sl
             f"does not cover the slot decided, {utc_text(slot_start_s)} to {utc_text(slot_start_s + slot_s)} "
             f"(the series runs from {utc_text(float(actual.times_s[0]))} to {utc_text(float(actual.times_s[-1]))})",
         )
-    predicted = covered_means(forecast, slot_start_s, slot_s, n) if forecast is not None else np.full(n, math.nan)
+    if isinstance(forecast, ForecastArchive):
+        predicted = issued_means(forecast, slot_start_s, slot_s, n)
+    elif forecast is not None:
+        predicted = covered_means(forecast, slot_start_s, slot_s, n)
+    else:
+        predicted = np.full(n, math.nan)
     values = np.empty(n)
     values[0] = now
     forecast_slots = persisted_slots = 0
@@ -238,3 +274,16 @@ def slot_window(actual: Signal, forecast: Signal | None, slot_start_s: float, sl
     day = np.append(past, now)
     reference = float(np.mean(day[~np.isnan(day)]))
     return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots)
+
+
+def issued_means(archive: ForecastArchive, slot_start_s: float, slot_s: float, n_slots: int) -> np.ndarray:
+    """What ``archive`` forecast at ``slot_start_s`` (Unix s) for the slots [slot_start_s + k*slot_s,
+    slot_start_s + (k+1)*slot_s), k = 0 .. n_slots-1: for each, the mean of the newest issue issued at
+    or before ``slot_start_s`` that covers it, NaN where none does; shape (n_slots,), in the archive's
+    unit. Issues issued later, and those ending before the slot after this one, are not read."""
+    after_s = slot_start_s + slot_s
+    known = [issue for issue in archive.issues if issue.issued_s <= slot_start_s and issue.signal.times_s.size > 1 and issue.end_s > after_s]
+    if not known:
+        return np.full(n_slots, math.nan)
+    window = ForecastArchive(archive.source, archive.unit, tuple(known))
+    return IssuedSlots.from_archive(window, slot_start_s, slot_s, n_slots).known(0, n_slots)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.forecast import KINDS, Forecast, band_of, blend, history_needed
+
+if TYPE_CHECKING:
+    from autoscaler.core.issued import IssuedSlots
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,6 +24,8 @@ class SlotSignal:
     of the replay (slot 0 is its first). ``forecast``: None, or the same shape with NaN where there is
     no forecast: the value forecast for each slot. ``slots_per_day``: the persistence period P, slots.
     ``kind``: how slots without a given forecast are forecast (:data:`autoscaler.core.forecast.KINDS`).
+    ``issued``: None, or forecasts as issued on the same slots (its slot 0 is slot -history_slots):
+    in slot t only what was issued by t's start is read (:meth:`forecast_at`).
     Slots after the last value take persistence as well (the last day repeated).
     Raises ConfigError for shapes that do not fit or values that are not finite and >= 0.
     """
@@ -29,6 +35,7 @@ class SlotSignal:
     slots_per_day: int
     forecast: np.ndarray | None = None
     kind: str = "blend"
+    issued: IssuedSlots | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -50,6 +57,8 @@ class SlotSignal:
             known = forecast[~np.isnan(forecast)]
             if not (np.isfinite(known).all() and (known >= 0).all()):
                 raise ConfigError("signal: every forecast value must be finite and >= 0 (NaN for none)")
+        if self.issued is not None and self.issued.n_slots != values.size:
+            raise ConfigError(f"signal: the issued forecasts are on {self.issued.n_slots} slots, the values on {values.size}")
 
     @property
     def n_slots(self) -> int:
@@ -91,7 +100,8 @@ class SlotSignal:
     def forecast_at(self, slot: int, n: int) -> Forecast:
         """The signal over slots slot .. slot+n-1 as known in ``slot``, with its error band (shapes (n,)):
         the actual s_slot, then for each later slot the given forecast where there is one (its band:
-        :func:`autoscaler.core.forecast.band_of`, its own recent error), else ``kind``'s:
+        :func:`autoscaler.core.forecast.band_of`, its own recent error; ``issued``'s newest issue by the
+        start of ``slot`` first, with the blend's band at the same lead), else ``kind``'s:
         "blend", the error-weighted blend of :func:`autoscaler.core.forecast.blend`; "persistence", the
         known value P*ceil(k/P) slots earlier, else (no value that far back) s_slot, its band
         persistence's recent error. Only values up to ``slot`` are read, and the forecast's values for
@@ -117,6 +127,12 @@ class SlotSignal:
                 own_band = band_of(own, past[past.size - own.size :], n, self.slots_per_day)
                 values[1:][has] = given[has]
                 band[1:][has] = own_band[1:][has]
+        if self.issued is not None:
+            # Newest first: an issued value stands over a plain forecast's; its band is the blend's at
+            # the same lead (a provider's own error as issued is not scored here).
+            issued = self.issued.known(self.history_slots + slot, n)
+            has = ~np.isnan(issued[1:])
+            values[1:][has] = issued[1:][has]
         return Forecast(values, band, made.weights)
 
     def window(self, slot: int, n: int) -> np.ndarray:

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from local_http import serving
 
-from autoscaler.adapters.signal_source import load_signal
+from autoscaler.adapters.signal_source import load_forecast, load_signal
 from autoscaler.core.errors import ConfigError, TraceError
 
 UK = {
@@ -137,10 +137,13 @@ def test_local_file_errors_name_the_path(tmp_path):
     bad.write_bytes(b"time,value\n\xff\n")
     with pytest.raises(TraceError, match=rf"^{re.escape(str(bad))}: not UTF-8 text"):
         load_signal(str(bad), unit="$/kWh")
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("time,value\n2026-01-01T00:00:00,1\n2026-01-01T00:30:00Z,1\n")
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(mixed))}:3: .*has a zone but line 2's time has none"):
+        load_signal(str(mixed), unit="$/kWh")
     naive = tmp_path / "naive.csv"
-    naive.write_text("time,value\n2026-01-01T00:00:00,1\n")
-    with pytest.raises(TraceError, match=rf"^{re.escape(str(naive))}:2: .*no zone"):
-        load_signal(str(naive), unit="$/kWh")
+    naive.write_text("time,value\n2026-01-01T00:00:00,1\n2026-01-01T00:30:00,1\n")
+    assert load_signal(str(naive), unit="$/kWh").notes == (f"{naive}: times carry no zone: read as UTC",)
 
 
 def test_other_schemes_and_bad_timeout_are_refused():
@@ -225,3 +228,44 @@ def test_a_url_with_a_user_and_password_is_refused_by_name_without_the_password(
     message = str(info.value)
     assert "user:password@" in message and "http://127.0.0.1:9/carbon.csv" in message
     assert "s3cret" not in message
+
+
+# -- forecasts as issued ---------------------------------------------------------------------------
+
+
+def electricity_maps_forecast(updated_at: str, value: float) -> str:
+    points = [{"datetime": f"2026-03-29T0{h}:00:00.000Z", "carbonIntensity": value} for h in range(1, 4)]
+    return json.dumps({"zone": "DE", "forecast": points, "updatedAt": updated_at})
+
+
+def test_a_folder_of_forecasts_is_an_archive_sorted_by_issue_time(tmp_path):
+    from energy.forecast_archive import ForecastArchive
+
+    folder = tmp_path / "issues"
+    folder.mkdir()
+    (folder / "a.json").write_text(electricity_maps_forecast("2026-03-29T00:50:00Z", 300))
+    (folder / "b.json").write_text(electricity_maps_forecast("2026-03-29T00:10:00Z", 200))
+    (folder / "notes.txt").write_text("not read")
+    archive = load_forecast(str(folder))
+    assert isinstance(archive, ForecastArchive) and archive.source == str(folder)
+    assert [issue.signal.source for issue in archive.issues] == [str(folder / "b.json"), str(folder / "a.json")]
+    assert [issue.signal.values[0] for issue in archive.issues] == [200.0, 300.0]
+    (folder / "c.json").write_text(json.dumps({"zone": "DE", "forecast": []}))
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(folder / 'c.json'))}: updatedAt: expected the time the forecast was issued"):
+        load_forecast(str(folder))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(empty))}: a folder of forecasts with no \.json file"):
+        load_forecast(str(empty))
+
+
+def test_json_lines_over_http_are_an_archive_and_a_plain_series_stays_a_series(site):
+    from energy.forecast_archive import ForecastArchive
+    from energy.signal import Signal
+
+    base, state = site
+    state.bodies["/issues.jsonl"] = (electricity_maps_forecast("2026-03-29T00:50:00Z", 3) + "\n" + electricity_maps_forecast("2026-03-29T00:10:00Z", 2)).encode()
+    archive = load_forecast(f"{base}/issues.jsonl?token=t")
+    assert isinstance(archive, ForecastArchive) and [issue.signal.values[0] for issue in archive.issues] == [2.0, 3.0]
+    assert "token" not in archive.source
+    assert isinstance(load_forecast(f"{base}/price.csv", unit="$/kWh"), Signal)

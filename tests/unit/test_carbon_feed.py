@@ -232,3 +232,118 @@ def test_a_carbon_section_with_fields_but_no_source_is_a_config_error(fields):
         CarbonSettings(**fields)
     assert CarbonSettings().source is None  # an empty section (or none) is carbon-blind, as before
     assert CarbonSettings(refresh_s=1800.0, timeout_s=10.0).source is None  # and so are the defaults written out
+
+
+# -- forecasts as issued ---------------------------------------------------------------------------
+
+
+def long_csv(issues) -> str:
+    """CSV issued,time,value: ``issues`` is (issued_s, first_s, values) with hourly values."""
+    rows = ["issued,time,value"]
+    for issued_s, first_s, values in issues:
+        rows.extend(f"{iso(issued_s)},{iso(first_s + i * HOUR_S)},{v:g}" for i, v in enumerate(values))
+    return "\n".join(rows) + "\n"
+
+
+def test_a_forecast_archive_gives_each_slot_only_what_was_issued_by_its_start(tmp_path):
+    actual, archive = tmp_path / "actual.csv", tmp_path / "issued.csv"
+    actual.write_text(csv_text(T0 - 23 * HOUR_S, HOUR_S, [100.0] * 23 + [250.0, 260.0]))  # to T0 + 2 h
+    # Issued an hour before T0: 90 from T0 on. Issued at T0 + 1 h: 7 (no other source has it).
+    archive.write_text(long_csv([(T0 - HOUR_S, T0, [90.0] * 12), (T0 + HOUR_S, T0 + HOUR_S, [7.0] * 12)]))
+    clock = SimulatedClock(T0)
+    feed = CarbonFeed(CarbonSettings(source=str(actual), forecast=str(archive), unit="gCO2eq/kWh", refresh_s=60), clock)
+    window = feed.window(T0, HOUR_S, 2)
+    # Slot 1 is actual (260); slots 2-6 the first issue's 90: the second is issued after T0.
+    assert window.values.tolist() == [250.0, 260.0, 90.0, 90.0, 90.0, 90.0, 90.0]
+    assert (window.forecast_slots, window.persisted_slots) == (5, 0)
+    clock.advance(HOUR_S)
+    window = feed.window(T0 + HOUR_S, HOUR_S, 2)
+    assert window.values.tolist() == [260.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0]
+
+
+def test_slot_window_reads_the_newest_issue_by_the_slot_start_not_one_issued_inside_it():
+    from energy.forecast_archive import ForecastArchive, IssuedForecast
+
+    actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)])
+    older = IssuedForecast(T0 - 2 * HOUR_S, hourly(T0, [50.0, 51.0, 52.0], source="older"))
+    inside = IssuedForecast(T0 + 60.0, hourly(T0, [1.0, 1.0, 1.0], source="inside"))  # issued a minute into the slot
+    window = slot_window(actual, ForecastArchive.of("a", [older, inside]), T0, HOUR_S, 2)
+    # Slots 1-2 from the older issue; 3-6 persistence (slots -21 .. -18: 102 .. 105).
+    assert window.values.tolist() == [123.0, 51.0, 52.0, 102.0, 103.0, 104.0, 105.0]
+
+
+class _Documents:
+    body = ""
+
+
+@pytest.fixture()
+def forecast_server():
+    served = _Documents()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            body = served.body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    with serving(Handler) as base:
+        yield served, f"{base}/v3/forecast?region=X&token=secret"
+
+
+def watttime_forecast(generated_s: float, first_s: float, values_lbs) -> str:
+    import json
+
+    data = [{"point_time": iso(first_s + i * HOUR_S), "value": v} for i, v in enumerate(values_lbs)]
+    return json.dumps({"data": data, "meta": {"generated_at": iso(generated_s), "units": "lbs_co2_per_mwh"}})
+
+
+def test_each_read_of_a_forecast_url_is_an_issue_and_one_issued_after_now_is_left_out(tmp_path, forecast_server):
+    import structlog
+
+    from energy.signal import GRAMS_PER_POUND
+
+    served, url = forecast_server
+    actual = tmp_path / "actual.csv"
+    actual.write_text(csv_text(T0 - 23 * HOUR_S, HOUR_S, [100.0] * 24 + [100.0] * 3))
+    served.body = watttime_forecast(T0 - 600.0, T0, [1000.0] * 12)  # 1000 lbs/MWh = 453.59237 g/kWh
+    clock = SimulatedClock(T0)
+    settings = CarbonSettings(source=str(actual), forecast=url, unit="gCO2eq/kWh", refresh_s=60, timeout_s=5)
+    feed = CarbonFeed(settings, clock)
+    window = feed.window(T0, HOUR_S, 2)
+    assert window.values[4:].tolist() == pytest.approx([GRAMS_PER_POUND] * 3)  # slots 4-6: past the actual values
+    # The next read is issued two hours from now: left out with a warning; the first issue is kept.
+    served.body = watttime_forecast(T0 + 3 * HOUR_S, T0, [2000.0] * 12)
+    clock.advance(HOUR_S)
+    with structlog.testing.capture_logs() as logs:
+        feed.window(T0 + HOUR_S, HOUR_S, 2)
+        assert feed.join(timeout_s=60)
+        window = feed.window(T0 + HOUR_S, HOUR_S, 2)
+    assert window.values[3:].tolist() == pytest.approx([GRAMS_PER_POUND] * 4)
+    later = [line for line in logs if line["event"] == "carbon_forecast_issued_later"]
+    assert later and later[0]["issued"] == iso(T0 + 3 * HOUR_S) and "secret" not in later[0]["source"]
+    # Issued by now, it is read and newer than the first.
+    served.body = watttime_forecast(T0 + HOUR_S + 60.0, T0, [2000.0] * 12)
+    clock.advance(120.0)
+    feed.window(T0 + HOUR_S + 120.0, HOUR_S, 2)
+    assert feed.join(timeout_s=60)
+    clock.advance(HOUR_S - 120.0)
+    window = feed.window(T0 + 2 * HOUR_S, HOUR_S, 2)
+    assert window.values[3:].tolist() == pytest.approx([2 * GRAMS_PER_POUND] * 4)
+
+
+def test_the_daemon_notes_a_signal_whose_times_carry_no_zone(tmp_path):
+    import structlog
+
+    path = tmp_path / "fr.csv"
+    path.write_text("Time,Carbon Intensity\n" + "".join(f"{iso(T0 + (i - 3) * HOUR_S)[:-1].replace('T', ' ')},{300 + i}\n" for i in range(6)))
+    with structlog.testing.capture_logs() as logs:
+        feed = CarbonFeed(CarbonSettings(source=str(path), unit="gCO2eq/kWh"), SimulatedClock(T0))
+        assert feed.window(T0, HOUR_S, 1).value_now == 303.0  # 12:00 UTC, read as UTC
+    noted = [line for line in logs if line["event"] == "carbon_signal_read_as"]
+    assert len(noted) == 1 and noted[0]["detail"] == f"{path}: times carry no zone: read as UTC"

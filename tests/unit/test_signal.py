@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from autoscaler.core.errors import ConfigError, TraceError
 from energy.signal import (
     Signal,
+    plausibility_notes,
     read_csv,
     read_electricity_maps,
     read_signal,
@@ -56,11 +58,45 @@ def test_csv_offsets_are_converted_to_utc():
     assert signal.times_s.tolist() == [MIDNIGHT, MIDNIGHT + 3600]
 
 
-def test_csv_naive_time_is_refused_naming_the_line():
+def test_csv_a_naive_time_after_a_zoned_one_is_refused_naming_the_line():
     text = "time,value\n2026-01-01T00:00:00Z,1\n2026-01-01T00:30:00,2\n"
-    with pytest.raises(TraceError, match=r"^n\.csv:3: .*no zone") as info:
+    with pytest.raises(TraceError, match=r"^n\.csv:3: .*has no zone but line 2's time has one") as info:
         read_csv(text, "n.csv", "gCO2eq/kWh")
     assert info.value.line == 3
+
+
+def test_csv_a_zoned_time_after_naive_ones_is_refused_naming_the_line():
+    text = "Time,Carbon Intensity\n2019-12-20 00:00:00,42\n2019-12-20 00:30:00,43\n2019-12-20T01:00:00+01:00,44\n"
+    with pytest.raises(TraceError, match=r"^m\.csv:4: .*has a zone but line 2's time has none") as info:
+        read_csv(text, "m.csv", "gCO2eq/kWh")
+    assert info.value.line == 4
+
+
+def test_csv_every_time_naive_is_read_as_utc_with_a_note():
+    # France's 2020 series' shape: header Time,Carbon Intensity, times with no zone.
+    text = "Time,Carbon Intensity\n2026-01-01 00:00:00,42.5\n2026-01-01 00:30:00,40\n2026-01-01 01:00:00,41\n"
+    signal = read_csv(text, "fr.csv", "gCO2eq/kWh")
+    assert signal.times_s.tolist() == [MIDNIGHT, MIDNIGHT + 1800, MIDNIGHT + 3600]
+    assert signal.values.tolist() == [42.5, 40.0, 41.0]
+    assert signal.notes == ("fr.csv: times carry no zone: read as UTC",)
+    assert plausibility_notes(signal) == signal.notes  # shown where the value warnings are
+    # The same file with zones has no note.
+    assert read_csv(text.replace(":00,", ":00Z,"), "z.csv", "gCO2eq/kWh").notes == ()
+
+
+@pytest.mark.skipif(not Path("/work/shared/grid/fr_ci_2020.csv").is_file(), reason="the French 2020 series is not on this machine")
+def test_the_french_2020_series_reads_as_utc():
+    path = Path("/work/shared/grid/fr_ci_2020.csv")
+    text = path.read_text()
+    signal = read_signal(text, str(path), "gCO2eq/kWh")
+    lines = text.splitlines()
+    # Its first and last points as written, read by hand: 2019-12-20 00:00 UTC is 1,576,800,000 s.
+    first_time, first_value = lines[1].split(",")
+    assert first_time == "2019-12-20 00:00:00" and signal.times_s[0] == 1_576_800_000.0
+    assert signal.values[0] == float(first_value) and signal.values[-1] == float(lines[-1].split(",")[1])
+    assert signal.times_s.size == len([line for line in lines[1:] if line.strip()])
+    assert signal.median_interval_s == 1800.0
+    assert signal.notes == (f"{path}: times carry no zone: read as UTC",)
 
 
 @pytest.mark.parametrize(

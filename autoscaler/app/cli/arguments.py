@@ -183,7 +183,10 @@ def add_signal_arguments(parser: argparse.ArgumentParser) -> None:
     energy.add_argument(
         "--forecast", default="persistence", metavar="persistence|perfect|SOURCE",
         help="what the online policy knows of later slots: persistence (the same slot a day before), perfect (the actual "
-        "values), or a forecast file or URL (in the slots it covers; persistence elsewhere)",
+        "values), or a forecast file, folder or URL, in the slots it covers (persistence elsewhere). Forecasts as issued are "
+        "read without look-ahead, each slot from the newest issued by its start: a folder of provider documents, JSON lines "
+        "(.jsonl), CSV issued,time,value, or one WattTime (meta.generated_at) or Electricity Maps (updatedAt) forecast; "
+        "a series without issue times (CSV time,value) is used as if known from the start",
     )  # fmt: skip
     energy.add_argument(
         "--start", default=None, metavar="TIME",

@@ -23,8 +23,10 @@ def signal_needs(args: argparse.Namespace):
 
 
 def signal_inputs(args: argparse.Namespace):
-    """(the --carbon Signal or None, the forecast: 'persistence', 'perfect' or a Signal, start Unix seconds or None)."""
-    from autoscaler.adapters.signal_source import load_signal
+    """(the --carbon Signal or None, the forecast: 'persistence', 'perfect', a Signal or a ForecastArchive
+    (forecasts as issued: a folder, JSON lines, CSV issued,time,value, a document with its issue time),
+    start Unix seconds or None)."""
+    from autoscaler.adapters.signal_source import load_forecast, load_signal
     from energy.signal import parse_time_s
 
     if args.carbon is None:
@@ -43,13 +45,13 @@ def signal_inputs(args: argparse.Namespace):
     signal = load_signal(args.carbon, args.carbon_unit, unit_name="--carbon-unit", flag="--carbon")
     forecast = args.forecast
     if forecast.strip().lower() in ("persistence", "perfect") and forecast not in ("persistence", "perfect"):
-        raise ConfigError(f"--forecast {forecast!r}: the forms are persistence, perfect (lower case) or a file or URL")
+        raise ConfigError(f"--forecast {forecast!r}: the forms are persistence, perfect (lower case) or a file, folder or URL")
     if not forecast.strip():
-        raise ConfigError("--forecast: expected persistence, perfect or a file or URL, got an empty value")
+        raise ConfigError("--forecast: expected persistence, perfect or a file, folder or URL, got an empty value")
     if forecast not in ("persistence", "perfect"):
         # A JSON forecast names its own unit; a CSV one takes --carbon-unit, never a unit guessed from the signal.
         try:
-            forecast = load_signal(forecast, args.carbon_unit, unit_name="--carbon-unit", flag="--forecast")
+            forecast = load_forecast(forecast, args.carbon_unit, unit_name="--carbon-unit", flag="--forecast")
         except AutoscalerError as error:
             raise ConfigError(f"--forecast: {error}") from None
     return signal, forecast, start_s

@@ -1,0 +1,199 @@
+"""Forecast archives: each reader on a small document worked by hand, and bad input named."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from autoscaler.core.errors import ConfigError, TraceError
+from energy.forecast_archive import (
+    ForecastArchive,
+    IssuedForecast,
+    archive_in_grams,
+    read_forecast,
+    read_forecast_csv,
+    read_forecast_documents,
+    read_forecast_lines,
+    read_issued_document,
+)
+from energy.signal import GRAMS_PER_POUND, Signal
+
+
+def unix(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
+
+
+NOON = unix("2026-06-01T12:00:00")
+
+
+def watttime(generated_at: str | None, values=(800.0, 820.0, 840.0), first: str = "2026-06-01T12:00:00+00:00") -> str:
+    meta = {"region": "CAISO_NORTH", "signal_type": "co2_moer", "units": "lbs_co2_per_mwh"}
+    if generated_at is not None:
+        meta["generated_at"] = generated_at
+    start = unix(first.replace("+00:00", ""))
+    data = [{"point_time": datetime.fromtimestamp(start + 300 * i, tz=timezone.utc).isoformat(), "value": v} for i, v in enumerate(values)]
+    return json.dumps({"data": data, "meta": meta})
+
+
+def electricity_maps(updated_at: str | None, values=(300, 280)) -> str:
+    document = {
+        "zone": "DE",
+        "forecast": [{"carbonIntensity": v, "datetime": f"2026-06-01T{13 + i:02d}:00:00.000Z"} for i, v in enumerate(values)],
+    }
+    if updated_at is not None:
+        document["updatedAt"] = updated_at
+    return json.dumps(document)
+
+
+UK = json.dumps(
+    {
+        "data": [
+            {"from": "2026-06-01T12:00Z", "to": "2026-06-01T12:30Z", "intensity": {"forecast": 180, "actual": 175, "index": "moderate"}},
+            {"from": "2026-06-01T12:30Z", "to": "2026-06-01T13:00Z", "intensity": {"forecast": 170, "actual": None, "index": "moderate"}},
+            {"from": "2026-06-01T13:00Z", "to": "2026-06-01T13:30Z", "intensity": {"forecast": 150, "index": "low"}},
+        ]
+    }
+)
+
+
+# -- one document --------------------------------------------------------------------------------
+
+
+def test_watttime_forecast_is_issued_at_generated_at():
+    issue = read_issued_document(watttime("2026-06-01T11:55:00+00:00"), "wt.json")
+    assert issue.issued_s == NOON - 300
+    assert issue.signal.values.tolist() == [800.0, 820.0, 840.0] and issue.signal.unit == "lbs/MWh"
+    assert issue.signal.times_s.tolist() == [NOON, NOON + 300, NOON + 600]
+
+
+def test_electricity_maps_forecast_is_issued_at_updated_at():
+    issue = read_issued_document(electricity_maps("2026-06-01T12:56:53.251Z"), "em.json")
+    assert issue.issued_s == pytest.approx(NOON + 56 * 60 + 53.251)
+    assert issue.signal.values.tolist() == [300.0, 280.0] and issue.signal.unit == "gCO2eq/kWh"
+    assert issue.signal.times_s.tolist() == [NOON + 3600, NOON + 7200]
+
+
+def test_uk_forecast_is_issued_at_its_first_half_hour_and_reads_the_forecast_not_the_actual():
+    issue = read_issued_document(UK, "uk.json")
+    assert issue.issued_s == NOON  # the first point's from: the API carries no issue time
+    assert issue.signal.values.tolist() == [180.0, 170.0, 150.0]  # 175 is the actual, known only later
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (watttime(None), r"^wt\.json: meta\.generated_at: expected the time the forecast was issued"),
+        (watttime("yesterday"), r"^wt\.json: meta\.generated_at: .*expected an ISO-8601 time"),
+        (watttime("2026-06-01T11:55:00"), r"^wt\.json: meta\.generated_at: .*no zone"),
+        (electricity_maps(None), r"^wt\.json: updatedAt: expected the time the forecast was issued"),
+        (json.dumps({"history": [{"datetime": "2026-06-01T12:00:00Z", "carbonIntensity": 1}]}), r"got a history document"),
+        (json.dumps({"rows": []}), r"JSON of no known shape"),
+    ],
+)
+def test_a_document_without_a_good_issue_time_is_refused_naming_the_field(text, expected):
+    with pytest.raises(TraceError, match=expected):
+        read_issued_document(text, "wt.json")
+
+
+# -- archives ------------------------------------------------------------------------------------
+
+
+def test_json_lines_are_sorted_by_issue_time_and_a_bad_line_is_named():
+    later, earlier = watttime("2026-06-01T12:05:00Z", values=(1.0, 2.0)), watttime("2026-06-01T11:55:00Z", values=(3.0, 4.0))
+    archive = read_forecast_lines(f"{later}\n\n{earlier}\n", "a.jsonl")
+    assert archive.issued_s.tolist() == [NOON - 300, NOON + 300]
+    assert [issue.signal.values.tolist() for issue in archive.issues] == [[3.0, 4.0], [1.0, 2.0]]
+    assert [issue.signal.source for issue in archive.issues] == ["a.jsonl:3", "a.jsonl:1"]
+    bad = watttime("2026-06-01T12:10:00Z").replace('"value": 820.0', '"value": "high"')
+    with pytest.raises(TraceError, match=r"^a\.jsonl:2: data\[1\]: value: expected a number") as info:
+        read_forecast_lines(f"{earlier}\n{bad}\n", "a.jsonl")
+    assert info.value.line == 2
+    with pytest.raises(TraceError, match=r"^a\.jsonl:2: meta\.generated_at"):
+        read_forecast_lines(f"{earlier}\n{watttime(None)}\n", "a.jsonl")
+    with pytest.raises(TraceError, match=r"^a\.jsonl:1: not JSON"):
+        read_forecast_lines("{oops\n", "a.jsonl")
+
+
+def test_documents_of_a_folder_are_sorted_by_issue_time_not_by_name():
+    documents = [("f/a.json", electricity_maps("2026-06-01T12:30:00Z", (5, 6))), ("f/b.json", electricity_maps("2026-06-01T12:10:00Z", (7, 8)))]
+    archive = read_forecast_documents(documents, "f")
+    assert [issue.signal.source for issue in archive.issues] == ["f/b.json", "f/a.json"]
+    assert archive.issued_s.tolist() == [NOON + 600, NOON + 1800]
+    with pytest.raises(TraceError, match=r"^f/c\.json: updatedAt"):
+        read_forecast_documents([*documents, ("f/c.json", electricity_maps(None))], "f")
+
+
+def test_long_csv_groups_points_by_issue():
+    text = (
+        "issued,time,value\n"
+        "2026-06-01T12:00:00Z,2026-06-01T12:00:00Z,10\n"
+        "2026-06-01T13:00:00Z,2026-06-01T13:00:00Z,30\n"
+        "2026-06-01T12:00:00Z,2026-06-01T13:00:00Z,11\n"
+        "2026-06-01T13:00:00Z,2026-06-01T14:00:00Z,31\n"
+    )
+    archive = read_forecast_csv(text, "long.csv", "gCO2eq/kWh")
+    assert archive.issued_s.tolist() == [NOON, NOON + 3600] and archive.unit == "gCO2eq/kWh" and archive.notes == ()
+    assert [issue.signal.values.tolist() for issue in archive.issues] == [[10.0, 11.0], [30.0, 31.0]]
+    assert [issue.signal.times_s.tolist() for issue in archive.issues] == [[NOON, NOON + 3600], [NOON + 3600, NOON + 7200]]
+
+
+def test_long_csv_with_naive_times_reads_them_as_utc_with_a_note():
+    text = "Issued,Time,Value\n2026-06-01 12:00:00,2026-06-01 12:00:00,10\n2026-06-01 12:00:00,2026-06-01 13:00:00,11\n"
+    archive = read_forecast_csv(text, "n.csv", "gCO2eq/kWh")
+    assert archive.issued_s.tolist() == [NOON] and archive.issues[0].signal.times_s.tolist() == [NOON, NOON + 3600]
+    assert archive.notes == ("n.csv: times carry no zone: read as UTC",)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("issued,time\n", r"^c\.csv:1: expected the header 'issued,time,value'"),
+        ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z\n", r"^c\.csv:2: expected 3 columns"),
+        ("issued,time,value\nsoon,2026-06-01T12:00Z,1\n", r"^c\.csv:2: expected an ISO-8601 time"),
+        ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,x\n", r"^c\.csv:2: .*expected a number"),
+        ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n2026-06-01T12:00Z,2026-06-01 13:00,1\n", r"^c\.csv:3: .*has no zone but line 2"),
+        ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T13:00Z,1\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n", r"^c\.csv:3: .*decreasing time"),
+        ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,-1\n", r"^c\.csv:2: .*expected a value >= 0"),
+        ("", r"^c\.csv: empty file"),
+    ],
+)
+def test_long_csv_bad_input_is_named_by_its_line(text, expected):
+    with pytest.raises(TraceError, match=expected):
+        read_forecast_csv(text, "c.csv", "gCO2eq/kWh")
+
+
+def test_an_empty_archive_mixed_units_and_one_issue_time_twice_are_refused():
+    with pytest.raises(TraceError, match=r"^e\.jsonl: empty forecast archive"):
+        read_forecast_lines("\n\n", "e.jsonl")
+    with pytest.raises(TraceError, match=r"^m\.jsonl: m\.jsonl:2 .* is in gCO2eq/kWh, the archive's other issues in lbs/MWh"):
+        read_forecast_lines(f"{watttime('2026-06-01T11:00Z')}\n{electricity_maps('2026-06-01T12:00Z')}\n", "m.jsonl")
+    signal = Signal([NOON, NOON + 60], [1.0, 2.0], "$/kWh", "p")
+    with pytest.raises(TraceError, match=r"both issued at 2026-06-01T12:00:00Z"):
+        ForecastArchive("d", "$/kWh", (IssuedForecast(NOON, signal), IssuedForecast(NOON, signal)))
+    with pytest.raises(ConfigError, match="unknown signal unit"):
+        ForecastArchive("d", "kg", (IssuedForecast(NOON, signal),))
+
+
+def test_an_archive_in_lbs_is_converted_to_grams():
+    archive = archive_in_grams(read_forecast_lines(watttime("2026-06-01T11:00Z", values=(1000.0, 2000.0)), "w.jsonl"))
+    assert archive.unit == "gCO2eq/kWh"
+    assert archive.issues[0].signal.values.tolist() == pytest.approx([GRAMS_PER_POUND, 2 * GRAMS_PER_POUND])
+
+
+# -- telling the forms apart ---------------------------------------------------------------------
+
+
+def test_read_forecast_tells_an_archive_from_a_plain_signal():
+    one = read_forecast(watttime("2026-06-01T11:55:00Z"), "wt.json")
+    assert isinstance(one, ForecastArchive) and one.issued_s.tolist() == [NOON - 300]
+    lines = read_forecast(f"{watttime('2026-06-01T11:55:00Z')}\n{watttime('2026-06-01T12:00:00Z')}\n", "two.json")
+    assert isinstance(lines, ForecastArchive) and len(lines.issues) == 2
+    long_csv = read_forecast("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n", "l.csv", "gCO2eq/kWh")
+    assert isinstance(long_csv, ForecastArchive)
+    # No issue time: a plain signal, read as --carbon is.
+    for text, unit in ((watttime(None), None), (UK, None), (electricity_maps(None), None), ("time,value\n2026-06-01T12:00Z,1\n", "$/kWh")):
+        assert isinstance(read_forecast(text, "plain", unit), Signal)
+    with pytest.raises(ConfigError, match="needs its unit"):
+        read_forecast("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n", "l.csv")
