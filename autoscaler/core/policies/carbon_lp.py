@@ -1,9 +1,10 @@
 """hold+carbon's window LP (:mod:`autoscaler.core.policies.carbon`): one slot's plan over the next
 3D+1 slots, of which only the first is played.
 
-:func:`solve_window` solves it on a coarser grid past the queue's deadlines (:func:`window_groups`),
-:func:`solve_window_exact` slot by slot; up to D = FAR_BLOCKS_MAX / 2 slots the grid is the
-slots themselves and the two solve the same LP."""
+:func:`solve_window` solves it on a coarser grid past the queue's deadlines (:func:`window_groups`:
+slots 0..D one by one, then blocks that end where the signal changes), :func:`solve_window_exact`
+slot by slot, the reference. Up to D = FAR_BLOCKS_MAX / 2 slots the grid is the slots themselves
+and the two solve the same LP the same way: the same (m_0, x_0)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,9 @@ changes, the grid LP keeps them (benchmarks/bench_carbon_lp.py)."""
 
 
 HIGHS_OPTIONS = {"presolve": False, "simplex_dual_edge_weight_strategy": "dantzig"}
-"""linprog's HiGHS options for the grid LP. On its ~550 dual simplex iterations at D = 144, Dantzig's
-pricing took about 30 % less time than HiGHS's default (steepest edge), and presolve, which finds
-little to remove here, another 1-2 ms."""
+"""linprog's HiGHS options for the grid LP where it is coarser than the slots. On its ~550 dual
+simplex iterations at D = 144, Dantzig's pricing took about 30 % less time than HiGHS's default
+(steepest edge), and presolve, which finds little to remove here, another 1-2 ms."""
 
 
 def window_groups(weights: np.ndarray, deadline_slots: int) -> np.ndarray:
@@ -139,7 +140,9 @@ def window_plan(
     bounds[g : 2 * g, 1] = max_backlog
     bounds[2 * g :, 1] = np.inf
     a_ub = _constraints(tuple(lengths.tolist()))
-    result = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs", options=HIGHS_OPTIONS)
+    # On the slot grid, the slot LP's options too: the same LP, solved the same way, gives the same plan.
+    options = HIGHS_OPTIONS if g < n else {}
+    result = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs", options=options)
     if result.status == 2:
         raise InfeasibleError(f"{NAME}: no plan of the window meets every deadline under M = {params.max_servers}", "infeasible")
     if result.status != 0:
