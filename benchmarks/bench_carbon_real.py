@@ -54,7 +54,7 @@ from energy.power import power_model
 
 SLOT_S = 300.0
 SLOTS_PER_DAY = 288
-HISTORY_DAYS = 7
+HISTORY_DAYS = 11
 DEFAULT_SIGNAL = Path(__file__).resolve().parents[2] / "shared" / "grid" / "fr_ci_2020.csv"
 DEFAULT_DAYS = tuple((datetime(2020, 1, 10) + timedelta(days=31 * k)).strftime("%Y-%m-%d") for k in range(12))
 LOADS = ("A", "diurnal-3d")
@@ -141,9 +141,16 @@ def measure(case: tuple[str, str, int, str, int, str]) -> dict:
 
 
 def kept(result: dict, name: str) -> float:
+    """(follow - name) / (follow - offline+carbon): the share of the carbon-aware offline cut ``name`` keeps."""
     kg = result["kg"]
     cut = kg["follow"] - kg["offline+carbon"]
     return (kg["follow"] - kg[name]) / cut if cut > 0 else math.nan
+
+
+def spread(rows: list[dict], name: str) -> str:
+    """min / median / max of ``name``'s kept over ``rows`` (a minus sign, not a hyphen)."""
+    values = np.array([kept(r, name) for r in rows])
+    return " / ".join(f"{v:.2f}".replace("-", "−") for v in (np.nanmin(values), np.nanmedian(values), np.nanmax(values)))
 
 
 def summary_table(results: list[dict], signal_name: str) -> Table:
@@ -152,22 +159,24 @@ def summary_table(results: list[dict], signal_name: str) -> Table:
         caption="kept: min / median / max over days; > follow, > hold+0.5 %: runs emitting more; worst over hold: max of kg/kg(hold) - 1",
         box=box.SIMPLE_HEAD,
     )
-    for header in ("load", "D", "runs", "kept", "kept, perfect", "> follow", "> hold+0.5 %", "worst over hold", "perfect > hold+0.5 %", "ms/slot"):
+    for header in (
+        "load", "D", "runs", "hold kept", "hold > follow", "kept", "kept, perfect", "> follow", "> hold+0.5 %", "worst over hold",
+        "perfect > hold+0.5 %", "ms/slot",
+    ):  # fmt: skip
         table.add_column(header, justify="right", no_wrap=True)
     keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
     for load_name, deadline_slots in keys:
         rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
-        def spread(name: str) -> str:
-            values = np.array([kept(r, name) for r in rows])
-            return f"{np.nanmin(values):.2f} / {np.nanmedian(values):.2f} / {np.nanmax(values):.2f}"
         over = [r["kg"]["hold+carbon"] / r["kg"]["hold"] - 1 for r in rows]
         over_perfect = [r["kg"]["hold+carbon perfect"] / r["kg"]["hold"] - 1 for r in rows]
         table.add_row(
             load_name,
             f"{deadline_slots * SLOT_S / 3600:g} h",
             str(len(rows)),
-            spread("hold+carbon"),
-            spread("hold+carbon perfect"),
+            spread(rows, "hold"),
+            str(sum(r["kg"]["hold"] > r["kg"]["follow"] for r in rows)),
+            spread(rows, "hold+carbon"),
+            spread(rows, "hold+carbon perfect"),
             str(sum(r["kg"]["hold+carbon"] > r["kg"]["follow"] for r in rows)),
             str(sum(o > 0.005 for o in over)),
             f"{max(over):+.1%}",
@@ -175,6 +184,26 @@ def summary_table(results: list[dict], signal_name: str) -> Table:
             f"{np.mean([r['ms_per_slot']['hold+carbon'] for r in rows]):.1f}",
         )
     return table
+
+
+def markdown_table(results: list[dict]) -> str:
+    """The README's table: per load and D, kept (min / median / max) of hold, hold+carbon and
+    hold+carbon with a perfect forecast, runs above follow, and hold+carbon's worst against hold."""
+    lines = [
+        "| load | D | hold | hold+carbon | hold+carbon, perfect forecast | above follow: hold, hold+carbon | hold+carbon against hold: worst |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
+    for load_name, deadline_slots in keys:
+        rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
+        above_hold = sum(r["kg"]["hold"] > r["kg"]["follow"] for r in rows)
+        above_carbon = sum(r["kg"]["hold+carbon"] > r["kg"]["follow"] for r in rows)
+        worst = max(r["kg"]["hold+carbon"] / r["kg"]["hold"] - 1 for r in rows)
+        lines.append(
+            f"| {load_name} | {deadline_slots * SLOT_S / 3600:g} h | {spread(rows, 'hold')} | {spread(rows, 'hold+carbon')} | "
+            f"{spread(rows, 'hold+carbon perfect')} | {above_hold}, {above_carbon} of {len(rows)} | {worst:+.1%} |".replace("-", "−")
+        )
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--objective", default="energy", choices=["energy", "paper"], help="eq. (2)'s costs (default %(default)s, as replay)")
     parser.add_argument("--quick", action="store_true", help="Workload A only, 8 of the days")
     parser.add_argument("--json", help="also write every case's figures to this JSON file")
+    parser.add_argument("--from-json", help="print the tables of a JSON file written by --json, without running anything")
+    parser.add_argument("--markdown", action="store_true", help="also print the README's Markdown table")
     args = parser.parse_args(argv)
     days = args.days.split(",")
     loads = args.loads.split(",")
@@ -196,6 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = [(name, day, d, args.signal, seed, args.objective) for name in loads for seed, day in enumerate(days) for d in deadlines]
     cases.sort(key=lambda c: -c[2] * (3 if c[0] != "A" else 1))  # longest first
     console = Console(width=max(150, Console().width))
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        console.print(summary_table(results, Path(args.signal).name))
+        if args.markdown:
+            print(markdown_table(results))
+        return 0
     console.print(environment_table())
     results = []
     started = time.perf_counter()
@@ -208,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(f"{len(cases)} cases in {time.perf_counter() - started:,.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.markdown:
+        print(markdown_table(results))
     return 0
 
 

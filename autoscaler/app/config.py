@@ -143,10 +143,10 @@ class CarbonSettings(BaseModel):
             scheme = value.split("://", 1)[0].lower() if "://" in value else ""
             if not value.strip() or "\0" in value or scheme not in ("", "http", "https"):
                 raise ValueError(f"{name}: expected a file path or an http(s) URL, got {value!r}")
-            if value.strip().lower() in ("persistence", "perfect"):
+            if value.strip().lower() in ("blend", "persistence", "perfect"):
                 raise ValueError(
-                    f"{name}: {value!r} is not a file or URL; leave forecast unset for persistence (the same slot a day "
-                    "earlier); a daemon has no perfect forecast"
+                    f"{name}: {value!r} is not a file or URL; leave forecast unset for the blend (yesterday, last week and "
+                    "the latest value, weighted by their recent errors); a daemon has no perfect forecast"
                 )
         if self.forecast is not None and self.source is None:
             raise ValueError("forecast is set without source: the forecast only fills the slots after the source's values")

@@ -25,7 +25,9 @@ class CarbonWindow:
     forecast, else persistence), in ``unit``; ``reference``: its mean over the last day, the level
     of weight 1 (:func:`autoscaler.core.policies.carbon.carbon_step`). ``value_now``: values[0].
     ``source``: the file or URL it came from; ``forecast_slots`` and ``persisted_slots``: how many
-    of values[1:] came from the forecast source and from persistence (the rest are actual values).
+    of values[1:] came from the forecast source and from the blend (:mod:`autoscaler.core.forecast`;
+    the rest are actual values). ``band``: shape (3D+1,), the forecast's error band per slot, in
+    ``unit`` (0 for actual values; None: none).
     """
 
     values: np.ndarray
@@ -35,6 +37,7 @@ class CarbonWindow:
     source: str = ""
     forecast_slots: int = 0
     persisted_slots: int = 0
+    band: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,11 @@ def history_needed(slots_per_day: int) -> int:
     return (WEEK_DAYS + EVALUATION_DAYS + 1) * int(slots_per_day)
 
 
-def scored_leads(n: int) -> np.ndarray:
+def scored_leads(n: int, slots_per_day: int = 0) -> np.ndarray:
     """The leads k scored for a window of ``n`` slots (k = 1 .. n-1): 1, 2, 3, then doubling from 6,
-    and n-1; shape (j,), increasing, empty for n <= 1."""
+    and n-1; shape (j,), increasing, empty for n <= 1. A lead of a whole number of days
+    (``slots_per_day`` > 0) is scored one slot earlier: a day ahead, the value now *is* yesterday's
+    for the target, so its score there says nothing of the leads around it."""
     if n <= 1:
         return np.zeros(0, dtype=int)
     leads = [1, 2, 3]
@@ -71,7 +73,9 @@ def scored_leads(n: int) -> np.ndarray:
         leads.append(k)
         k *= 2
     leads.append(n - 1)
-    return np.array(sorted({lead for lead in leads if lead <= n - 1}), dtype=int)
+    if slots_per_day > 1:
+        leads = [lead - 1 if lead % slots_per_day == 0 else lead for lead in leads]
+    return np.array(sorted({lead for lead in leads if 1 <= lead <= n - 1}), dtype=int)
 
 
 def _nearest_scored(n: int, leads: np.ndarray) -> np.ndarray:
@@ -172,7 +176,7 @@ def blend(past: np.ndarray, n: int, slots_per_day: int, kind: str = "blend") -> 
     now = float(past[-1])
     values = np.full(n, now)
     band = np.zeros(n)
-    leads = scored_leads(n)
+    leads = scored_leads(n, per_day)
     weights = np.zeros((len(CANDIDATES), leads.size))
     if n == 1:
         return Forecast(values, band, weights)

@@ -22,6 +22,7 @@ import numpy as np
 
 from autoscaler.core.controller import CarbonWindow
 from autoscaler.core.errors import ConfigError, TraceError
+from autoscaler.core.forecast import KINDS, blend, history_needed
 from autoscaler.core.issued import IssuedSlots
 from autoscaler.core.policies import carbon
 from autoscaler.core.policies.carbon import window_slots
@@ -93,7 +94,7 @@ def place_signal(
     required_slots: int,
     wanted_slots: int,
     start_s: float | None = None,
-    forecast: str | Signal = "persistence",
+    forecast: str | Signal | ForecastArchive = "blend",
 ) -> ReplaySignal:
     """Place ``signal`` on a replay's slots: slot k is [start_s + k*slot_s, start_s + (k+1)*slot_s).
 
@@ -102,9 +103,11 @@ def place_signal(
     time missing otherwise, or a gap. ``wanted_slots`` (>= required): the slots read if covered (a
     longer horizon, the look-ahead of the last slot); past what is covered the policies and the costing
     use persistence, the last day repeated. History: the whole slots covered before ``start_s``, at most
-    one day (persistence looks back a day at most). ``start_s`` None: one day after the signal's first
+    :func:`autoscaler.core.forecast.history_needed` (11 days: the blend scores its forecasts over the
+    last 3 days, one of them a week back). ``start_s`` None: one day after the signal's first
     time when the signal covers that day plus ``wanted_slots``, else its first time (a note says that
-    persistence has no yesterday for the first day). ``forecast``: "persistence" (none), "perfect" (the
+    persistence has no yesterday for the first day). ``forecast``: "blend" (the error-weighted blend of
+    :mod:`autoscaler.core.forecast`, the default), "persistence" (yesterday's values), "perfect" (the
     actual values), a :class:`~energy.forecast_archive.ForecastArchive` (forecasts as issued: in slot t
     the newest issued by t's start that covers a slot, :class:`~autoscaler.core.issued.IssuedSlots`;
     ``forecast_kind`` "as issued: SOURCE") or a second Signal with no issue times, used in every slot
@@ -135,7 +138,7 @@ def place_signal(
     n_values = max(required_slots, min(wanted_slots, covered))
     values = resample(values_signal, start_s, slot_s, n_values)
     before = math.floor((start_s - first_s) / slot_s + 1e-9)
-    history_slots = min(slots_per_day, max(0, before))
+    history_slots = min(history_needed(slots_per_day), max(0, before))
     history = resample(values_signal, start_s - history_slots * slot_s, slot_s, history_slots) if history_slots else np.zeros(0)
     if 0 < history_slots < slots_per_day and len(notes) == plausibility:
         notes.append(
@@ -170,11 +173,12 @@ def place_signal(
     elif forecast == "perfect":
         forecast_kind = "perfect"
         forecast_values = np.concatenate([np.full(history_slots, np.nan), values])
-    elif forecast == "persistence":
-        forecast_kind = "persistence"
+    elif forecast in KINDS:
+        forecast_kind = forecast
     else:
-        raise ConfigError(f"forecast: expected 'persistence', 'perfect', a signal or a forecast archive, got {forecast!r}")
-    slots = carbon.SlotSignal(all_values, history_slots, slots_per_day, forecast_values, issued)
+        raise ConfigError(f"forecast: expected {', '.join(KINDS)}, 'perfect', a signal or a forecast archive, got {forecast!r}")
+    kind = forecast if forecast in KINDS else "blend"
+    slots = carbon.SlotSignal(all_values, history_slots, slots_per_day, forecast_values, kind=kind, issued=issued)
     return ReplaySignal(slots, values_signal.unit, signal.source, source_unit, start_s, float(slot_s), forecast_kind, tuple(notes))
 
 
@@ -229,10 +233,10 @@ def slot_window(actual: Signal, forecast: Signal | ForecastArchive | None, slot_
     With P = round(86,400 / slot_s) slots a day and k = 0 .. 3D the slots from now: values[0] is
     the actual signal's mean over this slot; values[k] is the actual mean where ``actual`` covers
     slot k, else the forecast's where ``forecast`` covers it (an archive: the newest issue issued at
-    or before ``slot_start_s`` that covers slot k, :func:`issued_means`), else persistence: the actual value of
-    slot k - P*ceil(k/P) (the same slot one day earlier, or a whole number of days for k > P), else
-    (not known either) values[0]. ``reference``: the mean of the actual values known over the last
-    day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
+    or before ``slot_start_s`` that covers slot k, :func:`issued_means`), else the blend of
+    :func:`autoscaler.core.forecast.blend` from the actual values of the last 11 days up to this slot;
+    ``band``: the blend's error band (0 for actual values). ``reference``: the mean of the actual
+    values known over the last day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
 
     Returns a CarbonWindow of shape (3D+1,). Raises TraceError naming the source and the slot's UTC
     times when ``actual`` does not cover the slot itself; ConfigError when the two units differ.
@@ -241,8 +245,9 @@ def slot_window(actual: Signal, forecast: Signal | ForecastArchive | None, slot_
         raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal ({actual.source}) in {actual.unit}")
     per_day = max(1, round(DAY_S / slot_s))
     n = window_slots(deadline_slots)
-    known = covered_means(actual, slot_start_s - (per_day - 1) * slot_s, slot_s, per_day - 1 + n)
-    past, ahead = known[: per_day - 1], known[per_day - 1 :]
+    history = history_needed(per_day)
+    known = covered_means(actual, slot_start_s - (history - 1) * slot_s, slot_s, history - 1 + n)
+    past, ahead = known[: history - 1], known[history - 1 :]
     now = float(ahead[0])
     if math.isnan(now):
         raise TraceError(
@@ -257,23 +262,19 @@ def slot_window(actual: Signal, forecast: Signal | ForecastArchive | None, slot_
         predicted = covered_means(forecast, slot_start_s, slot_s, n)
     else:
         predicted = np.full(n, math.nan)
-    values = np.empty(n)
-    values[0] = now
-    forecast_slots = persisted_slots = 0
-    for k in range(1, n):
-        if not math.isnan(ahead[k]):
-            values[k] = ahead[k]
-        elif not math.isnan(predicted[k]):
-            values[k] = predicted[k]
-            forecast_slots += 1
-        else:
-            back = k - per_day * math.ceil(k / per_day)  # in (-P, 0]
-            earlier = now if back == 0 else float(past[per_day - 1 + back])
-            values[k] = now if math.isnan(earlier) else earlier
-            persisted_slots += 1
-    day = np.append(past, now)
+    made = blend(np.append(past, now), n, per_day)
+    values, band = made.values.copy(), made.band.copy()
+    values[0], band[0] = now, 0.0
+    is_actual = ~np.isnan(ahead)
+    is_forecast = ~is_actual & ~np.isnan(predicted)
+    is_actual[0] = is_forecast[0] = False
+    values[is_actual], band[is_actual] = ahead[is_actual], 0.0
+    values[is_forecast] = predicted[is_forecast]  # the blend's band at the same lead (a provider's own error is not scored)
+    forecast_slots = int(is_forecast.sum())
+    persisted_slots = n - 1 - forecast_slots - int(is_actual.sum())
+    day = np.append(past[-(per_day - 1) :] if per_day > 1 else past[:0], now)
     reference = float(np.mean(day[~np.isnan(day)]))
-    return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots)
+    return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots, band)
 
 
 def issued_means(archive: ForecastArchive, slot_start_s: float, slot_s: float, n_slots: int) -> np.ndarray:

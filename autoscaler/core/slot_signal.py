@@ -3,6 +3,7 @@ slot 0, and what is known in each slot of the slots after it (a forecast, else p
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -101,7 +102,7 @@ class SlotSignal:
         """The signal over slots slot .. slot+n-1 as known in ``slot``, with its error band (shapes (n,)):
         the actual s_slot, then for each later slot the given forecast where there is one (its band:
         :func:`autoscaler.core.forecast.band_of`, its own recent error; ``issued``'s newest issue by the
-        start of ``slot`` first, with the blend's band at the same lead), else ``kind``'s:
+        start of ``slot`` first, its band the issues' own recent error one slot ahead), else ``kind``'s:
         "blend", the error-weighted blend of :func:`autoscaler.core.forecast.blend`; "persistence", the
         known value P*ceil(k/P) slots earlier, else (no value that far back) s_slot, its band
         persistence's recent error. Only values up to ``slot`` are read, and the forecast's values for
@@ -128,12 +129,27 @@ class SlotSignal:
                 values[1:][has] = given[has]
                 band[1:][has] = own_band[1:][has]
         if self.issued is not None:
-            # Newest first: an issued value stands over a plain forecast's; its band is the blend's at
-            # the same lead (a provider's own error as issued is not scored here).
+            # Newest first: an issued value stands over a plain forecast's. Its band: the issues' own
+            # error one slot ahead over the last days (band_of), at every lead.
             issued = self.issued.known(self.history_slots + slot, n)
             has = ~np.isnan(issued[1:])
-            values[1:][has] = issued[1:][has]
+            if has.any():
+                start = self.history_slots + slot - past.size + 1
+                own = self._issued_one_ahead[max(0, start) : self.history_slots + slot + 1]
+                own_band = band_of(own, past[past.size - own.size :], n, self.slots_per_day)
+                values[1:][has] = issued[1:][has]
+                band[1:][has] = own_band[1:][has]
         return Forecast(values, band, made.weights)
+
+    @functools.cached_property
+    def _issued_one_ahead(self) -> np.ndarray:
+        """For each slot of ``values``, what ``issued`` forecast for it one slot before (NaN: nothing);
+        shape (values.size,). Read only for slots up to the one decided, so only what was issued by then."""
+        out = np.full(np.asarray(self.values).size, math.nan)
+        if self.issued is not None:
+            for index in range(1, out.size):
+                out[index] = self.issued.known(index - 1, 2)[1]
+        return out
 
     def window(self, slot: int, n: int) -> np.ndarray:
         """s_slot .. s_{slot+n-1} as known in ``slot``, shape (n,): :meth:`forecast_at`'s values."""

@@ -76,7 +76,7 @@ def test_json_gives_energy_and_grams_per_policy_that_the_schedules_and_the_signa
     signal = document["signal"]
     # The signal covers a day before the trace and the replay, so the trace starts a day in.
     assert signal["start"] == "2020-06-02T00:00:00Z"
-    assert signal["history_slots"] == 288 and signal["forecast"] == "persistence"
+    assert signal["history_slots"] == 288 and signal["forecast"] == "blend"
     assert signal["unit"] == "gCO2eq/kWh" and signal["source"] == str(source)
     assert len(signal["values"]) == 48 + 12
     np.testing.assert_allclose(signal["values"], per_slot(48, 60), rtol=1e-12)
@@ -290,7 +290,7 @@ def test_a_forecast_file_of_the_actual_values_is_the_perfect_forecast(tmp_path, 
     argv = ["--policy", "hold", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh"]
     from_file = run_json([*argv, "--forecast", str(forecast)], capsys)
     perfect = run_json([*argv, "--forecast", "perfect"], capsys)
-    persistence = run_json(argv, capsys)
+    persistence = run_json([*argv, "--forecast", "persistence"], capsys)
     assert from_file["signal"]["forecast"] == str(forecast) and perfect["signal"]["forecast"] == "perfect"
     assert from_file["policies"]["hold"]["m"] == perfect["policies"]["hold"]["m"]
     assert from_file["policies"]["hold"]["co2_g"] == perfect["policies"]["hold"]["co2_g"]

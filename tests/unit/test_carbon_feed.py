@@ -35,24 +35,35 @@ def hourly(start_s: float, values, unit: str = "gCO2eq/kWh", source: str = "s.cs
 # -- the pure window -------------------------------------------------------------------------------
 
 
-def test_persistence_takes_the_same_hour_yesterday():
-    # Hourly slots (P = 24), D = 2: slots 0..6. The series has one point an hour from 23 h ago to
-    # now, 100 + i, so slot 0 (now) is 123 and slot -23 is 100. Slot k = 1..6 is not covered and
-    # there is no forecast: the same hour a day earlier, slot k - 24, i.e. 100 + (k - 24 + 23).
-    actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)])
+def test_a_signal_that_repeats_every_day_is_forecast_as_yesterday_with_no_band():
+    # Hourly slots (P = 24), D = 2: slots 0..6. Five days of the same day, 100 + hour, up to now
+    # (slot 0, hour 23: 123). Yesterday's values (and yesterday's with today's offset, 0) have made no
+    # error, the latest value and the day's mean have: the blend is the same hour a day earlier,
+    # 100 + (k - 1) for slot k = 1..6, and its band is nil.
+    actual = hourly(T0 - 119 * HOUR_S, [100.0 + i % 24 for i in range(120)])
     window = slot_window(actual, None, T0, HOUR_S, 2)
-    assert window.values.tolist() == [123.0, 100.0, 101.0, 102.0, 103.0, 104.0, 105.0]
+    assert window.values.tolist() == pytest.approx([123.0, 100.0, 101.0, 102.0, 103.0, 104.0, 105.0], rel=1e-6)
+    assert window.band.tolist() == pytest.approx([0.0] * 7, abs=1e-3)
     assert window.value_now == 123.0 and window.unit == "gCO2eq/kWh"
     assert window.reference == pytest.approx(111.5)  # mean of 100 .. 123
     assert (window.forecast_slots, window.persisted_slots) == (0, 6)
 
 
-def test_actual_values_then_the_forecast_then_persistence():
+def test_a_day_of_history_is_too_little_to_score_yesterday_so_the_blend_is_the_value_now():
+    # One day only: no issue time has a known target a day after a known value, so yesterday is not scored.
+    actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)])
+    window = slot_window(actual, None, T0, HOUR_S, 2)
+    assert window.values.tolist() == [123.0] * 7
+    assert window.reference == pytest.approx(111.5)
+
+
+def test_actual_values_then_the_forecast_then_the_blend():
     # The series also covers slot 1 (77, then its one-hour step); the forecast covers slots 1-2.
-    actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)] + [77.0])
+    days = [100.0 + i % 24 for i in range(120)]
+    actual = hourly(T0 - 119 * HOUR_S, days + [77.0])
     forecast = hourly(T0 + HOUR_S, [50.0, 60.0], source="f.csv")
     window = slot_window(actual, forecast, T0, HOUR_S, 2)
-    assert window.values.tolist() == [123.0, 77.0, 60.0, 102.0, 103.0, 104.0, 105.0]
+    assert window.values.tolist() == pytest.approx([123.0, 77.0, 60.0, 102.0, 103.0, 104.0, 105.0], rel=1e-6)
     assert (window.forecast_slots, window.persisted_slots) == (1, 4)
 
 
@@ -264,12 +275,12 @@ def test_a_forecast_archive_gives_each_slot_only_what_was_issued_by_its_start(tm
 def test_slot_window_reads_the_newest_issue_by_the_slot_start_not_one_issued_inside_it():
     from energy.forecast_archive import ForecastArchive, IssuedForecast
 
-    actual = hourly(T0 - 23 * HOUR_S, [100.0 + i for i in range(24)])
+    actual = hourly(T0 - 119 * HOUR_S, [100.0 + i % 24 for i in range(120)])
     older = IssuedForecast(T0 - 2 * HOUR_S, hourly(T0, [50.0, 51.0, 52.0], source="older"))
     inside = IssuedForecast(T0 + 60.0, hourly(T0, [1.0, 1.0, 1.0], source="inside"))  # issued a minute into the slot
     window = slot_window(actual, ForecastArchive.of("a", [older, inside]), T0, HOUR_S, 2)
-    # Slots 1-2 from the older issue; 3-6 persistence (slots -21 .. -18: 102 .. 105).
-    assert window.values.tolist() == [123.0, 51.0, 52.0, 102.0, 103.0, 104.0, 105.0]
+    # Slots 1-2 from the older issue; 3-6 the blend, yesterday's (slots -21 .. -18: 102 .. 105).
+    assert window.values.tolist() == pytest.approx([123.0, 51.0, 52.0, 102.0, 103.0, 104.0, 105.0], rel=1e-6)
 
 
 class _Documents:

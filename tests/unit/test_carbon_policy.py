@@ -22,8 +22,8 @@ costs = st.builds(
 )
 
 
-def signal_of(values, history_slots: int = 0, slots_per_day: int = 4, forecast=None) -> carbon.SlotSignal:
-    return carbon.SlotSignal(np.asarray(values, float), history_slots, slots_per_day, forecast)
+def signal_of(values, history_slots: int = 0, slots_per_day: int = 4, forecast=None, kind: str = "persistence") -> carbon.SlotSignal:
+    return carbon.SlotSignal(np.asarray(values, float), history_slots, slots_per_day, forecast, kind=kind)
 
 
 def check(schedule, load, deadline_slots, params) -> None:
@@ -114,7 +114,7 @@ def test_no_signal_for_a_slot_plays_holds_decision():
         decision, state = carbon.carbon_step(state, value, 2, params, None)
         assert decision.mode == "no_signal"
         assert (decision.capacity, decision.assigned) == (blind.capacity[t], blind.assigned[t])
-    assert state.modes == (0, 0, 6)
+    assert state.modes == (0, 0, 6, 0)
 
 
 def test_state_round_trips_through_json():

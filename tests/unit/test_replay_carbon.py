@@ -99,12 +99,18 @@ def test_a_short_signal_starts_at_its_first_time_and_says_persistence_has_no_yes
     assert len(placed.notes) == 1 and "persistence has no yesterday for the first day" in placed.notes[0]
 
 
-def test_slots_shorter_than_the_signal_take_its_value_and_history_is_at_most_a_day():
+def test_slots_shorter_than_the_signal_take_its_value_and_history_is_what_is_covered_before_the_start():
     values = [float(h % 24) for h in range(72)]  # three days
     placed = place_signal(hourly(values), 1800.0, required_slots=4, wanted_slots=6, start_s=T0 + 2 * DAY_S + HOUR_S)
     assert placed.actual(6).tolist() == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
-    assert placed.slots.history_slots == 48  # a day of half-hours, not the two days covered
-    assert placed.slots.values[:2].tolist() == [1.0, 1.0]  # the same half-hours a day before
+    # Two days and an hour of half-hours are covered before the start, less than the blend's 11 days: all of them.
+    assert placed.slots.history_slots == 98
+    eleven_days = place_signal(hourly([float(h % 24) for h in range(24 * 14)]), 1800.0, required_slots=4, wanted_slots=6, start_s=T0 + 13 * DAY_S)
+    assert eleven_days.slots.history_slots == 11 * 48
+    # The history starts at the signal's first half-hours (00:00 and 00:30 of the first day: 0, 0) and
+    # holds, a day before the start, the same half-hours as slots 0 and 1 (01:00, 01:30: 1, 1).
+    assert placed.slots.values[:2].tolist() == [0.0, 0.0]
+    assert placed.slots.values[98 - 48 : 98 - 46].tolist() == [1.0, 1.0]
 
 
 def test_a_start_the_signal_does_not_cover_names_the_source_and_time():

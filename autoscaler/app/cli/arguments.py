@@ -181,9 +181,11 @@ def add_signal_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     energy.add_argument("--carbon-unit", choices=list(UNITS), default=None, help="unit of a CSV --carbon (JSON names its own); lbs/MWh is converted to gCO2eq/kWh")
     energy.add_argument(
-        "--forecast", default="persistence", metavar="persistence|perfect|SOURCE",
-        help="what the online policy knows of later slots: persistence (the same slot a day before), perfect (the actual "
-        "values), or a forecast file, folder or URL, in the slots it covers (persistence elsewhere). Forecasts as issued are "
+        "--forecast", default="blend", metavar="blend|persistence|perfect|SOURCE",
+        help="what the online policy knows of later slots: blend (default: yesterday, last week, the latest value and the "
+        "day's mean, blended by their recent errors, with an error band that hedges the deferral), persistence (the same "
+        "slot a day before), perfect (the actual values), or a forecast file, folder or URL, in the slots it covers (the "
+        "blend elsewhere). Forecasts as issued are "
         "read without look-ahead, each slot from the newest issued by its start: a folder of provider documents, JSON lines "
         "(.jsonl), CSV issued,time,value, or one WattTime (meta.generated_at) or Electricity Maps (updatedAt) forecast; "
         "a series without issue times (CSV time,value) is used as if known from the start",

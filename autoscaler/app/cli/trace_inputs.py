@@ -23,7 +23,7 @@ def signal_needs(args: argparse.Namespace):
 
 
 def signal_inputs(args: argparse.Namespace):
-    """(the --carbon Signal or None, the forecast: 'persistence', 'perfect', a Signal or a ForecastArchive
+    """(the --carbon Signal or None, the forecast: 'blend', 'persistence', 'perfect', a Signal or a ForecastArchive
     (forecasts as issued: a folder, JSON lines, CSV issued,time,value, a document with its issue time),
     start Unix seconds or None)."""
     from autoscaler.adapters.signal_source import load_forecast, load_signal
@@ -31,11 +31,11 @@ def signal_inputs(args: argparse.Namespace):
 
     if args.carbon is None:
         given = [flag for flag, value in (("--carbon-unit", args.carbon_unit), ("--start", args.start)) if value is not None]
-        if args.forecast != "persistence":
+        if args.forecast != "blend":
             given.append("--forecast")
         if given:
             raise ConfigError(f"{', '.join(given)} without --carbon: give the signal with --carbon SOURCE")
-        return None, "persistence", None
+        return None, "blend", None
     start_s = None
     if args.start is not None:
         try:
@@ -44,11 +44,12 @@ def signal_inputs(args: argparse.Namespace):
             raise ConfigError(f"--start: {exc}") from None
     signal = load_signal(args.carbon, args.carbon_unit, unit_name="--carbon-unit", flag="--carbon")
     forecast = args.forecast
-    if forecast.strip().lower() in ("persistence", "perfect") and forecast not in ("persistence", "perfect"):
-        raise ConfigError(f"--forecast {forecast!r}: the forms are persistence, perfect (lower case) or a file, folder or URL")
+    words = ("blend", "persistence", "perfect")
+    if forecast.strip().lower() in words and forecast not in words:
+        raise ConfigError(f"--forecast {forecast!r}: the forms are blend, persistence, perfect (lower case) or a file, folder or URL")
     if not forecast.strip():
-        raise ConfigError("--forecast: expected persistence, perfect or a file, folder or URL, got an empty value")
-    if forecast not in ("persistence", "perfect"):
+        raise ConfigError("--forecast: expected blend, persistence, perfect or a file, folder or URL, got an empty value")
+    if forecast not in words:
         # A JSON forecast names its own unit; a CSV one takes --carbon-unit, never a unit guessed from the signal.
         try:
             forecast = load_forecast(forecast, args.carbon_unit, unit_name="--carbon-unit", flag="--forecast")

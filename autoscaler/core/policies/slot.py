@@ -15,8 +15,8 @@ import numpy as np
 
 from autoscaler.core.carbon_window import CarbonWindow, SignalUnavailable
 from autoscaler.core.model import CostParams
+from autoscaler.core.policies.carbon import HEDGE_BANDS, CarbonDecision, CarbonState, carbon_step, window_slots
 from autoscaler.core.policies.carbon import NAME as CARBON_NAME
-from autoscaler.core.policies.carbon import CarbonDecision, CarbonState, carbon_step, window_slots
 from autoscaler.core.policies.gcp import GcpState, binding_deadline, gcp_step
 from autoscaler.core.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
 from autoscaler.core.policies.vfw import VfwState, step_bounds, vfw_step
@@ -127,6 +127,7 @@ def hold_carbon_slot(before: CarbonState | None, slot: SlotInput) -> SlotStep:
         slot.cost,
         None if window is None else window.values,
         None if window is None else window.reference,
+        None if window is None else window.band,
     )
     reason, why = _carbon_words(state, after, step, slot)
     return SlotStep(step.capacity, step.assigned, after, reason, why, carbon=step)
@@ -164,6 +165,11 @@ def _carbon_words(before: CarbonState, after: CarbonState, step: CarbonDecision,
     now = f"{window.value_now:.4g} {window.unit} now"
     if step.mode == "flat":
         return hold_words[0], f"{CARBON_NAME}: the signal is flat over the next {span} ({now}), so hold's decision: {hold_why}"
+    if step.mode == "hedged":
+        return hold_words[0], (
+            f"{CARBON_NAME}: no slot in the next {span} is forecast cleaner or dirtier than now ({now}) by more than "
+            f"{HEDGE_BANDS:g} of the forecast's recent errors, so hold's decision: {hold_why}"
+        )
     word = "cheapest" if window.unit.startswith("$") else "cleanest"
     if step.cheapest_in_slots == 0:
         where = f"this slot is the {word} in the next {span}"
@@ -175,5 +181,5 @@ def _carbon_words(before: CarbonState, after: CarbonState, step: CarbonDecision,
     return "carbon", (
         f"{CARBON_NAME}: {now}, {step.weight_now:.2f}x the day's mean; {where}; runs {step.assigned:.4g} of {queued:.4g} queued "
         f"(m_t = {step.capacity:.4g}); the {count_text(ahead, 'slot')} ahead: {known} known, {window.forecast_slots} forecast, "
-        f"{window.persisted_slots} by persistence"
+        f"{window.persisted_slots} by the blend"
     )
