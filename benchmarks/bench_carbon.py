@@ -49,7 +49,7 @@ def daily_signal(n_slots: int, phase: int) -> carbon.SlotSignal:
     """The daily sine over one day of history, the horizon and its look-ahead, gCO2eq/kWh."""
     slots = np.arange(-SLOTS_PER_DAY, n_slots)
     values = 350.0 + 150.0 * np.sin(2.0 * np.pi * (slots - phase) / SLOTS_PER_DAY)
-    return carbon.SlotSignal(values=values, history_slots=SLOTS_PER_DAY, slots_per_day=SLOTS_PER_DAY)
+    return carbon.SlotSignal(values=values, history_slots=SLOTS_PER_DAY, slots_per_day=SLOTS_PER_DAY, kind="persistence")
 
 
 def co2_kg(schedule, intensity: np.ndarray) -> float:

@@ -71,6 +71,31 @@ def test_a_constant_window_decides_as_hold_does_slot_for_slot(seed, deadline_slo
     assert state.carbon.modes == (0, 40, 0, 0)
 
 
+def test_a_window_whose_gains_are_inside_its_band_decides_as_hold_and_says_why():
+    # The window shows a clean slot 20 % below now, but the forecast's band is 10 % of the value:
+    # three bands (30 %) swallow the gain, so every slot is hold's decision, in mode "hedged".
+    deadline_slots = 3
+    jobs = random_jobs(9, 50, 30, deadline_slots)
+    blind = ControllerConfig(policy="hold", deadline_slots=deadline_slots, slot_s=TAU)
+    aware = dataclasses.replace(blind, carbon=True)
+    n = window_slots(deadline_slots)
+    values = np.full(n, 400.0)
+    values[2] = 320.0
+    band = np.full(n, 40.0)
+    band[0] = 0.0
+    hedged = CarbonWindow(values, 400.0, "gCO2eq/kWh", 400.0, "grid.csv", 0, n - 1, band)
+    hold, hold_released, _ = simulate(jobs, blind, 30)
+    carbon, carbon_released, state = simulate(jobs, aware, 30, lambda t: hedged)
+    assert [(d.capacity, d.assigned, d.nodes) for d in carbon] == [(d.capacity, d.assigned, d.nodes) for d in hold]
+    assert carbon_released == hold_released and max(d.capacity for d in hold) > 1
+    assert {d.carbon_mode for d in carbon} == {"hedged"}
+    assert "by more than 3 of the forecast's recent errors" in explain(carbon[5])
+    # Without the band the same window moves work: the clean slot is believed.
+    unhedged = dataclasses.replace(hedged, band=None)
+    believed, _, _ = simulate(jobs, aware, 30, lambda t: unhedged)
+    assert "carbon" in {d.carbon_mode for d in believed}
+
+
 def test_no_signal_decides_as_hold_and_says_why():
     deadline_slots = 2
     jobs = random_jobs(3, 30, 20, deadline_slots)
