@@ -257,7 +257,7 @@ def test_a_bad_value_set_by_a_variable_names_the_variable(tmp_path: Path, monkey
     "carbon, words",
     [
         ({"source": "ftp://grid.example/carbon.csv"}, r"source: expected a file path or an http\(s\) URL"),
-        ({"source": "c.csv", "forecast": "perfect"}, "forecast: 'perfect' is not a file or URL; leave forecast unset for persistence"),
+        ({"source": "c.csv", "forecast": "perfect"}, "forecast: 'perfect' is not a file or URL; leave forecast unset for the blend"),
         ({"forecast": "f.csv"}, "forecast is set without source"),
         ({"source": "c.csv", "refresh_s": 600, "max_staleness_s": 300}, "max_staleness_s \\(300\\) must be at least refresh_s \\(600\\)"),
         ({"source": "c.csv", "unit": "g/kWh"}, "carbon.unit"),
