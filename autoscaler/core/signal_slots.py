@@ -169,7 +169,7 @@ def place_signal(
         )
         forecast_values = _placed_forecast(forecast, values_signal.unit, start_s - history_slots * slot_s, slot_s, all_values.size)
         if np.isnan(forecast_values).all():
-            notes.append(f"{forecast.source}: the forecast covers none of the replay's slots: persistence everywhere")
+            notes.append(f"{forecast.source}: the forecast covers none of the replay's slots: the blend everywhere")
     elif forecast == "perfect":
         forecast_kind = "perfect"
         forecast_values = np.concatenate([np.full(history_slots, np.nan), values])
@@ -204,11 +204,11 @@ def _placed_archive(
     notes.extend(plausibility_notes(Signal(np.arange(every_value.size, dtype=float), every_value, archive.unit, archive.source)))
     first_s = archive.issues[0].issued_s
     if all(np.isnan(values).all() for values in issued.values):
-        notes.append(f"{archive.source}: no forecast in the archive covers a slot of the replay: persistence everywhere")
+        notes.append(f"{archive.source}: no forecast in the archive covers a slot of the replay: the blend everywhere")
     elif first_s > start_s:
         notes.append(
             f"{archive.source}: the first forecast was issued at {utc_text(first_s)}, after the trace's start {utc_text(start_s)}: "
-            "slots before it are decided by persistence"
+            "slots before it are decided by the blend"
         )
     return issued, notes
 
