@@ -103,16 +103,15 @@ class _Served:
         self.hits = 0
 
 
-@pytest.fixture()
-def server():
-    served = _Served()
+def _answering(served: _Served, content_type: str) -> type[BaseHTTPRequestHandler]:
+    """A handler that answers every GET with ``served``'s status and body, counting the GETs."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - http.server's name
             served.hits += 1
             body = served.body.encode() if served.status == 200 else b"server error"
             self.send_response(served.status)
-            self.send_header("Content-Type", "text/csv")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -120,7 +119,13 @@ def server():
         def log_message(self, *_args):
             pass
 
-    with serving(Handler) as base:
+    return Handler
+
+
+@pytest.fixture()
+def server():
+    served = _Served()
+    with serving(_answering(served, "text/csv")) as base:
         yield served, f"{base}/carbon.csv?token=secret"
 
 
@@ -283,27 +288,10 @@ def test_slot_window_reads_the_newest_issue_by_the_slot_start_not_one_issued_ins
     assert window.values.tolist() == pytest.approx([123.0, 51.0, 52.0, 102.0, 103.0, 104.0, 105.0], rel=1e-6)
 
 
-class _Documents:
-    body = ""
-
-
 @pytest.fixture()
 def forecast_server():
-    served = _Documents()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            body = served.body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_args):
-            pass
-
-    with serving(Handler) as base:
+    served = _Served()
+    with serving(_answering(served, "application/json")) as base:
         yield served, f"{base}/v3/forecast?region=X&token=secret"
 
 
