@@ -3,7 +3,7 @@ job (or a JSON document) as a row and back. A new column changes all of these to
 
 A file is ours when ``PRAGMA application_id`` is ``APPLICATION_ID`` and its ``meta`` table names
 ``APPLICATION`` and a schema version this program reads (``schema_verdict``); an empty file is given
-the schema (``initialise``); one of versions 1-4 is migrated in the same write transaction.
+the schema (``initialise``); one of versions 1-5 is migrated in the same write transaction.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ APPLICATION_ID = 0x44464153
 
 APPLICATION = "deferral-autoscaler"
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version 2 added ``jobs.demand_vector``, version 3 ``jobs.deadline_text``, version 4 ``jobs.seq`` (with
-the ``last_seq`` mark in ``meta``) and the indexes a slot's queries use, version 5 the ``intents`` table;
-older stores are migrated when opened."""
+the ``last_seq`` mark in ``meta``) and the indexes a slot's queries use, version 5 the ``intents`` table,
+version 6 a job's width (``jobs.nodes``), its submitted length when a learned one replaced it
+(``prior_length_s``), where its length came from (``length_source``) and its run's start and end
+(``run_start_s``, ``run_end_s``), with the index the learned lengths read; older stores are migrated
+when opened."""
 
 ACTIVE_STATES = ("queued", "released", "running")
 
@@ -53,7 +56,12 @@ _JOBS_TABLE = """CREATE TABLE jobs (
         step_id TEXT,
         demand_vector TEXT,
         deadline_text TEXT,
-        seq INTEGER
+        seq INTEGER,
+        nodes INTEGER NOT NULL DEFAULT 1,
+        prior_length_s REAL,
+        length_source TEXT,
+        run_start_s REAL,
+        run_end_s REAL
     )"""
 
 # A job's age for retention: when it was released, or submitted if it never was (failed while queued).
@@ -66,6 +74,8 @@ _INDEXES = (
     f"CREATE INDEX IF NOT EXISTS jobs_by_state_and_age ON jobs (state, {AGE_S})",
     # recent_step_ids: the newest releases, read backwards.
     "CREATE INDEX IF NOT EXISTS jobs_by_release ON jobs (released_s, seq)",
+    # learned lengths: the runs of one name and tenant that ended by a time.
+    "CREATE INDEX IF NOT EXISTS jobs_by_name_and_end ON jobs (tenant, name, run_end_s)",
 )
 
 # What a slot is about to do on the cluster, written before it acts and deleted by its commit_slot.
@@ -87,20 +97,23 @@ _SCHEMA = (
 )
 
 JOB_COLUMNS = (
-    "job_id, name, tenant, submit_s, deadline_s, length_s, step, state, released_s, step_id, demand_vector, deadline_text, seq"
+    "job_id, name, tenant, submit_s, deadline_s, length_s, step, state, released_s, step_id, demand_vector, deadline_text, "
+    "nodes, prior_length_s, length_source, run_start_s, run_end_s, seq"
 )
 
-INSERT_JOB = f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 13)})"
+INSERT_JOB = f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 18)})"
 
 # What a resubmission must match to be "the same job": what the client submitted, not what has
 # happened to it since (state, release) nor when it was sent (submit_s). The deadline is compared by
 # intake.deadline_difference: a duration retried is the same deadline, counted from the first time.
-_SUBMITTED_FIELDS = ("name", "tenant", "length_s", "step", "demand_vector")
+# The length compared is the submitted one: a learned estimate may differ between two tries of one job.
+_SUBMITTED_FIELDS = ("name", "tenant", "submitted_length_s", "step", "demand_vector", "nodes")
+_SHOWN = {"submitted_length_s": "length_s"}
 
 
 def schema_verdict(conn: sqlite3.Connection, path: Path) -> str:
     """'empty' for a database with no tables and no application id, 'ours' for one with our marker
-    and schema version, 'version 1' to 'version 4' for one of ours to migrate; StoreError for anything else."""
+    and schema version, 'version 1' to 'version 5' for one of ours to migrate; StoreError for anything else."""
     application_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not tables and application_id == 0:
@@ -113,7 +126,7 @@ def schema_verdict(conn: sqlite3.Connection, path: Path) -> str:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     if meta.get("application") != APPLICATION:
         raise StoreError(f"{path}: meta table names application {meta.get('application')!r}, expected {APPLICATION!r}; left unchanged")
-    if meta.get("schema_version") in ("1", "2", "3", "4"):
+    if meta.get("schema_version") in ("1", "2", "3", "4", "5"):
         return f"version {meta['schema_version']}"
     if meta.get("schema_version") != str(SCHEMA_VERSION):
         raise StoreError(
@@ -124,18 +137,29 @@ def schema_verdict(conn: sqlite3.Connection, path: Path) -> str:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a store of version 1-4 to the current schema, adding only what it lacks (so a file whose
+    """Bring a store of version 1-5 to the current schema, adding only what it lacks (so a file whose
     version was set back by hand migrates too) and keeping every row.
 
     Old rows get no demand vector (as if submitted with a length only) and no deadline text (a retry
     with a duration keeps their deadline, as it always did). Their seq is their rowid: those
     versions never deleted a job, so rowid order is the order they arrived in (and the order
-    ``all_jobs`` listed equal submit times).
+    ``all_jobs`` listed equal submit times). Old rows are one node wide, planned at their submitted
+    length, with no run times.
     """
     columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
-    for column in ("demand_vector", "deadline_text", "seq"):
+    added = {
+        "demand_vector": "TEXT",
+        "deadline_text": "TEXT",
+        "seq": "INTEGER",
+        "nodes": "INTEGER NOT NULL DEFAULT 1",
+        "prior_length_s": "REAL",
+        "length_source": "TEXT",
+        "run_start_s": "REAL",
+        "run_end_s": "REAL",
+    }
+    for column, kind in added.items():
         if column not in columns:
-            conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {'INTEGER' if column == 'seq' else 'TEXT'}")
+            conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
     conn.execute("UPDATE jobs SET seq = rowid WHERE seq IS NULL")
     conn.execute("DROP INDEX IF EXISTS jobs_by_state")  # the prefix of jobs_by_state_and_age
     for statement in _INDEXES:
@@ -195,7 +219,9 @@ def whole_number(value: object, name: str, path: Path, minimum: int | None = Non
 def require_same_job(existing: Job, job: Job) -> None:
     """Nothing if ``job`` is a resubmission of ``existing``; SubmitError naming what differs otherwise."""
     differing = [
-        f"{f}: stored {getattr(existing, f)!r}, given {getattr(job, f)!r}" for f in _SUBMITTED_FIELDS if getattr(existing, f) != getattr(job, f)
+        f"{_SHOWN.get(f, f)}: stored {getattr(existing, f)!r}, given {getattr(job, f)!r}"
+        for f in _SUBMITTED_FIELDS
+        if getattr(existing, f) != getattr(job, f)
     ]
     deadline = deadline_difference(existing, job)
     if deadline is not None:
@@ -239,6 +265,14 @@ def job_row(job: Job) -> tuple:
             )
     if job.deadline_text is not None and not isinstance(job.deadline_text, str):
         raise SubmitError(f"job {job.job_id!r}: deadline_text must be the deadline as text or None, got {job.deadline_text!r}")
+    if isinstance(job.nodes, bool) or not isinstance(job.nodes, (int, np.integer)) or job.nodes < 1:
+        raise SubmitError(f"job {job.job_id!r}: nodes must be a whole number >= 1 (TASK nodes it runs on), got {job.nodes!r}")
+    for field in ("prior_length_s", "run_start_s", "run_end_s"):
+        value = getattr(job, field)
+        if value is not None and not (is_number(value) and math.isfinite(value) and value >= 0):
+            raise SubmitError(f"job {job.job_id!r}: {field} must be a finite number of seconds >= 0 or None, got {value!r}")
+    if job.length_source is not None and not isinstance(job.length_source, str):
+        raise SubmitError(f"job {job.job_id!r}: length_source must be text or None, got {job.length_source!r}")
     step = json.dumps({"jar": job.step.jar, "args": list(job.step.args), "main_class": job.step.main_class})
     released_s = None if job.released_s is None else float(job.released_s)
     return (
@@ -254,7 +288,16 @@ def job_row(job: Job) -> tuple:
         job.step_id,
         None if job.demand_vector is None else json.dumps([float(v) for v in job.demand_vector]),
         job.deadline_text,
+        int(job.nodes),
+        _seconds_or_none(job.prior_length_s),
+        job.length_source,
+        _seconds_or_none(job.run_start_s),
+        _seconds_or_none(job.run_end_s),
     )
+
+
+def _seconds_or_none(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def loads_stored(text: str, what: str, path: Path) -> object:
@@ -280,7 +323,8 @@ def job_from_row(row: tuple) -> Job:
 
 
 def _read_job_row(row: tuple) -> Job:
-    job_id, name, tenant, submit_s, deadline_s, length_s, step_json, state, released_s, step_id, demand_json, deadline_text, seq = row
+    (job_id, name, tenant, submit_s, deadline_s, length_s, step_json, state, released_s, step_id, demand_json, deadline_text,
+     nodes, prior_length_s, length_source, run_start_s, run_end_s, seq) = row
     step = json.loads(step_json)
     return Job(
         job_id=job_id,
@@ -295,5 +339,10 @@ def _read_job_row(row: tuple) -> Job:
         step_id=step_id,
         demand_vector=None if demand_json is None else tuple(json.loads(demand_json)),
         deadline_text=deadline_text,
+        nodes=int(nodes),
+        prior_length_s=prior_length_s,
+        length_source=length_source,
+        run_start_s=run_start_s,
+        run_end_s=run_end_s,
         seq=seq,
     )

@@ -259,6 +259,12 @@ class Job:
     else None; its tenant's dynamic DRF demand comes from it. ``deadline_text``: the deadline as
     submitted ("2h", or an ISO-8601 time), which decides whether a resubmission is the same job
     (``autoscaler.core.intake.deadline_difference``); None for jobs not submitted that way (a trace's).
+    ``nodes``: w, the whole TASK nodes it runs on at once (its work is w node-slots per slot it runs; it
+    starts only when w nodes are free). ``length_s`` is the length it is planned at; ``prior_length_s``
+    the length it was submitted with (``--length-s`` or the size model) when a learned estimate replaced
+    it (None: not replaced), and ``length_source`` says where ``length_s`` came from ("given", "size
+    model", "p90 of 6 runs"; None for a job not submitted through intake). ``run_start_s`` and
+    ``run_end_s``: when its step started and ended on the cluster (EMR's step timeline), once known.
     ``seq``: the job's place in the store's order of arrival (1, 2, ...; set by the store, None for a
     job not read from one); the daemon reads only the jobs after the last it has seen. Not compared.
     """
@@ -275,4 +281,20 @@ class Job:
     step_id: str | None = None
     demand_vector: tuple[float, float, float] | None = None
     deadline_text: str | None = None
+    nodes: int = 1
+    prior_length_s: float | None = None
+    length_source: str | None = None
+    run_start_s: float | None = None
+    run_end_s: float | None = None
     seq: int | None = field(default=None, compare=False)
+
+    @property
+    def submitted_length_s(self) -> float:
+        """The length the job came with (``--length-s``, or the §V-A size model's), s: ``prior_length_s``,
+        or ``length_s`` when no other estimate replaced it."""
+        return self.length_s if self.prior_length_s is None else self.prior_length_s
+
+    @property
+    def overran(self) -> bool:
+        """Whether it finished after its deadline (``run_end_s`` > ``deadline_s``); False until it ends."""
+        return self.run_end_s is not None and self.run_end_s > self.deadline_s

@@ -492,7 +492,7 @@ def test_a_version_3_store_is_migrated_keeping_every_job_and_giving_seqs_in_arri
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
         assert conn.execute("SELECT count(*) FROM intents").fetchone() == (0,)
         indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
-        assert indexes == {"jobs_by_seq", "jobs_by_state_and_age", "jobs_by_release"}
+        assert indexes == {"jobs_by_seq", "jobs_by_state_and_age", "jobs_by_release", "jobs_by_name_and_end"}
 
 
 def _snapshot(path: Path) -> dict:
