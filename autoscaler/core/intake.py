@@ -10,10 +10,11 @@ import math
 import re
 import uuid
 from datetime import datetime
-from numbers import Real
+from numbers import Integral, Real
 
 from autoscaler.core.errors import ConfigError, SubmitError
 from autoscaler.core.model import Job, LengthModel, StepSpec
+from autoscaler.core.node_capacity import DEFAULT_TASK_INSTANCE_TYPE, NodeCapacity, nodes_for, task_capacity
 from autoscaler.core.readable import duration_text, utc_text
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s
 
@@ -54,6 +55,11 @@ def build_job(
     main_class: str | None = None,
     known_tenants: set[str] | None = None,
     length_model: LengthModel = LengthModel(),
+    nodes: int | None = None,
+    vcpus: float | None = None,
+    memory_gb: float | None = None,
+    max_nodes: int | None = None,
+    node_capacity: NodeCapacity | None = None,
 ) -> Job:
     """A queued Job submitted at ``now_s`` (Unix seconds), checked field by field.
 
@@ -65,6 +71,12 @@ def build_job(
     Give exactly one of ``command`` (run by command-runner.jar; ``args`` must then be empty) or
     ``jar`` (a path ending in .jar or an s3:// URI) with ``args`` and optionally ``main_class``.
 
+    The job's width w (``Job.nodes``, whole TASK nodes it runs on at once): ``nodes``, or the least w
+    whose YARN capacity holds ``vcpus`` and ``memory_gb`` (GiB) on nodes of ``node_capacity``
+    (default: :data:`~autoscaler.core.node_capacity.DEFAULT_TASK_INSTANCE_TYPE`'s), see
+    :func:`~autoscaler.core.node_capacity.nodes_for`; neither: 1. A width above ``max_nodes`` (when
+    given and >= 1) could never start, since a job starts only on all its nodes at once, and is refused.
+
     ``job_id`` None gets a random id (uuid4 hex). Clients that may retry should supply their own
     id: the store treats a resubmission with the same id and content as a no-op, which a fresh
     random id cannot be.
@@ -72,7 +84,9 @@ def build_job(
     Raises SubmitError naming the field and what was expected: an empty name or tenant, a tenant
     not in ``known_tenants`` (when given), a job id outside [A-Za-z0-9._-] or longer than 64, a
     number that is NaN, infinite or negative, a deadline that cannot be read, is not after now,
-    or leaves less time than the job's length, a length past :data:`MAX_DEADLINE_S`, or a malformed step.
+    or leaves less time than the job's length, a length past :data:`MAX_DEADLINE_S`, a malformed step,
+    ``nodes`` with ``vcpus`` or ``memory_gb``, a width that is not a whole number >= 1, a demand that
+    is not a number > 0, or a width above ``max_nodes`` (the message gives the figures).
     """
     job_id = _job_id(job_id)
     name = _non_empty("name", name)
@@ -81,6 +95,7 @@ def build_job(
         known = ", ".join(sorted(known_tenants)) or "none configured"
         raise SubmitError(f"tenant: unknown tenant {tenant!r}; expected one of: {known}")
     now_s = _finite("now_s", now_s, "Unix seconds", minimum=0.0)
+    width = _width(nodes, vcpus, memory_gb, max_nodes, node_capacity)
     length_s = _length_s(length_s, sizes, length_model)
     deadline_s = parse_deadline(deadline, now_s)
     if deadline_s - now_s > MAX_DEADLINE_S:
@@ -116,7 +131,50 @@ def build_job(
         step=step,
         demand_vector=demand_vector,
         deadline_text=deadline.strip(),
+        nodes=width,
     )
+
+
+def _width(nodes: int | None, vcpus: float | None, memory_gb: float | None, max_nodes: int | None, capacity: NodeCapacity | None) -> int:
+    """w, checked against ``max_nodes``; see :func:`build_job`."""
+    demand = {"vcpus": vcpus, "memory_gb": memory_gb}
+    if nodes is not None and any(value is not None for value in demand.values()):
+        given = " and ".join(name for name, value in demand.items() if value is not None)
+        raise SubmitError(
+            f"nodes: expected either a width in nodes or a demand in vcpus/memory_gb, got nodes={nodes!r} and {given}"
+        )
+    if nodes is not None:
+        if isinstance(nodes, bool) or not isinstance(nodes, Integral) or nodes < 1:
+            raise SubmitError(f"nodes: expected a whole number of TASK nodes >= 1, got {nodes!r}")
+        width = int(nodes)
+        if max_nodes is not None and max_nodes >= 1 and width > max_nodes:
+            raise SubmitError(
+                f"nodes: {width:,} is above max_nodes {max_nodes:,} (cluster.max_nodes); a job starts only when all its "
+                "nodes are free, so it would never start"
+            )
+        return width
+    if vcpus is None and memory_gb is None:
+        return 1
+    capacity = capacity if capacity is not None else task_capacity(DEFAULT_TASK_INSTANCE_TYPE)
+    needs = {}
+    for name, value, unit in (("vcpus", vcpus, "vCPUs"), ("memory_gb", memory_gb, "GiB")):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)) or float(value) <= 0:
+            raise SubmitError(f"{name}: expected a finite number > 0 ({unit}), got {value!r}")
+        needs[name] = nodes_for(value, None, capacity) if name == "vcpus" else nodes_for(None, value, capacity)
+    width = max(needs.values())
+    if max_nodes is not None and max_nodes >= 1 and width > max_nodes:
+        name = max(needs, key=lambda key: (needs[key], key == "vcpus"))
+        if name == "vcpus":
+            what = f"{vcpus:,g} vCPUs need {needs[name]:,} nodes of {capacity.vcpus:,} vCPUs ({capacity.source})"
+        else:
+            what = (
+                f"{memory_gb:,g} GiB need {needs[name]:,} nodes of {capacity.memory_gib:,g} GiB "
+                f"({capacity.source}: {capacity.memory_mb:,} MiB)"
+            )
+        raise SubmitError(f"{name}: {what}; max_nodes is {max_nodes:,} (cluster.max_nodes)")
+    return width
 
 
 SAME_DEADLINE_RULE = (
