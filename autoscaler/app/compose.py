@@ -167,7 +167,7 @@ def require_task_type(settings: Settings, group) -> None:
     actual, configured = group.instance_type, settings.cluster.task_instance_type
     if actual is None or actual == configured:
         return
-    from autoscaler.core.node_capacity import TASK_YARN_CAPACITY
+    from autoscaler.core.intake import TASK_YARN_CAPACITY
 
     told = "" if actual in TASK_YARN_CAPACITY else ", with cluster.task_yarn_vcpus and cluster.task_yarn_memory_mb (its YARN capacity is not in the table)"
     raise ConfigError(

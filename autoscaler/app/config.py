@@ -29,8 +29,8 @@ from autoscaler.adapters.files import require_regular_file
 from autoscaler.core import defaults
 from autoscaler.core.controller import ControllerConfig
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.intake import DEFAULT_TASK_INSTANCE_TYPE, NodeCapacity, task_capacity
 from autoscaler.core.model import DEFAULT_MAX_NODES, CostParams
-from autoscaler.core.node_capacity import DEFAULT_TASK_INSTANCE_TYPE, NodeCapacity, task_capacity
 from autoscaler.core.objective import DEFAULT_OBJECTIVE, OBJECTIVES, DerivedCosts, derive_costs
 from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
 from autoscaler.core.readable import number_text
@@ -55,7 +55,7 @@ class ClusterSettings(BaseModel):
     min_nodes: int = Field(default=0, ge=0, le=100_000)
     max_nodes: int = Field(default=DEFAULT_MAX_NODES, ge=0, le=100_000)
     task_instance_type: str = Field(default=DEFAULT_TASK_INSTANCE_TYPE, min_length=1, max_length=64)
-    """The TASK group's EC2 instance type, whose YARN capacity (autoscaler.core.node_capacity) turns a
+    """The TASK group's EC2 instance type, whose YARN capacity (autoscaler.core.intake) turns a
     job's ``submit --vcpus/--memory-gb`` into whole nodes."""
     task_yarn_vcpus: int | None = Field(default=None, ge=1, le=100_000)
     task_yarn_memory_mb: int | None = Field(default=None, ge=1, le=100_000_000)

@@ -9,7 +9,7 @@ import pytest
 
 from autoscaler.app.config import load_settings
 from autoscaler.core.errors import ConfigError
-from autoscaler.core.node_capacity import NodeCapacity
+from autoscaler.core.intake import NodeCapacity
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "example-config.toml"
 

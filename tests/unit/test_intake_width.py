@@ -7,8 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.core.errors import SubmitError
-from autoscaler.core.intake import build_job
-from autoscaler.core.node_capacity import NodeCapacity, nodes_for
+from autoscaler.core.intake import NodeCapacity, build_job, nodes_for
 
 NOW_S = 1_795_910_400.0
 C5_XLARGE = NodeCapacity(4, 6144, "c5.xlarge's YARN capacity")

@@ -1,7 +1,6 @@
-"""A TASK node's YARN capacity, and the width a job's vCPU and memory demand needs on such nodes."""
+"""intake: a TASK node's YARN capacity, and the width a job's vCPU and memory demand needs on such nodes."""
 
 from __future__ import annotations
-
 
 import numpy as np
 import pytest
@@ -11,8 +10,8 @@ from hypothesis import strategies as st
 from autoscaler.core.controller import ControllerConfig, arrive_tenants
 from autoscaler.core.edf import demand_vector
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.intake import TASK_YARN_CAPACITY, NodeCapacity, nodes_for, task_capacity
 from autoscaler.core.model import Job, StepSpec
-from autoscaler.core.node_capacity import TASK_YARN_CAPACITY, NodeCapacity, nodes_for, task_capacity
 from autoscaler.core.policy_state import PolicyState
 
 M5_XLARGE = NodeCapacity(4, 12288, "m5.xlarge's YARN capacity")
