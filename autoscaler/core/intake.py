@@ -62,6 +62,8 @@ def build_job(
     memory_gb: float | None = None,
     max_nodes: int | None = None,
     node_capacity: NodeCapacity | None = None,
+    container_vcpus: float | None = None,
+    container_memory_gb: float | None = None,
 ) -> Job:
     """A queued Job submitted at ``now_s`` (Unix seconds), checked field by field.
 
@@ -75,8 +77,10 @@ def build_job(
 
     The job's width w (``Job.nodes``, whole TASK nodes it runs on at once): ``nodes``, or the least w
     whose YARN capacity holds ``vcpus`` and ``memory_gb`` (GiB) on nodes of ``node_capacity``
-    (default: :data:`DEFAULT_TASK_INSTANCE_TYPE`'s), see
-    :func:`nodes_for`; neither: 1. A width above ``max_nodes`` (when
+    (default: :data:`DEFAULT_TASK_INSTANCE_TYPE`'s), see :func:`nodes_for`; neither: 1. With
+    ``container_vcpus`` and ``container_memory_gb`` (one YARN container's ask, both or neither), each
+    container must fit one node, and the demand is k = :func:`containers_for` such containers, at most
+    :func:`containers_per_node` to a node: w = ceil(k / per node). A width above ``max_nodes`` (when
     given and >= 1) could never start, since a job starts only on all its nodes at once, and is refused.
 
     ``job_id`` None gets a random id (uuid4 hex). Clients that may retry should supply their own
@@ -88,7 +92,8 @@ def build_job(
     number that is NaN, infinite or negative, a deadline that cannot be read, is not after now,
     or leaves less time than the job's length, a length past :data:`MAX_DEADLINE_S`, a malformed step,
     ``nodes`` with ``vcpus`` or ``memory_gb``, a width that is not a whole number >= 1, a demand that
-    is not a number > 0, or a width above ``max_nodes`` (the message gives the figures).
+    is not a number > 0, a container bigger than one node, or a width above ``max_nodes`` (the
+    message gives the figures).
     """
     job_id = _job_id(job_id)
     name = _non_empty("name", name)
@@ -97,7 +102,7 @@ def build_job(
         known = ", ".join(sorted(known_tenants)) or "none configured"
         raise SubmitError(f"tenant: unknown tenant {tenant!r}; expected one of: {known}")
     now_s = _finite("now_s", now_s, "Unix seconds", minimum=0.0)
-    width = _width(nodes, vcpus, memory_gb, max_nodes, node_capacity)
+    width = _width(nodes, vcpus, memory_gb, max_nodes, node_capacity, container_vcpus, container_memory_gb)
     length_s = _length_s(length_s, sizes, length_model)
     deadline_s = parse_deadline(deadline, now_s)
     if deadline_s - now_s > MAX_DEADLINE_S:
@@ -137,7 +142,15 @@ def build_job(
     )
 
 
-def _width(nodes: int | None, vcpus: float | None, memory_gb: float | None, max_nodes: int | None, capacity: NodeCapacity | None) -> int:
+def _width(
+    nodes: int | None,
+    vcpus: float | None,
+    memory_gb: float | None,
+    max_nodes: int | None,
+    capacity: NodeCapacity | None,
+    container_vcpus: float | None = None,
+    container_memory_gb: float | None = None,
+) -> int:
     """w, checked against ``max_nodes``; see :func:`build_job`."""
     demand = {"vcpus": vcpus, "memory_gb": memory_gb}
     if nodes is not None and any(value is not None for value in demand.values()):
@@ -145,11 +158,18 @@ def _width(nodes: int | None, vcpus: float | None, memory_gb: float | None, max_
         raise SubmitError(
             f"nodes: expected either a width in nodes or a demand in vcpus/memory_gb, got nodes={nodes!r} and {given}"
         )
+    capacity = capacity if capacity is not None else task_capacity(DEFAULT_TASK_INSTANCE_TYPE)
+    for name, value, unit in (("vcpus", vcpus, "vCPUs"), ("memory_gb", memory_gb, "GiB"), ("container_vcpus", container_vcpus, "vCPUs"), ("container_memory_gb", container_memory_gb, "GiB")):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)) or float(value) <= 0):
+            raise SubmitError(f"{name}: expected a finite number > 0 ({unit}), got {value!r}")
+    container = _container(container_vcpus, container_memory_gb, capacity, nodes is not None or vcpus is not None or memory_gb is not None)
+    checked = max_nodes is not None and max_nodes >= 1
+    limit = f"max_nodes is {max_nodes:,} (cluster.max_nodes)" if checked else ""
     if nodes is not None:
         if isinstance(nodes, bool) or not isinstance(nodes, Integral) or nodes < 1:
             raise SubmitError(f"nodes: expected a whole number of TASK nodes >= 1, got {nodes!r}")
         width = int(nodes)
-        if max_nodes is not None and max_nodes >= 1 and width > max_nodes:
+        if checked and width > max_nodes:
             raise SubmitError(
                 f"nodes: {width:,} is above max_nodes {max_nodes:,} (cluster.max_nodes); a job starts only when all its "
                 "nodes are free, so it would never start"
@@ -157,16 +177,24 @@ def _width(nodes: int | None, vcpus: float | None, memory_gb: float | None, max_
         return width
     if vcpus is None and memory_gb is None:
         return 1
-    capacity = capacity if capacity is not None else task_capacity(DEFAULT_TASK_INSTANCE_TYPE)
+    if container is not None:
+        count = containers_for(vcpus, memory_gb, *container)
+        per_node = containers_per_node(*container, capacity)
+        width = -(-count // per_node)
+        if checked and width > max_nodes:
+            raise SubmitError(
+                f"vcpus/memory_gb: {count:,} containers of {container_vcpus:,g} vCPUs and {container_memory_gb:,g} GiB, "
+                f"{per_node:,} to a node of {capacity.vcpus:,} vCPUs and {capacity.memory_gib:,g} GiB ({capacity.source}), "
+                f"need {width:,} nodes; {limit}"
+            )
+        return width
     needs = {}
-    for name, value, unit in (("vcpus", vcpus, "vCPUs"), ("memory_gb", memory_gb, "GiB")):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)) or float(value) <= 0:
-            raise SubmitError(f"{name}: expected a finite number > 0 ({unit}), got {value!r}")
-        needs[name] = nodes_for(value, None, capacity) if name == "vcpus" else nodes_for(None, value, capacity)
+    if vcpus is not None:
+        needs["vcpus"] = nodes_for(vcpus, None, capacity)
+    if memory_gb is not None:
+        needs["memory_gb"] = nodes_for(None, memory_gb, capacity)
     width = max(needs.values())
-    if max_nodes is not None and max_nodes >= 1 and width > max_nodes:
+    if checked and width > max_nodes:
         name = max(needs, key=lambda key: (needs[key], key == "vcpus"))
         if name == "vcpus":
             what = f"{vcpus:,g} vCPUs need {needs[name]:,} nodes of {capacity.vcpus:,} vCPUs ({capacity.source})"
@@ -175,8 +203,30 @@ def _width(nodes: int | None, vcpus: float | None, memory_gb: float | None, max_
                 f"{memory_gb:,g} GiB need {needs[name]:,} nodes of {capacity.memory_gib:,g} GiB "
                 f"({capacity.source}: {capacity.memory_mb:,} MiB)"
             )
-        raise SubmitError(f"{name}: {what}; max_nodes is {max_nodes:,} (cluster.max_nodes)")
+        raise SubmitError(f"{name}: {what}; {limit}")
     return width
+
+
+def _container(vcpus: float | None, memory_gb: float | None, capacity: NodeCapacity, with_width: bool) -> tuple[float, float] | None:
+    """The container (vCPUs, GiB), checked to fit one node; None when not given."""
+    if vcpus is None and memory_gb is None:
+        return None
+    if vcpus is None or memory_gb is None:
+        missing = "container_vcpus" if vcpus is None else "container_memory_gb"
+        raise SubmitError(f"{missing}: expected both container_vcpus and container_memory_gb (a YARN container asks for both), got one")
+    if not with_width:
+        raise SubmitError("container_vcpus/container_memory_gb: expected the job's width too, as nodes or as its vcpus/memory_gb in all")
+    if _exact("container_vcpus", vcpus) > capacity.vcpus:
+        raise SubmitError(
+            f"container_vcpus: a container of {vcpus:,g} vCPUs does not fit one node of {capacity.vcpus:,} vCPUs "
+            f"({capacity.source}); YARN would never place it"
+        )
+    if _exact("container_memory_gb", memory_gb) * MIB_PER_GIB > capacity.memory_mb:
+        raise SubmitError(
+            f"container_memory_gb: a container of {memory_gb:,g} GiB does not fit one node of {capacity.memory_gib:,g} GiB "
+            f"({capacity.source}: {capacity.memory_mb:,} MiB); YARN would never place it"
+        )
+    return vcpus, memory_gb
 
 
 SAME_DEADLINE_RULE = (
@@ -502,3 +552,23 @@ def _exact(name: str, value: float) -> Fraction:
         raise ConfigError(f"{name}: expected a finite number > 0, got {value!r}")
     # repr gives the shortest decimal that reads back as the same float: the number the user wrote.
     return Fraction(repr(float(value)))
+
+
+def containers_for(vcpus: float | None, memory_gib: float | None, container_vcpus: float, container_memory_gib: float) -> int:
+    """k, the containers of (``container_vcpus``, ``container_memory_gib``) a job needs to hold ``vcpus``
+    and ``memory_gib`` in all: max(ceil(V / v), ceil(G / g)), at least 1, exact on the numbers as written.
+    Raises ConfigError for a figure that is not a finite number > 0."""
+    count = 1
+    for name, total, each in (("vcpus", vcpus, container_vcpus), ("memory_gib", memory_gib, container_memory_gib)):
+        if total is not None:
+            count = max(count, math.ceil(_exact(name, total) / _exact(f"container_{name}", each)))
+    return count
+
+
+def containers_per_node(container_vcpus: float, container_memory_gib: float, capacity: NodeCapacity) -> int:
+    """How many containers of (``container_vcpus``, ``container_memory_gib``) one node of ``capacity`` holds:
+    min(floor(c / v), floor(m / (1024 g))); 0 when one does not fit. Raises ConfigError for a figure
+    that is not a finite number > 0."""
+    by_vcpus = math.floor(capacity.vcpus / _exact("container_vcpus", container_vcpus))
+    by_memory = math.floor(capacity.memory_mb / (_exact("container_memory_gib", container_memory_gib) * MIB_PER_GIB))
+    return min(by_vcpus, by_memory)

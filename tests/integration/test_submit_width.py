@@ -52,6 +52,7 @@ def test_no_width_is_one_node_as_before(tmp_path):
         ("", ["--memory-gb", "48"], 4),  # exactly four nodes' memory
         ('task_instance_type = "m5.2xlarge"\n', ["--vcpus", "20", "--memory-gb", "100"], 5),  # 8 vCPUs, 24 GiB: 3 and 5
         ('task_instance_type = "x9.huge"\ntask_yarn_vcpus = 16\ntask_yarn_memory_mb = 65536\n', ["--vcpus", "17"], 2),
+        ("", ["--vcpus", "6", "--memory-gb", "30", "--container-vcpus", "2", "--container-memory-gb", "5"], 3),  # 6 containers, 2 a node
     ],
 )
 def test_vcpus_and_memory_become_whole_nodes_of_the_task_type(tmp_path, cluster_lines, width, nodes):
@@ -70,6 +71,11 @@ def test_vcpus_and_memory_become_whole_nodes_of_the_task_type(tmp_path, cluster_
         (["--nodes", "0"], "", "argument --nodes: expected a whole number"),
         (["--memory-gb", "-3"], "", "argument --memory-gb: expected a finite number > 0, got '-3'"),
         (["--vcpus", "8"], 'task_instance_type = "x9.huge"\n', "set cluster.task_yarn_vcpus and cluster.task_yarn_memory_mb"),
+        (["--vcpus", "8", "--container-vcpus", "1", "--container-memory-gb", "16"], "", "container_memory_gb: a container of 16 GiB does not fit one node of 12 GiB"),
+        (
+            ["--vcpus", "40", "--memory-gb", "280", "--container-vcpus", "1", "--container-memory-gb", "7"], "",
+            "vcpus/memory_gb: 40 containers of 1 vCPUs and 7 GiB, 1 to a node of 4 vCPUs and 12 GiB (m5.xlarge's YARN capacity), need 40 nodes; max_nodes is 32",
+        ),
     ],
 )
 def test_a_width_no_cluster_can_start_is_refused_with_its_figures_and_nothing_is_stored(tmp_path, capsys, width, cluster_lines, said):

@@ -67,6 +67,11 @@ def add_parsers(commands) -> None:
     width.add_argument("--nodes", type=positive_int, default=None, metavar="W", help="w, the TASK nodes the job runs on at once")
     width.add_argument("--vcpus", type=positive_float, default=None, metavar="V", help="vCPUs its containers take in all")
     width.add_argument("--memory-gb", type=positive_float, default=None, metavar="G", help="memory its containers take in all, GiB (1,024 MiB)")
+    width.add_argument(
+        "--container-vcpus", type=positive_float, default=None, metavar="V1",
+        help="with --container-memory-gb: one container's ask; it must fit one node, and V and G become whole containers packed onto nodes",
+    )  # fmt: skip
+    width.add_argument("--container-memory-gb", type=positive_float, default=None, metavar="G1", help="one container's memory, GiB")
     submit.add_argument("--jar", help="jar to run (a path on the cluster or s3://...); its arguments follow --args")
     submit.add_argument("--main-class", default=None, help="main class for --jar")
     submit.add_argument(
@@ -163,6 +168,8 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             nodes=args.nodes,
             vcpus=args.vcpus,
             memory_gb=args.memory_gb,
+            container_vcpus=args.container_vcpus,
+            container_memory_gb=args.container_memory_gb,
             max_nodes=settings.cluster.max_nodes if settings else DEFAULT_MAX_NODES,
             node_capacity=settings.cluster.task_capacity() if settings else None,
         )
