@@ -161,20 +161,26 @@ def emr_cluster(
 
 
 def require_task_type(settings: Settings, group) -> None:
-    """ConfigError when EMR's TASK group (``group``, a TaskGroup) runs another instance type than
-    ``cluster.task_instance_type``: ``submit`` turns vCPUs and memory into nodes of the configured
-    type, so every such width would be wrong. A group whose type EMR does not say passes."""
+    """Check EMR's TASK group (``group``, a TaskGroup) against ``cluster.task_instance_type``:
+    ``submit`` turns vCPUs and memory into nodes of the configured type, so every such width would be
+    wrong on another. A type set in the config (file or environment) that differs is a ConfigError;
+    the default (m5.xlarge, not set) that differs is a warning, ``task_instance_type_differs``, and
+    the daemon starts: it sizes nothing itself, and a config that never set the type ran before
+    widths existed. A group whose type EMR does not say passes."""
     actual, configured = group.instance_type, settings.cluster.task_instance_type
     if actual is None or actual == configured:
         return
     from autoscaler.core.intake import TASK_YARN_CAPACITY
 
     told = "" if actual in TASK_YARN_CAPACITY else ", with cluster.task_yarn_vcpus and cluster.task_yarn_memory_mb (its YARN capacity is not in the table)"
-    raise ConfigError(
-        f"cluster.task_instance_type is {configured!r}, but the TASK group {group.group_id} of cluster {settings.cluster.id} "
-        f"runs {actual}: submit --vcpus/--memory-gb would count nodes of the wrong size; set "
-        f"cluster.task_instance_type = {actual!r}{told}"
+    detail = (
+        f"the TASK group {group.group_id} of cluster {settings.cluster.id} runs {actual}: submit --vcpus/--memory-gb "
+        f"would count nodes of the wrong size; set cluster.task_instance_type = {actual!r}{told}"
     )
+    if "task_instance_type" not in settings.cluster.model_fields_set:
+        structlog.get_logger("autoscaler").warning("task_instance_type_differs", configured=f"{configured} (the default)", detail=detail)
+        return
+    raise ConfigError(f"cluster.task_instance_type is {configured!r}, but {detail}")
 
 
 @contextmanager

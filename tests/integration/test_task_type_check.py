@@ -4,6 +4,7 @@ refuses a config whose cluster.task_instance_type says another, since submit siz
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from autoscaler.app import compose
 from autoscaler.core.errors import ConfigError
@@ -42,7 +43,7 @@ def test_another_configured_type_stops_start_up_naming_both(emr_cluster_id, moto
     assert message.endswith("set cluster.task_instance_type = 'm5.xlarge'")
 
 
-def test_a_type_the_table_does_not_list_is_named_with_the_figures_to_tell(emr, moto_endpoint, tmp_path):
+def m6i_cluster(emr) -> str:
     groups = [
         {"Name": "master", "InstanceRole": "MASTER", "InstanceType": "m5.xlarge", "InstanceCount": 1},
         {"Name": "task", "InstanceRole": "TASK", "InstanceType": "m6i.xlarge", "InstanceCount": 1},
@@ -51,9 +52,24 @@ def test_a_type_the_table_does_not_list_is_named_with_the_figures_to_tell(emr, m
         Name="m6i", ReleaseLabel="emr-6.15.0", JobFlowRole="EMR_EC2_DefaultRole", ServiceRole="EMR_DefaultRole",
         Instances={"InstanceGroups": groups, "KeepJobFlowAliveWhenNoSteps": True},
     )["JobFlowId"]  # fmt: skip
+    return cluster_id
+
+
+def test_a_type_the_table_does_not_list_is_named_with_the_figures_to_tell(emr, moto_endpoint, tmp_path):
+    cluster_id = m6i_cluster(emr)
     with pytest.raises(ConfigError) as refused:
-        compose.emr_cluster(settings_for(tmp_path, cluster_id, moto_endpoint), startup_wait_s=0)
+        compose.emr_cluster(settings_for(tmp_path, cluster_id, moto_endpoint, 'task_instance_type = "m5.xlarge"\n'), startup_wait_s=0)
     assert str(refused.value).endswith(
         "set cluster.task_instance_type = 'm6i.xlarge', with cluster.task_yarn_vcpus and cluster.task_yarn_memory_mb "
         "(its YARN capacity is not in the table)"
     )
+
+
+def test_a_config_that_never_set_the_type_starts_with_a_warning_naming_the_groups_type(emr, moto_endpoint, tmp_path):
+    cluster_id = m6i_cluster(emr)
+    with capture_logs() as logs:
+        cluster = compose.emr_cluster(settings_for(tmp_path, cluster_id, moto_endpoint), startup_wait_s=0)
+    assert cluster.task_group().instance_type == "m6i.xlarge"
+    (warning,) = [line for line in logs if line["event"] == "task_instance_type_differs"]
+    assert warning["configured"] == "m5.xlarge (the default)"
+    assert "runs m6i.xlarge" in warning["detail"] and warning["detail"].endswith("(its YARN capacity is not in the table)")
