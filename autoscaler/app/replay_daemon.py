@@ -346,6 +346,7 @@ def twin_bill_table(bill, twin, carbon, slot_s: float) -> Table:
     hours = {state: seconds / 3600.0 for state, seconds in bill.state_node_s.items()}
     table.add_row("node-hours billed (per second, 60 s minimum)", f"{bill.billed_node_s / 3600:,.2f}")
     table.add_row("  booting, idle, busy node-hours", f"{hours['booting']:,.2f}, {hours['idle']:,.2f}, {hours['busy']:,.2f}")
+    table.add_row("utilisation (busy node-hours / billed)", f"{100 * bill.utilisation:.1f} %")
     table.add_row("cost, $", f"{bill.cost_usd:,.2f}")
     table.add_row("energy, kWh", f"{bill.energy_wh / 1000:,.3f}")
     if carbon is not None:

@@ -82,7 +82,7 @@ def _step_id(job: Job) -> str:
 
 
 def _add(twin: ClusterTwin, job: Job) -> None:
-    twin.add_step(job.submit_s, _step_id(job), job.job_id, job.length_s, job.submit_s, job.deadline_s)
+    twin.add_step(job.submit_s, _step_id(job), job.job_id, job.length_s, job.submit_s, job.deadline_s, job.nodes)
 
 
 def _add_until(twin: ClusterTwin, jobs: Sequence[Job], next_job: int, until_s: float) -> int:
@@ -257,7 +257,9 @@ def smallest_fixed_nodes(jobs: Sequence[Job], config: TwinConfig, *, max_nodes: 
     Sizes are tried by binary search from a lower bound (total true work / the time from start_s
     to the last deadline) on a first-come-first-served recursion equal to the twin's (step
     concurrency c makes N nodes work as min(N, c)); the N found is checked to meet every deadline
-    and N - 1 to miss one. Raises ConfigError as :func:`run_baseline` does for its inputs."""
+    and N - 1 to miss one. Jobs of w > 1 nodes (gang start, later steps passing a wide one) are
+    played on the twin itself for each N tried, from the widest w up (fewer nodes never run it; the
+    bound counts w x true length). Raises ConfigError as :func:`run_baseline` does for its inputs."""
     max_nodes = _whole(max_nodes, "max_nodes", 1)
     ordered = _checked_jobs(jobs, start_s)
     if not ordered:
@@ -270,15 +272,23 @@ def smallest_fixed_nodes(jobs: Sequence[Job], config: TwinConfig, *, max_nodes: 
         raise ConfigError(f"job {bad.job_id!r} has length_s {bad.length_s!r}, expected a finite number >= 0")
     free_from_s = (start_s - config.provision_s) + config.provision_s  # when the twin's first nodes are usable
 
+    width = np.array([job.nodes for job in ordered], dtype=float)
+    widest = int(width.max())
+
     def meets(nodes: int) -> bool:
+        if widest > 1:
+            if nodes < widest:
+                return False
+            steps = _play_fixed(ordered, config, 0, max_nodes, start_s, nodes).steps
+            return all(steps[_step_id(job)].end_s <= job.deadline_s + DEADLINE_ABS_S for job in ordered)
         servers = min(nodes, config.step_concurrency)
         return bool(np.all(_fifo_end_s(submit_s, true_s, servers, free_from_s) <= deadline_s + DEADLINE_ABS_S))
 
     if not meets(max_nodes):
         return max_nodes, False
     horizon_s = float(np.max(deadline_s)) + DEADLINE_ABS_S - free_from_s
-    bound = math.ceil(float(np.sum(true_s)) / horizon_s * (1 - 1e-12)) if horizon_s > 0 else 1
-    low, high = max(1, min(bound, max_nodes)), max_nodes
+    bound = math.ceil(float(np.sum(true_s * width)) / horizon_s * (1 - 1e-12)) if horizon_s > 0 else 1
+    low, high = max(1, widest, min(bound, max_nodes)), max_nodes
     while low < high:
         middle = (low + high) // 2
         if meets(middle):
