@@ -193,7 +193,9 @@ def dispatch(
             for need in _per_node(j, need_s(j, limits.slot_s) / j.nodes)
         ]
         packed = _nodes_packed(running_needs + due_needs, limits.slot_s) if due_needs else 0
-        nodes = min(limits.max_nodes, max(policy_nodes, holding, packed, _whole_nodes(running_s + released_s, limits.slot_s)))
+        # A job of w > 1 nodes starts on w nodes at once: w of its own beside those the running jobs hold.
+        gang = holding + sum(j.nodes for j in release if j.nodes > 1)
+        nodes = min(limits.max_nodes, max(policy_nodes, holding, gang, packed, _whole_nodes(running_s + released_s, limits.slot_s)))
     else:
         nodes = min(limits.max_nodes, max(policy_nodes, running_nodes + sum(j.nodes for j in release)))
     released = {j.job_id for j in release}
