@@ -14,7 +14,7 @@ Times are seconds on the trace's clock, ``start_s`` its time 0 (the start of its
   management guide, "Using managed scaling"). It evaluates YARN's metrics every
   :data:`MANAGED_INTERVAL_S` (EMR: every 5-10 s) with no documented cooldown, adds task nodes for
   pending containers and removes idle task nodes, within min..max, and defers nothing. At each
-  evaluation: pending = steps a usable node would start now (never-started steps that
+  evaluation: pending = the nodes (w each) of the steps usable nodes would start now (never-started steps that
   step_concurrency lets start, and killed runs waiting to run again); demand = busy nodes +
   pending; up = booting + idle + busy nodes. If demand > up: resize to min(max_nodes, demand)
   (booting nodes count as covering pending work). Else if a node is idle and up > max(min_nodes,
@@ -25,8 +25,9 @@ Times are seconds on the trace's clock, ``start_s`` its time 0 (the start of its
 * ``custom-rules``: EMR's older automatic scaling with a custom policy (EMR management guide,
   "Using automatic scaling with a custom policy for instance groups"), the console's default
   rules: every :data:`PERIOD_S` (one CloudWatch period; EMR publishes its metrics every five
-  minutes) YARNMemoryAvailablePercentage is read as 100 x idle usable nodes / usable nodes (a
-  node's memory is free when it runs no step; with no usable node: 0 if a step waits, else 100).
+  minutes) YARNMemoryAvailablePercentage is read as 100 x (idle usable nodes less the nodes pending
+  steps need, at least 0) / usable nodes (a node's memory is free when it runs no step and no
+  waiting step of w nodes claims it; with no usable node: 0 if a step waits, else 100).
   Below :data:`SCALE_OUT_BELOW_PERCENT`: +1 node (up to max_nodes); above
   :data:`SCALE_IN_ABOVE_PERCENT`: -1 node, an idle one (down to min_nodes). After a scaling
   activity no rule fires for :data:`COOLDOWN_S`, counted as EMR's API defines ``CoolDown`` ("after
@@ -169,7 +170,9 @@ def _play_custom_rules(jobs: Sequence[Job], config: TwinConfig, min_nodes: int, 
             up = counts["booting"] + counts["idle"] + counts["busy"]
             usable = counts["idle"] + counts["busy"]
             if usable:
-                memory_available_percent = 100.0 * counts["idle"] / usable
+                # YARN hands idle memory to pending containers: a step of w nodes waiting for more
+                # than are idle leaves none available (one-node steps never wait beside an idle node).
+                memory_available_percent = 100.0 * max(0, counts["idle"] - counts["pending"]) / usable
             else:
                 memory_available_percent = 0.0 if counts["waiting"] else 100.0
             if memory_available_percent < SCALE_OUT_BELOW_PERCENT and up < max_nodes:

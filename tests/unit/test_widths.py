@@ -172,3 +172,18 @@ def test_the_smallest_fixed_cluster_for_wide_jobs_is_at_least_the_widest_and_mee
     if nodes > 4:
         fewer = run_baseline("fixed", jobs, twin, min_nodes=0, max_nodes=16, start_s=0.0, fixed_nodes=nodes - 1)
         assert any(fewer.steps[f"s-{j.job_id}"].end_s > j.deadline_s + 1e-6 for j in jobs)
+
+
+@pytest.mark.parametrize("name", ["managed", "custom-rules"])
+def test_the_scaling_baselines_grow_to_a_wide_jobs_w_nodes_and_run_every_job(name):
+    twin = TwinConfig(provision_s=60.0)
+    jobs = [
+        Job(f"j{i}", "n", "t", submit_s=i * 50.0, deadline_s=i * 50.0 + 7200.0, length_s=200.0, step=StepSpec(), nodes=w)
+        for i, w in enumerate([6, 1, 2])
+    ]
+    played = run_baseline(name, jobs, twin, min_nodes=1, max_nodes=8, start_s=0.0)
+    for j in jobs:
+        step = played.steps[f"s-{j.job_id}"]
+        assert step.end_s == pytest.approx(step.start_s + 200.0)
+        assert len({r[1] for r in played.runs if r[0] == step.step_id}) == j.nodes
+    assert 6 <= played.peak_nodes <= 8
