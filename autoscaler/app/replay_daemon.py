@@ -39,21 +39,36 @@ from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.readable import count_text
 from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.slot_work import node_seconds_active
-from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
+from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, job_nodes, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
 
 
-def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1) -> list[Job]:
+def trace_jobs(
+    trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1, containers_per_node: int | None = None, max_nodes: int | None = None
+) -> list[Job]:
     """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
 
     A length running past the window is cut at the window's end, as ``autoscaler replay``
     clips its curves, so both see the same work. The trace has no tenants: with ``tenants``
     > 1 its jobs are dealt to tenant-1 .. tenant-K in submit order, like K teams sharing the
     cluster; each job carries its estimated demand vector (CPU s, disk bytes, network bytes).
+    With ``containers_per_node`` each job runs on w nodes (``autoscaler.core.workload.job_nodes``:
+    its §V-A mappers or reducers, whichever are more, over the containers a node holds); None: one
+    node each. Raises ConfigError naming the job when its w is above ``max_nodes`` (it could never start).
     """
-    sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float)
+    sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float).reshape(-1, 3)
     lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
     demands = estimate_demand_vector(sizes[:, 0], sizes[:, 1], sizes[:, 2])
+    widths = job_nodes(sizes[:, 0], sizes[:, 2], containers_per_node)
+    if max_nodes is not None:
+        inside = [i for i, j in enumerate(trace.jobs) if j.submit_s < window_s and widths[i] > max_nodes]
+        if inside:
+            first = trace.jobs[inside[0]]
+            raise ConfigError(
+                f"--containers-per-node {containers_per_node}: job {first.job_id!r} needs {int(widths[inside[0]]):,} nodes at once "
+                f"({count_text(len(inside), 'job')} of the trace above --max-nodes {max_nodes:,}), more than the cluster may have; "
+                "give more containers per node or a larger --max-nodes"
+            )
     return [
         Job(
             job_id=j.job_id,
@@ -64,8 +79,9 @@ def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenan
             length_s=min(float(length), window_s - j.submit_s),
             step=StepSpec(args=("true",)),
             demand_vector=tuple(float(v) for v in demand),
+            nodes=int(width),
         )
-        for i, (j, length, demand) in enumerate(zip(trace.jobs, lengths, demands))
+        for i, (j, length, demand, width) in enumerate(zip(trace.jobs, lengths, demands, widths))
         if j.submit_s < window_s
     ]
 
@@ -92,7 +108,8 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                 "has no jobs (autoscaler replay --trace reads it)"
             )
         trace = read_swim(path)
-    workload = workload_from_trace(trace, slot_s=slot_s)
+    containers_per_node = getattr(args, "containers_per_node", None)
+    workload = workload_from_trace(trace, slot_s=slot_s, containers_per_node=containers_per_node)
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     from autoscaler.app.cli.arguments import costs_text
@@ -100,7 +117,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     err.print(costs_text(settings.derived_costs(twin.price_per_node_hour if twin is not None else None)), style="dim", markup=False, highlight=False)
     window_slots = workload.n_slots
     require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
-    jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
+    jobs = sorted(
+        trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants, containers_per_node, max_nodes), key=lambda j: j.submit_s
+    )
     if twin is not None and config.provision_s < twin.provision_s:
         err.print(
             f"note: the twin's nodes take {twin.provision_s:g} s to be usable and the config's provision_s is "
@@ -145,9 +164,10 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         runner = compose.runner(settings, config, store, cluster, clock, dry_run=args.dry_run, on_decision=decisions_file, retention_s=None)
         horizon = window_slots + deadline_slots
         end_slot = replay_end_slot(horizon)
-        # On the twin, fewer steps at once than nodes bound the work as the nodes would.
+        # On the twin, fewer steps at once than nodes bound the work as the nodes would (one-node jobs;
+        # a step of w nodes takes w of them).
         cap, cap_flag = max_nodes, "--max-nodes"
-        if twin is not None and twin.step_concurrency < max_nodes:
+        if twin is not None and twin.step_concurrency < max_nodes and all(job.nodes == 1 for job in jobs):
             cap, cap_flag = twin.step_concurrency, "--step-concurrency"
         check = _DrainCheck(jobs, end_slot, horizon, cap, slot_s, cap_flag)
         submitted = 0
@@ -346,6 +366,7 @@ def twin_bill_table(bill, twin, carbon, slot_s: float) -> Table:
     hours = {state: seconds / 3600.0 for state, seconds in bill.state_node_s.items()}
     table.add_row("node-hours billed (per second, 60 s minimum)", f"{bill.billed_node_s / 3600:,.2f}")
     table.add_row("  booting, idle, busy node-hours", f"{hours['booting']:,.2f}, {hours['idle']:,.2f}, {hours['busy']:,.2f}")
+    table.add_row("utilisation (busy node-hours / billed)", f"{100 * bill.utilisation:.1f} %")
     table.add_row("cost, $", f"{bill.cost_usd:,.2f}")
     table.add_row("energy, kWh", f"{bill.energy_wh / 1000:,.3f}")
     if carbon is not None:
@@ -372,8 +393,9 @@ def replay_end_slot(horizon: int) -> int:
 
 
 def node_slots(job: Job, slot_s: float) -> int:
-    """Slots a released job holds its node: its length in slots, at least the one it is released in."""
-    return max(1, math.ceil(job.length_s / slot_s))
+    """Node-slots a released job holds: its length in slots, at least the one it is released in, on
+    each of its w nodes (``Job.nodes``)."""
+    return max(1, math.ceil(job.length_s / slot_s)) * job.nodes
 
 
 def deadline_nodes_needed(jobs: list[Job], slot_s: float) -> int:
@@ -399,14 +421,14 @@ def check_drain(
     """Raise ConfigError when the jobs not yet released (``waiting``) cannot all be released by
     ``end_slot`` on ``max_nodes`` nodes.
 
-    Jobs hold a node each for ``node_slots``; ``running`` ones hold theirs until they end. For
+    Jobs hold their w nodes for ``node_slots``; ``running`` ones hold theirs until they end. For
     the slots from now, and from each later submit slot r on, the node-slots of the jobs that
     can only run there must fit in max_nodes x the slots to ``end_slot``. The message names
     --max-nodes, the least cap that could release every job in time, and ``deadline_cap``, a
     lower bound on the cap that meets every deadline; ``cap_flag`` is the flag that set the cap
     (--step-concurrency on a twin that runs fewer steps at once than --max-nodes).
     """
-    busy = sum(max(0, math.ceil((job.released_s + job.length_s) / slot_s) - slot) for job in running if job.released_s is not None)
+    busy = sum(max(0, math.ceil((job.released_s + job.length_s) / slot_s) - slot) * job.nodes for job in running if job.released_s is not None)
     by_release: dict[int, list[int]] = {}
     for job in waiting:
         by_release.setdefault(max(slot, math.floor(job.submit_s / slot_s)), []).append(node_slots(job, slot_s))
@@ -453,7 +475,7 @@ class _DrainCheck:
         active = active_jobs()
         queued = [job for job in active if job.state == "queued"]
         running = [job for job in active if job.state != "queued" and job.released_s is not None]
-        busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) for job in running)
+        busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) * job.nodes for job in running)
         work = sum(self._held_by_id.get(job.job_id, node_slots(job, self._slot_s)) for job in queued) + self._left[submitted] + busy
         count = len(queued) + len(self._jobs) - submitted
         _refuse_if_short([(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap, self._cap_flag)

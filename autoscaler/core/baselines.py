@@ -14,7 +14,7 @@ Times are seconds on the trace's clock, ``start_s`` its time 0 (the start of its
   management guide, "Using managed scaling"). It evaluates YARN's metrics every
   :data:`MANAGED_INTERVAL_S` (EMR: every 5-10 s) with no documented cooldown, adds task nodes for
   pending containers and removes idle task nodes, within min..max, and defers nothing. At each
-  evaluation: pending = steps a usable node would start now (never-started steps that
+  evaluation: pending = the nodes (w each) of the steps usable nodes would start now (never-started steps that
   step_concurrency lets start, and killed runs waiting to run again); demand = busy nodes +
   pending; up = booting + idle + busy nodes. If demand > up: resize to min(max_nodes, demand)
   (booting nodes count as covering pending work). Else if a node is idle and up > max(min_nodes,
@@ -25,8 +25,9 @@ Times are seconds on the trace's clock, ``start_s`` its time 0 (the start of its
 * ``custom-rules``: EMR's older automatic scaling with a custom policy (EMR management guide,
   "Using automatic scaling with a custom policy for instance groups"), the console's default
   rules: every :data:`PERIOD_S` (one CloudWatch period; EMR publishes its metrics every five
-  minutes) YARNMemoryAvailablePercentage is read as 100 x idle usable nodes / usable nodes (a
-  node's memory is free when it runs no step; with no usable node: 0 if a step waits, else 100).
+  minutes) YARNMemoryAvailablePercentage is read as 100 x (idle usable nodes less the nodes pending
+  steps need, at least 0) / usable nodes (a node's memory is free when it runs no step and no
+  waiting step of w nodes claims it; with no usable node: 0 if a step waits, else 100).
   Below :data:`SCALE_OUT_BELOW_PERCENT`: +1 node (up to max_nodes); above
   :data:`SCALE_IN_ABOVE_PERCENT`: -1 node, an idle one (down to min_nodes). After a scaling
   activity no rule fires for :data:`COOLDOWN_S`, counted as EMR's API defines ``CoolDown`` ("after
@@ -82,7 +83,7 @@ def _step_id(job: Job) -> str:
 
 
 def _add(twin: ClusterTwin, job: Job) -> None:
-    twin.add_step(job.submit_s, _step_id(job), job.job_id, job.length_s, job.submit_s, job.deadline_s)
+    twin.add_step(job.submit_s, _step_id(job), job.job_id, job.length_s, job.submit_s, job.deadline_s, job.nodes)
 
 
 def _add_until(twin: ClusterTwin, jobs: Sequence[Job], next_job: int, until_s: float) -> int:
@@ -169,7 +170,9 @@ def _play_custom_rules(jobs: Sequence[Job], config: TwinConfig, min_nodes: int, 
             up = counts["booting"] + counts["idle"] + counts["busy"]
             usable = counts["idle"] + counts["busy"]
             if usable:
-                memory_available_percent = 100.0 * counts["idle"] / usable
+                # YARN hands idle memory to pending containers: a step of w nodes waiting for more
+                # than are idle leaves none available (one-node steps never wait beside an idle node).
+                memory_available_percent = 100.0 * max(0, counts["idle"] - counts["pending"]) / usable
             else:
                 memory_available_percent = 0.0 if counts["waiting"] else 100.0
             if memory_available_percent < SCALE_OUT_BELOW_PERCENT and up < max_nodes:
@@ -257,7 +260,9 @@ def smallest_fixed_nodes(jobs: Sequence[Job], config: TwinConfig, *, max_nodes: 
     Sizes are tried by binary search from a lower bound (total true work / the time from start_s
     to the last deadline) on a first-come-first-served recursion equal to the twin's (step
     concurrency c makes N nodes work as min(N, c)); the N found is checked to meet every deadline
-    and N - 1 to miss one. Raises ConfigError as :func:`run_baseline` does for its inputs."""
+    and N - 1 to miss one. Jobs of w > 1 nodes (gang start, later steps passing a wide one) are
+    played on the twin itself for each N tried, from the widest w up (fewer nodes never run it; the
+    bound counts w x true length). Raises ConfigError as :func:`run_baseline` does for its inputs."""
     max_nodes = _whole(max_nodes, "max_nodes", 1)
     ordered = _checked_jobs(jobs, start_s)
     if not ordered:
@@ -270,15 +275,23 @@ def smallest_fixed_nodes(jobs: Sequence[Job], config: TwinConfig, *, max_nodes: 
         raise ConfigError(f"job {bad.job_id!r} has length_s {bad.length_s!r}, expected a finite number >= 0")
     free_from_s = (start_s - config.provision_s) + config.provision_s  # when the twin's first nodes are usable
 
+    width = np.array([job.nodes for job in ordered], dtype=float)
+    widest = int(width.max())
+
     def meets(nodes: int) -> bool:
+        if widest > 1:
+            if nodes < widest:
+                return False
+            steps = _play_fixed(ordered, config, 0, max_nodes, start_s, nodes).steps
+            return all(steps[_step_id(job)].end_s <= job.deadline_s + DEADLINE_ABS_S for job in ordered)
         servers = min(nodes, config.step_concurrency)
         return bool(np.all(_fifo_end_s(submit_s, true_s, servers, free_from_s) <= deadline_s + DEADLINE_ABS_S))
 
     if not meets(max_nodes):
         return max_nodes, False
     horizon_s = float(np.max(deadline_s)) + DEADLINE_ABS_S - free_from_s
-    bound = math.ceil(float(np.sum(true_s)) / horizon_s * (1 - 1e-12)) if horizon_s > 0 else 1
-    low, high = max(1, min(bound, max_nodes)), max_nodes
+    bound = math.ceil(float(np.sum(true_s * width)) / horizon_s * (1 - 1e-12)) if horizon_s > 0 else 1
+    low, high = max(1, widest, min(bound, max_nodes)), max_nodes
     while low < high:
         middle = (low + high) // 2
         if meets(middle):

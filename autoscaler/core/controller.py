@@ -199,10 +199,10 @@ def tick(
     if books is not None and config.work_model != WORK_MODELS[0]:
         # The cluster ran whole jobs on whole nodes, ahead of hold's x_t: its books follow the queue
         # (under the paper's job-slots the daemon plans as ``autoscaler replay`` does, slot for slot).
-        # A job released now runs at most a node's slot of its work now (need_s <= slot_s); the rest
+        # A job released now runs at most a slot of its w nodes' work now (need_s); the rest
         # of a long job's units, handed over while it waited, is still to run on its node.
         still_queued = dispatched.queue_depth > 0
-        released_units = sum(min(1.0, arrived_units(queue.get(job_id), slot, config)) for job_id in dispatched.release)
+        released_units = sum(min(float(queue.get(job_id).nodes), arrived_units(queue.get(job_id), slot, config)) for job_id in dispatched.release)
         states[books] = states[books].with_work_done(max(0.0, released_units - work) if still_queued else math.inf)
     decision = Decision(
         slot=slot,
@@ -223,6 +223,7 @@ def tick(
         load=load,
     )
     reason, why = _node_reason(dispatched, queue, config, policy_reason)
+    why += waits_text(dispatched.waits)
     if reason == "deadlines" and step.binding_slots:
         binding = binding_job(queue, slot, slot + step.binding_slots - 1, config)
         if binding is not None:
@@ -308,12 +309,15 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
     wanted = math.ceil(capacity - 1e-9)
     running_before = dispatched.running - len(dispatched.release)
     if dispatched.overloaded:
-        free = config.max_nodes - running_before
-        released = Counter(queue.get(job_id).tenant for job_id in dispatched.release)
+        free = config.max_nodes - dispatched.running_nodes
+        released = Counter()
+        for job_id in dispatched.release:
+            job = queue.get(job_id)
+            released[job.tenant] += job.nodes
         shares = ", ".join(f"{tenant} {count}" for tenant, count in sorted(released.items(), key=lambda kv: (-kv[1], kv[0])))
         held = ", ".join(f"{tenant} {count}" for tenant, count in sorted(dispatched.nodes_by_tenant.items(), key=lambda kv: (-kv[1], kv[0])))
         return "overloaded", (
-            f"{dispatched.nodes_wanted} nodes wanted (ceil(m_t) = {wanted}; {running_before} running and {dispatched.due} due), "
+            f"{dispatched.nodes_wanted} nodes wanted (ceil(m_t) = {wanted}; {dispatched.running_nodes} running and {dispatched.due} due), "
             f"more than max_nodes = {config.max_nodes}: the {count_text(max(free, 0), 'free node')} went by dynamic DRF share"
             + (f", released now: {shares}" if shares else ", none free")
             + (f"; nodes held: {held}" if held else "")
@@ -328,7 +332,7 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
     if wanted > config.max_nodes:
         return "max_nodes", f"m_t = {capacity:.4g} wants {count_text(wanted, 'node')}, capped at max_nodes = {config.max_nodes}"
     if nodes > max(wanted, config.min_nodes):
-        beyond = dispatched.beyond if dispatched.beyond is not None else dispatched.release[max(0, dispatched.policy_nodes - running_before) :]
+        beyond = dispatched.beyond if dispatched.beyond is not None else _beyond_policy_nodes(dispatched, queue)
         if beyond:
             first = queue.get(beyond[0])
             early = any(start_by_slot(queue.get(job_id), config) > dispatched.slot for job_id in beyond)
@@ -346,6 +350,27 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
     if nodes == 0 and capacity <= 0 and dispatched.queue_depth == 0:
         return "idle", "m_t = 0 and no job is queued or running: no nodes"
     return policy_reason
+
+
+def _beyond_policy_nodes(dispatched: Dispatch, queue: JobQueue) -> tuple[str, ...]:
+    """The jobs released onto nodes beyond the policy's (job-slots): those whose w nodes, after the
+    running jobs' and the jobs released before them, pass ``policy_nodes``."""
+    used = dispatched.running_nodes
+    beyond = []
+    for job_id in dispatched.release:
+        used += queue.get(job_id).nodes
+        if used > dispatched.policy_nodes:
+            beyond.append(job_id)
+    return tuple(beyond)
+
+
+def waits_text(waits: tuple[tuple[str, int, int], ...]) -> str:
+    """The slot log's words for wide jobs that wait for their nodes (``Dispatch.waits``), '' if none."""
+    if not waits:
+        return ""
+    job_id, width, free = waits[0]
+    more = f" (and {count_text(len(waits) - 1, 'more wide job')})" if len(waits) > 1 else ""
+    return f"; job {job_id!r} waits for its {width} nodes (w), {count_text(free, 'node')} free for it: no partial start{more}"
 
 
 def arrive_tenants(

@@ -371,7 +371,9 @@ class JobQueue:
         self._edf = SortedList()
         self._by_tenant: dict[str, SortedList] = {}
         self._running: dict[str, Job] = {}
-        self._running_by_tenant: Counter[str] = Counter()
+        self._running_by_tenant: Counter[str] = Counter()  # nodes held: the running jobs' w
+        self._running_nodes = 0
+        self._wide_queued = 0  # queued jobs of w > 1
         self._by_seq = SortedList()  # (seq, job_id) of active jobs with a seq
         self._by_submit = SortedList()  # (submit_s, job_id) of every active job
 
@@ -393,9 +395,11 @@ class JobQueue:
             if job.state == QUEUED:
                 key = queue._keys[job_id] = _edf_key(job, queue)
                 by_tenant.setdefault(job.tenant, []).append(key)
+                queue._wide_queued += job.nodes > 1
             else:
                 queue._running[job_id] = job
-                queue._running_by_tenant[job.tenant] += 1
+                queue._running_by_tenant[job.tenant] += job.nodes
+                queue._running_nodes += job.nodes
         queue._edf = SortedList(queue._keys.values())
         queue._by_tenant = {tenant: SortedList(keys) for tenant, keys in by_tenant.items()}
         queue._by_seq = SortedList((job.seq, job_id) for job_id, job in queue._jobs.items() if job.seq is not None)
@@ -457,9 +461,11 @@ class JobQueue:
             key = self._keys[job.job_id] = _edf_key(job, self)
             self._edf.add(key)
             self._by_tenant.setdefault(job.tenant, SortedList()).add(key)
+            self._wide_queued += job.nodes > 1
         else:
             self._running[job.job_id] = job
-            self._running_by_tenant[job.tenant] += 1
+            self._running_by_tenant[job.tenant] += job.nodes
+            self._running_nodes += job.nodes
 
     def _unplace(self, job: Job) -> None:
         if job.state == QUEUED:
@@ -469,9 +475,11 @@ class JobQueue:
             tenant.remove(key)
             if not tenant:
                 del self._by_tenant[job.tenant]
+            self._wide_queued -= job.nodes > 1
         else:
             del self._running[job.job_id]
-            self._running_by_tenant[job.tenant] -= 1
+            self._running_nodes -= job.nodes
+            self._running_by_tenant[job.tenant] -= job.nodes
             if not self._running_by_tenant[job.tenant]:
                 del self._running_by_tenant[job.tenant]
 
@@ -507,9 +515,26 @@ class JobQueue:
     def running_count(self) -> int:
         return len(self._running)
 
+    @property
+    def running_nodes(self) -> int:
+        """Nodes the released and running jobs hold: the sum of their w (``Job.nodes``)."""
+        return self._running_nodes
+
     def running_by_tenant(self) -> dict[str, int]:
-        """{tenant: released and running jobs}, tenants holding none left out."""
+        """{tenant: nodes its released and running jobs hold (their w)}, tenants holding none left out."""
         return dict(self._running_by_tenant)
+
+    @property
+    def all_narrow(self) -> bool:
+        """Whether every queued job is one node wide (w = 1)."""
+        return self._wide_queued == 0
+
+    def due_nodes(self, slot: int) -> int:
+        """Nodes the queued jobs whose start-by slot is <= ``slot`` need (their w): O(log n), or the
+        due jobs when some queued job is wider than a node."""
+        if self._wide_queued == 0:
+            return self.due_count(slot)
+        return sum(job.nodes for job in self.start_by_between(None, slot))
 
     def queued_tenants(self) -> list[str]:
         """Tenants with queued jobs."""

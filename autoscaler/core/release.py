@@ -34,7 +34,10 @@ class Dispatch:
     ``autoscaler.core.controller.Decision``. Under "node-seconds" only (else None): ``beyond``, the
     jobs released beyond the policy's node time (due ones), ``node_s_running``, the node seconds the
     running jobs still need in the slot (``running_need_s``), ``node_s_released``, those the
-    released jobs need in it (``need_s``).
+    released jobs need in it (``need_s``). ``running_nodes``: the nodes the jobs running before the
+    slot hold (the sum of their w). ``waits``: (job id, w, nodes free for it) of each queued job of w
+    > 1 nodes read and not released because fewer than its w nodes were there (no partial start).
+    ``due`` is in nodes: the w of each job due.
     """
 
     slot: int
@@ -57,6 +60,8 @@ class Dispatch:
     beyond: tuple[str, ...] | None = None
     node_s_running: float | None = None
     node_s_released: float | None = None
+    running_nodes: int = 0
+    waits: tuple[tuple[str, int, int], ...] = ()
 
 
 def dispatch(
@@ -118,7 +123,9 @@ def dispatch(
     queue = as_queue(jobs, limits)
     last = slot - 1 if last_slot is None else last_slot
     # Queued jobs submitted after this slot are not there yet: skipped, and taken off the counts.
-    waiting = {j.job_id: start_by_slot(j, limits) for j in queue.submitted_in(slot + 1, None) if j.state == QUEUED}
+    later = [j for j in queue.submitted_in(slot + 1, None) if j.state == QUEUED]
+    waiting = {j.job_id: start_by_slot(j, limits) for j in later}
+    waiting_nodes = {j.job_id: j.nodes for j in later}
 
     def present(jobs: Iterable[Job]) -> Iterator[Job]:
         return (j for j in jobs if j.job_id not in waiting) if waiting else iter(jobs)
@@ -126,14 +133,19 @@ def dispatch(
     def count_by(start_by: int) -> int:
         return queue.due_count(start_by) - sum(1 for s in waiting.values() if s <= start_by)
 
+    def nodes_by(start_by: int) -> int:
+        return queue.due_nodes(start_by) - sum(waiting_nodes[i] for i, s in waiting.items() if s <= start_by)
+
     running = queue.running_count
+    running_nodes = queue.running_nodes  # the running jobs' w: what they hold
     queued = queue.queued_count - len(waiting)
     wanted = math.ceil(capacity - 1e-9)
     due = count_by(slot)
+    due_nodes = due if queue.all_narrow else nodes_by(slot)
     by_time = work_model == "node-seconds"
     slot_start_s = limits.epoch_s + slot * limits.slot_s
     if by_time:
-        running_needs = [running_need_s(j, slot_start_s, limits.slot_s) for j in queue.running()]
+        running_needs = [need for j in queue.running() for need in _per_node(j, running_need_s(j, slot_start_s, limits.slot_s))]
         running_s = sum(running_needs)
         due_s = 0.0
         for job in present(queue.queued()):
@@ -143,39 +155,49 @@ def dispatch(
         busy = _whole_nodes(running_s, limits.slot_s)
         nodes_wanted = max(wanted, _whole_nodes(running_s + due_s, limits.slot_s))
     else:
-        busy = running
-        nodes_wanted = max(wanted, running + due)
+        busy = running_nodes
+        nodes_wanted = max(wanted, running_nodes + due_nodes)
     overloaded = nodes_wanted > limits.max_nodes and queued > 0
     policy_nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
     overdue = count_by(slot - 1)
     beyond: list[Job] | None = None
+    waits: list[tuple[Job, int]] = []
     if overloaded:
         # Overdue jobs are late whatever is done now: the jobs that can still be on time go first.
         held = Counter(queue.running_by_tenant())
         free = limits.max_nodes - busy
         tenants = queue.queued_tenants()
         can = {tenant: present(queue.tenant_queued(tenant, start_by_from=slot)) for tenant in tenants}
-        release = _fair_release(can, held, free, dominant_shares or {}, limits)
-        held.update(j.tenant for j in release)
+        release = _fair_release(can, held, free, dominant_shares or {}, limits, waits)
+        for job in release:
+            held[job.tenant] += job.nodes
         late_anyway = {tenant: present(queue.tenant_queued(tenant, start_by_before=slot)) for tenant in tenants}
-        release += _fair_release(late_anyway, held, free - len(release), dominant_shares or {}, limits)
+        release += _fair_release(late_anyway, held, free - sum(j.nodes for j in release), dominant_shares or {}, limits, waits)
     elif by_time:
-        release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.due_margin_slots, limits)
+        release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.due_margin_slots, limits, waits)
     else:
-        release = _edf_release(present(queue.queued()), running, policy_nodes, slot + limits.due_margin_slots, limits)
+        release = _edf_release(present(queue.queued()), running_nodes, policy_nodes, slot + limits.due_margin_slots, limits, waits)
     if by_time:
         released_s = sum(need_s(j, limits.slot_s) for j in release)
         # Never fewer nodes than jobs running: a resize down drains busy nodes too (the twin the job
         # started last, EMR one it picks), and a long job on a draining node is killed at YARN's timeout.
-        holding = running if holding_nodes is None else min(running, holding_nodes)
+        holding = running_nodes if holding_nodes is None else min(running_nodes, holding_nodes)
         # Whole jobs on whole nodes: the due jobs released with the running jobs' need packed into
         # nodes of a slot each (best fit, largest first), so that every due job can start in the slot
-        # (200 due 140-s jobs are 93.3 nodes of node time but 100 nodes of two jobs each).
-        due_needs = [need_s(j, limits.slot_s) for j in release if release_by_slot(j, limits) <= slot]
+        # (200 due 140-s jobs are 93.3 nodes of node time but 100 nodes of two jobs each); a job of
+        # w > 1 nodes, due or not, takes w whole nodes, so that it starts on all of them at once.
+        due_needs = [
+            need
+            for j in release
+            if j.nodes > 1 or release_by_slot(j, limits) <= slot
+            for need in _per_node(j, need_s(j, limits.slot_s) / j.nodes)
+        ]
         packed = _nodes_packed(running_needs + due_needs, limits.slot_s) if due_needs else 0
-        nodes = min(limits.max_nodes, max(policy_nodes, holding, packed, _whole_nodes(running_s + released_s, limits.slot_s)))
+        # A job of w > 1 nodes starts on w nodes at once: w of its own beside those the running jobs hold.
+        gang = holding + sum(j.nodes for j in release if j.nodes > 1)
+        nodes = min(limits.max_nodes, max(policy_nodes, holding, gang, packed, _whole_nodes(running_s + released_s, limits.slot_s)))
     else:
-        nodes = min(limits.max_nodes, max(policy_nodes, running + len(release)))
+        nodes = min(limits.max_nodes, max(policy_nodes, running_nodes + sum(j.nodes for j in release)))
     released = {j.job_id for j in release}
     release_start_by = [start_by_slot(j, limits) for j in release]
     late = tuple(j.job_id for j, s in zip(release, release_start_by) if s < slot)
@@ -193,6 +215,9 @@ def dispatch(
         if current is not None and current.state == QUEUED and start_by_slot(current, limits) <= min(last, slot - 1):
             missed[job.job_id] = current
     missed_jobs = sorted(missed.values(), key=lambda j: edf_key(j, limits))
+    nodes_by_tenant = Counter(queue.running_by_tenant())
+    for job in release:
+        nodes_by_tenant[job.tenant] += job.nodes
     return Dispatch(
         slot=slot,
         capacity=capacity,
@@ -205,26 +230,37 @@ def dispatch(
         running=running + len(release),
         overloaded=overloaded,
         nodes_wanted=nodes_wanted,
-        due=due,
+        due=due_nodes,
         missed=tuple(j.job_id for j in missed_jobs),
         missed_by_tenant=dict(Counter(j.tenant for j in missed_jobs)),
-        nodes_by_tenant=dict(Counter(queue.running_by_tenant()) + Counter(j.tenant for j in release)),
+        nodes_by_tenant=dict(nodes_by_tenant),
         overdue=overdue,
         overdue_released=sum(1 for s in release_start_by if s < slot),
         beyond=None if not by_time else tuple(j.job_id for j in beyond or ()),
         node_s_running=running_s if by_time else None,
         node_s_released=released_s if by_time else None,
+        running_nodes=running_nodes,
+        waits=tuple((j.job_id, j.nodes, free) for j, free in waits if j.job_id not in released),
     )
 
 
 def need_s(job: Job, slot_s: float) -> float:
     """Node seconds a queued job needs in the slot it is released in: min(length_s, slot_s) (it runs
-    on one node from the slot's start; a job longer than the slot takes the node's whole slot)."""
+    on one node from the slot's start; a job longer than the slot takes the node's whole slot); a job
+    of w > 1 nodes w x slot_s, its w nodes whole (they start it together, so no other job's time on
+    them is counted before it)."""
+    if job.nodes > 1:
+        return job.nodes * slot_s
     return min(max(job.length_s, 0.0), slot_s)
 
 
+def _per_node(job: Job, need: float) -> list[float]:
+    """A job's node seconds ``need`` on each of its w nodes."""
+    return [need] * job.nodes
+
+
 def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
-    """Node seconds a running job still needs in the slot starting at ``slot_start_s``: what is left
+    """Node seconds a running job still needs on each of its w nodes in the slot starting at ``slot_start_s``: what is left
     of its estimated length after ``slot_start_s`` (released_s + length_s), at most ``slot_s``; a job
     still running past its estimated end (its step waited, PENDING, or runs longer than estimated)
     needs min(length_s, slot_s) again, as if it started now."""
@@ -259,7 +295,9 @@ FIRST_FIT_JOBS = 64
 fit the node time left (first fit): the cost of a slot stays bounded."""
 
 
-def _edf_release_node_s(queued: Iterable[Job], running_s: float, nodes: int, due_by: int, limits: NodeLimits) -> tuple[list[Job], list[Job]]:
+def _edf_release_node_s(
+    queued: Iterable[Job], running_s: float, nodes: int, due_by: int, limits: NodeLimits, waits: list[tuple[Job, int]] | None = None
+) -> tuple[list[Job], list[Job]]:
     """``_edf_release`` in node time: (the jobs released, those of them beyond the policy's node time).
 
     A job is released while its need (``need_s``) fits in the policy's ``nodes`` x slot_s less
@@ -269,6 +307,8 @@ def _edf_release_node_s(queued: Iterable[Job], running_s: float, nodes: int, due
     ``FIRST_FIT_JOBS`` such jobs: a long job next in line no longer leaves the nodes' last minutes
     idle (on Workload B at 12 h, 8 of the 18 idle node-hours). A passed-over job is not due, so it has
     a slot or more to go; the work released stays within the nodes' (plus the due jobs' extra nodes).
+    A job of w > 1 nodes needs w whole nodes' slots (``need_s``); one that does not find them is
+    appended to ``waits`` with the whole nodes' time left, and later jobs may pass it.
     """
     policy_s = nodes * limits.slot_s - running_s
     most_s = limits.max_nodes * limits.slot_s - running_s
@@ -285,6 +325,13 @@ def _edf_release_node_s(queued: Iterable[Job], running_s: float, nodes: int, due
         elif due and used_s + need <= most_s + tolerance_s:
             release.append(job)
             beyond.append(job)
+        elif job.nodes > 1:
+            if waits is not None:
+                waits.append((job, max(0, math.floor(((most_s if due else policy_s) - used_s + tolerance_s) / limits.slot_s))))
+            passed += 1
+            if passed > FIRST_FIT_JOBS:
+                break
+            continue
         elif not due:
             # Node time left that this job does not fit is filled by the next jobs that do (first
             # fit): it would idle otherwise. The job keeps its place for the next slot.
@@ -298,17 +345,32 @@ def _edf_release_node_s(queued: Iterable[Job], running_s: float, nodes: int, due
     return release, beyond
 
 
-def _edf_release(queued: Iterable[Job], running: int, nodes: int, due_by: int, limits: NodeLimits) -> list[Job]:
+def _edf_release(
+    queued: Iterable[Job], running: int, nodes: int, due_by: int, limits: NodeLimits, waits: list[tuple[Job, int]] | None = None
+) -> list[Job]:
     """EDF onto the policy's ``nodes``; a job due (start-by slot <= ``due_by``) also onto extra nodes up to the maximum.
 
-    ``queued`` in EDF order; it is read only up to the first job not due that finds no node (jobs due
-    come first), so this costs the jobs released plus one, unless due jobs find no node (overload).
+    ``running``: the nodes the running jobs hold. A job of w nodes (``Job.nodes``) is released only
+    when its w nodes are there (no partial start); one that does not find them is appended to
+    ``waits`` with the nodes that were free, and later, narrower jobs may take them (at most
+    ``FIRST_FIT_JOBS`` passed over). ``queued`` in EDF order; it is read only up to the first job
+    not due that finds no node free at all (jobs due come first), so this costs the jobs released plus
+    one, unless due jobs find no node (overload) or wide jobs wait.
     """
     release: list[Job] = []
+    used = running
+    passed = 0
     for job in queued:
         due = start_by_slot(job, limits) <= due_by
-        if running + len(release) < nodes or (due and running + len(release) < limits.max_nodes):
+        if used + job.nodes <= nodes or (due and used + job.nodes <= limits.max_nodes):
             release.append(job)
+            used += job.nodes
+        elif job.nodes > 1 and used < (limits.max_nodes if due else nodes):
+            if waits is not None:
+                waits.append((job, (limits.max_nodes if due else nodes) - used))
+            passed += 1
+            if passed > FIRST_FIT_JOBS:
+                break
         elif not due:
             break
     return release
@@ -319,7 +381,7 @@ def fair_release(
 ) -> list[str]:
     """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
 
-    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
+    ``queued`` is in EDF order. Each job's w free nodes (``Job.nodes``) go to the tenant with queued jobs whose nodes
     held (running plus released now) per unit of dominant share is least, ties to the tenant
     whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
     This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
@@ -331,15 +393,24 @@ def fair_release(
     for job in queued:
         by_tenant.setdefault(job.tenant, []).append(job)
     heads = {tenant: iter(jobs) for tenant, jobs in by_tenant.items()}
-    chosen = {j.job_id for j in _fair_release(heads, Counter(j.tenant for j in running), free_nodes, dominant_shares, grid)}
+    held = Counter()
+    for job in running:
+        held[job.tenant] += job.nodes
+    chosen = {j.job_id for j in _fair_release(heads, held, free_nodes, dominant_shares, grid)}
     return [j.job_id for j in queued if j.job_id in chosen]
 
 
 def _fair_release(
-    queues: dict[str, Iterator[Job]], held: Counter, free_nodes: int, dominant_shares: dict[str, float], grid: SlotGrid
+    queues: dict[str, Iterator[Job]],
+    held: Counter,
+    free_nodes: int,
+    dominant_shares: dict[str, float],
+    grid: SlotGrid,
+    waits: list[tuple[Job, int]] | None = None,
 ) -> list[Job]:
     """``fair_release`` on each tenant's queued jobs in EDF order (read lazily) and the nodes each holds;
-    the jobs chosen, in EDF order."""
+    the jobs chosen, in EDF order. A job takes its w nodes (``Job.nodes``); a tenant whose next job
+    needs more nodes than are left gets none more this slot (the job is appended to ``waits``)."""
     held = Counter(held)
     heads: dict[str, tuple[tuple, Job]] = {}
     for tenant, jobs in queues.items():
@@ -353,12 +424,19 @@ def _fair_release(
         return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, heads[tenant][0])
 
     chosen: list[tuple[tuple, Job]] = []
-    for _ in range(max(0, free_nodes)):
-        if not heads:
-            break
+    free = max(0, free_nodes)
+    while free > 0 and heads:
         tenant = min(heads, key=load)
+        job = heads[tenant][1]
+        if job.nodes > free:
+            # No partial start: its tenant waits for the nodes; the others may use what is left.
+            if waits is not None:
+                waits.append((job, free))
+            del heads[tenant]
+            continue
         chosen.append(heads[tenant])
-        held[tenant] += 1
+        held[tenant] += job.nodes
+        free -= job.nodes
         following = next(queues[tenant], None)
         if following is None:
             del heads[tenant]

@@ -1,6 +1,9 @@
 """The policy's work, slot by slot (paper: deferral, §VI-A's active-job model): which jobs a slot
 counts for the first time, the units each job adds, and the work rebuilt from the active jobs after
-undecided slots, a policy change or at the first slot (``rebuild_future``)."""
+undecided slots, a policy change or at the first slot (``rebuild_future``).
+
+A job of w nodes (``Job.nodes``) is w times the work of a one-node job of its length: L_t is the sum
+of w over the active jobs (w units a slot under "job-slots", w x its ticks under "node-seconds")."""
 
 from __future__ import annotations
 
@@ -84,14 +87,14 @@ def arrived_units(job: Job, slot: int, config: ControllerConfig) -> float:
     ticks there (``job_ticks``) over ``TICKS_PER_SLOT``. O(1) whatever the job's length."""
     if config.work_model == WORK_MODELS[0]:
         start, end, _ = job_units(job, config, config.slot_of(job.submit_s))
-        return float(max(0, min(slot + 1, end) - start))
+        return float(max(0, min(slot + 1, end) - start) * job.nodes)
     start, end, _, ticks = job_ticks(job, config, config.slot_of(job.submit_s))
     last = min(slot, end - 1)
     if last < start:
         return 0.0
     listed = {s for s in ticks if start <= s <= last}
     whole = (last - start + 1) - len(listed)
-    return (sum(ticks[s] for s in listed) + whole * TICKS_PER_SLOT) / TICKS_PER_SLOT
+    return (sum(ticks[s] for s in listed) + whole * TICKS_PER_SLOT) * job.nodes / TICKS_PER_SLOT
 
 
 def node_seconds_active(jobs: Iterable[Job], config: ControllerConfig, n_slots: int) -> np.ndarray:
@@ -105,7 +108,7 @@ def node_seconds_active(jobs: Iterable[Job], config: ControllerConfig, n_slots: 
         for s in sorted({start, start + 1, end - 1, end}):
             if start <= s <= end and 0 <= s:
                 change = _ticks_in(listed, start, end, s) - _ticks_in(listed, start, end, s - 1)
-                ticks[min(s, n_slots)] += change
+                ticks[min(s, n_slots)] += change * job.nodes
     return np.cumsum(ticks)[:n_slots] / TICKS_PER_SLOT
 
 
@@ -173,24 +176,24 @@ def flow_at(
             start, end, deadline = job_units(job, config, slot)
             if start > slot:  # not submitted yet: counted when it is
                 continue
-            units[deadline] += 1.0
-            leave(end, deadline, 1.0)
+            units[deadline] += float(job.nodes)
+            leave(end, deadline, float(job.nodes))
             continue
         start, end, deadline, ticks = job_ticks(job, config, slot)
         if start > slot:
             continue
-        units[deadline] += ticks[start]
+        units[deadline] += ticks[start] * job.nodes
         for at in sorted({start + 1, end - 1, end}):
             change = _ticks_in(ticks, start, end, at) - _ticks_in(ticks, start, end, at - 1)
             if at > start and change:
-                leave(at, deadline, float(-change))
+                leave(at, deadline, float(-change * job.nodes))
     ends.update({s: tuple(float(u) for u in leaving) for s, leaving in joining.items()})
     return units, ends
 
 
 def with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int, config: ControllerConfig) -> dict[int, tuple[float, ...]]:
-    """``future`` with one unit per slot each of ``jobs`` would run from ``slot`` on (``job_units``);
-    under "node-seconds" its share of each slot in server-slots (``job_ticks`` / ``TICKS_PER_SLOT``)."""
+    """``future`` with w units (``Job.nodes``) per slot each of ``jobs`` would run from ``slot`` on (``job_units``);
+    under "node-seconds" w x its share of each slot in server-slots (``job_ticks`` / ``TICKS_PER_SLOT``)."""
     empty = (0.0,) * (config.nu + 1)
     touched: dict[int, list[float]] = {}
     by_ticks = config.work_model != WORK_MODELS[0]
@@ -203,7 +206,7 @@ def with_units(future: dict[int, tuple[float, ...]], jobs: list[Job], slot: int,
             units = touched.get(s)
             if units is None:
                 units = touched[s] = list(future.get(s, empty))
-            units[deadline] += _ticks_in(ticks, start, end, s) / TICKS_PER_SLOT if by_ticks else 1.0
+            units[deadline] += (_ticks_in(ticks, start, end, s) / TICKS_PER_SLOT if by_ticks else 1.0) * job.nodes
     return {**future, **{s: tuple(units) for s, units in touched.items()}}
 
 
@@ -271,9 +274,9 @@ def rebuild_future(
             pieces = range(slot, end)
         due_slots.extend(pieces)
         if by_ticks:
-            weights.extend(max(1, slot_ticks(start_s, job.length_s, s, config)) / TICKS_PER_SLOT for s in pieces)
+            weights.extend(max(1, slot_ticks(start_s, job.length_s, s, config)) * job.nodes / TICKS_PER_SLOT for s in pieces)
         else:
-            weights.extend(1.0 for _ in pieces)
+            weights.extend(float(job.nodes) for _ in pieces)
     future = with_units({}, now, slot, config)
     if not due_slots:
         return future

@@ -11,10 +11,15 @@ management guide):
   ends, or ``decommission_timeout_s`` after the resize (YARN's
   ``yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs``, 3,600 s by default),
   when its job is killed, counted, and run again from the start on another node;
-* a job runs on one node for its true length, estimate x lognormal(0, sigma) drawn from
-  (seed, job id), so the same job has the same true length whatever releases it, and when;
+* a job runs on its w nodes (``Job.nodes``) at once for its true length, estimate x lognormal(0,
+  sigma) drawn from (seed, job id), so the same job has the same true length whatever releases it,
+  and when; it starts only when w idle usable nodes are there (gang start: a Spark or MapReduce
+  application given part of its containers would hold them and wait), and a drain timeout on any
+  of its nodes kills the whole run: every node of it is freed and it runs again from the start;
 * at most ``step_concurrency`` steps have started and not ended (EMR's StepConcurrencyLevel,
-  1..256); a step waits (PENDING) for that and for an idle usable node, first added first;
+  1..256); a step waits (PENDING) for that and for w idle usable nodes, first added first, a step
+  whose w nodes are not there passed by later ones whose nodes are (YARN gives free containers to
+  the applications that can use them);
 * per node state, power from the power model: booting and idle draw its idle power, busy its
   peak (u = 1 on every input, as ``energy.power.modelled_energy_wh`` counts a server at x = m);
 * per-second billing with a 60 s minimum per node, at ``price_per_node_hour``.
@@ -23,6 +28,7 @@ management guide):
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import zlib
 from collections import deque
@@ -132,7 +138,8 @@ class Node:
 @dataclass
 class StepRun:
     """One step: its job, when it was added, its estimate and true length (s), its first start and
-    its end (None: not yet), how often it was killed and the seconds lost to that."""
+    its end (None: not yet), how often it was killed and the node-seconds lost to that; ``width``:
+    w, the nodes it runs on at once; ``run_nodes``: the nodes its current run holds (() when none)."""
 
     step_id: str
     job_id: str
@@ -145,8 +152,14 @@ class StepRun:
     end_s: float | None = None
     kills: int = 0
     killed_busy_s: float = 0.0
-    node: int | None = None
+    run_nodes: tuple[int, ...] = ()
     run_start_s: float | None = None
+    width: int = 1
+
+    @property
+    def node(self) -> int | None:
+        """The first node its current run holds (None: not running)."""
+        return self.run_nodes[0] if self.run_nodes else None
 
     @property
     def state(self) -> str:
@@ -180,7 +193,8 @@ class ClusterTwin:
     _draining: set = field(default_factory=set)  # running a job, to go when it ends or at the timeout
     _up: int = 0  # nodes not removed
     _finishing: bool = False
-    runs: list = field(default_factory=list)  # (step id, node id, start_s, end_s, completed) of each run ended
+    _widest: int = 1  # the largest w of a step added
+    runs: list = field(default_factory=list)  # (step id, node id, start_s, end_s, completed) of each node of each run ended
 
     # -- acting -------------------------------------------------------------------------------
 
@@ -218,17 +232,23 @@ class ClusterTwin:
         self.peak_nodes = max(self.peak_nodes, self._up)
         self._dispatch(now_s)
 
-    def add_step(self, now_s: float, step_id: str, job_id: str, estimate_s: float, submit_s: float, deadline_s: float) -> None:
-        """Add a step for a job of ``estimate_s`` seconds (its true length is drawn here). Raises
-        ConfigError for a step id given twice or an estimate that is not a finite number >= 0."""
+    def add_step(
+        self, now_s: float, step_id: str, job_id: str, estimate_s: float, submit_s: float, deadline_s: float, nodes: int = 1
+    ) -> None:
+        """Add a step for a job of ``estimate_s`` seconds on ``nodes`` (w) nodes at once (its true
+        length is drawn here). Raises ConfigError for a step id given twice, an estimate that is not a
+        finite number >= 0 or a width that is not a whole number >= 1."""
         if step_id in self.steps:
             raise ConfigError(f"add_step: step id {step_id!r} given twice")
         if not (isinstance(estimate_s, Real) and math.isfinite(estimate_s) and estimate_s >= 0):
             raise ConfigError(f"add_step: job {job_id!r} has length_s {estimate_s!r}, expected a finite number >= 0")
+        if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
+            raise ConfigError(f"add_step: job {job_id!r} has nodes {nodes!r}, expected a whole number >= 1 (w, the nodes it runs on)")
         self.advance(now_s)
         true_s = self.config.true_length_s(job_id, estimate_s)
-        self.steps[step_id] = StepRun(step_id, job_id, now_s, float(estimate_s), true_s, float(submit_s), float(deadline_s))
+        self.steps[step_id] = StepRun(step_id, job_id, now_s, float(estimate_s), true_s, float(submit_s), float(deadline_s), width=int(nodes))
         self._waiting.append(step_id)
+        self._widest = max(self._widest, int(nodes))
         self._dispatch(now_s)
 
     def remove_idle(self, now_s: float, count: int) -> int:
@@ -278,8 +298,13 @@ class ClusterTwin:
         self._finishing = True
         self._release_spare(self.now_s)
         while self._events or self._waiting or self._reruns:
-            if (self._waiting or self._reruns) and not (self._booting or self._idle or self._busy):
-                self.resize(self.now_s, 1)
+            serving = len(self._booting) + len(self._idle) + len(self._busy)
+            widest = 0
+            if self._waiting or self._reruns:
+                # A waiting step never starts on fewer nodes than its w: as many are asked for.
+                widest = 1 if self._widest == 1 else max(self.steps[s].width for s in itertools.chain(self._waiting, self._reruns))
+            if widest > serving:
+                self.resize(self.now_s, widest)
             if not self._events:
                 break  # cannot happen: a waiting step has a node booting, idle or busy ahead of it
             self.advance(self._events[0][0])
@@ -314,50 +339,67 @@ class ClusterTwin:
 
     def _end(self, step_id: str, time_s: float) -> None:
         step = self.steps[step_id]
-        if step.end_s is not None or step.node is None or step.run_start_s is None:
+        if step.end_s is not None or not step.run_nodes or step.run_start_s is None:
             return
         if time_s < step.run_start_s + step.true_s:  # a run killed and started again since this event
             return
-        node = self.nodes[step.node]
-        self._close_busy(node, time_s)
-        self.runs.append((step_id, node.node_id, step.run_start_s, time_s, True))
-        step.end_s, step.node = time_s, None
+        self._free(step, time_s, completed=True)
+        step.end_s = time_s
         self._started -= 1
-        node.job = None
-        if node.draining_s is not None:
-            self._remove(node.node_id, time_s)
-        else:
-            self._busy.discard(node.node_id)
-            self._idle.add(node.node_id)
 
     def _timeout(self, node_id: int, time_s: float) -> None:
         node = self.nodes[node_id]
         if node.removed_s is not None or node.job is None:
             return
         step = self.steps[node.job]
-        self._close_busy(node, time_s)
         step.kills += 1
-        step.killed_busy_s += time_s - step.run_start_s
-        self.runs.append((step.step_id, node_id, step.run_start_s, time_s, False))
-        step.node, step.run_start_s = None, None
-        node.job = None
+        step.killed_busy_s += (time_s - step.run_start_s) * len(step.run_nodes)
+        # The whole run goes: every node of it is freed (the draining ones removed) and it runs again.
+        self._free(step, time_s, completed=False)
         self._reruns.append(step.step_id)
-        self._remove(node_id, time_s)
+
+    def _free(self, step: StepRun, time_s: float, completed: bool) -> None:
+        """End ``step``'s run at ``time_s`` on every node it holds: draining nodes go, the others idle."""
+        for node_id in step.run_nodes:
+            node = self.nodes[node_id]
+            self._close_busy(node, time_s)
+            self.runs.append((step.step_id, node_id, step.run_start_s, time_s, completed))
+            node.job = None
+            if node.draining_s is not None:
+                self._remove(node_id, time_s)
+            else:
+                self._busy.discard(node_id)
+                self._idle.add(node_id)
+        step.run_nodes, step.run_start_s = (), None
+
+    def _next_step(self) -> StepRun | None:
+        """The step to start now: the first killed run, then the first never-started step (while
+        step_concurrency allows), whose w nodes are idle; None if none fits."""
+        free = len(self._idle)
+        for pool, new in ((self._reruns, False), (self._waiting, True)):
+            if new and self._started >= self.config.step_concurrency:
+                return None
+            for at, step_id in enumerate(pool):
+                if self.steps[step_id].width <= free:
+                    del pool[at]
+                    return self.steps[step_id]
+        return None
 
     def _dispatch(self, time_s: float) -> None:
         while self._idle and (self._reruns or (self._waiting and self._started < self.config.step_concurrency)):
-            node_id = min(self._idle)
-            if self._reruns:
-                step = self.steps[self._reruns.popleft()]
-            else:
-                step = self.steps[self._waiting.popleft()]
+            step = self._next_step()
+            if step is None:
+                break
+            if step.start_s is None:
                 step.start_s = time_s
                 self._started += 1
-            self._idle.discard(node_id)
-            self._busy.add(node_id)
-            node = self.nodes[node_id]
-            node.job, node.busy_from_s = step.step_id, time_s
-            step.node, step.run_start_s = node_id, time_s
+            chosen = tuple(sorted(self._idle)[: step.width])
+            for node_id in chosen:
+                self._idle.discard(node_id)
+                self._busy.add(node_id)
+                node = self.nodes[node_id]
+                node.job, node.busy_from_s = step.step_id, time_s
+            step.run_nodes, step.run_start_s = chosen, time_s
             self._push(time_s + step.true_s, "end", step.step_id)
 
     def _close_busy(self, node: Node, time_s: float) -> None:
@@ -379,16 +421,21 @@ class ClusterTwin:
 
     def counts(self) -> dict[str, int]:
         """What a scaler reads now: nodes ``booting``, ``idle`` (usable, no job), ``busy`` and
-        ``draining``; steps ``pending`` (those a usable node would start now: killed runs to run
-        again, and never-started steps that step_concurrency lets start; YARN's ContainerPending in
-        nodes) and ``waiting`` (every step added, not running and not ended)."""
+        ``draining``; ``pending``, the nodes the steps that nodes would start now need (killed runs
+        to run again, and never-started steps that step_concurrency lets start; w each: YARN's
+        ContainerPending in nodes); steps ``waiting`` (every step added, not running and not ended)."""
         free = max(0, self.config.step_concurrency - self._started)
+        if self._widest == 1:
+            pending = len(self._reruns) + min(len(self._waiting), free)
+        else:
+            starting = itertools.chain(self._reruns, itertools.islice(self._waiting, free))
+            pending = sum(self.steps[step_id].width for step_id in starting)
         return {
             "booting": len(self._booting),
             "idle": len(self._idle),
             "busy": len(self._busy),
             "draining": len(self._draining),
-            "pending": len(self._reruns) + min(len(self._waiting), free),
+            "pending": pending,
             "waiting": len(self._reruns) + len(self._waiting),
         }
 
@@ -407,7 +454,7 @@ class ClusterTwin:
 @dataclass(frozen=True)
 class TwinBill:
     """The twin's bill: node-seconds billed (per node max(60, up)), booting, idle and busy seconds,
-    busy seconds of runs that completed (``work_node_s``) and of runs killed, $ (``cost_usd``), Wh by
+    busy node-seconds of runs that completed (``work_node_s``: true length x w) and of runs killed, $ (``cost_usd``), Wh by
     state and in all, kills and steps run again, peak nodes, scale events, and per step
     (step id, job id, submit_s, added_s, start_s, end_s, deadline_s, kills). ``power_intervals``:
     (start_s, end_s, power_w) of every node state, for a carbon signal's kgCO2 (:meth:`carbon_kg`)."""
@@ -434,6 +481,12 @@ class TwinBill:
     def busy_node_s(self) -> float:
         return self.state_node_s["busy"]
 
+    @property
+    def utilisation(self) -> float:
+        """Busy node-seconds over billed node-seconds, in [0, 1] (0 when nothing was billed): how much
+        of what was paid for ran jobs (w nodes each, killed runs included)."""
+        return self.busy_node_s / self.billed_node_s if self.billed_node_s > 0 else 0.0
+
     @classmethod
     def of(cls, twin: ClusterTwin) -> TwinBill:
         config, now_s = twin.config, twin.now_s
@@ -457,10 +510,10 @@ class TwinBill:
         for step in twin.steps.values():
             killed += step.killed_busy_s
             if step.end_s is not None:
-                work += step.true_s
-                intervals.append((step.end_s - step.true_s, step.end_s, extra_w))
+                work += step.true_s * step.width
+                intervals.append((step.end_s - step.true_s, step.end_s, extra_w * step.width))
             elif step.run_start_s is not None:
-                intervals.append((step.run_start_s, now_s, extra_w))
+                intervals.append((step.run_start_s, now_s, extra_w * len(step.run_nodes)))
             jobs.append((step.step_id, step.job_id, step.submit_s, step.added_s, step.start_s, step.end_s, step.deadline_s, step.kills))
         intervals.extend((start, end, extra_w) for _, _, start, end, completed in twin.runs if not completed)
         energy = {state: seconds[state] * power[state] / 3600.0 for state in STATES}

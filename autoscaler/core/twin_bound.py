@@ -26,7 +26,7 @@ What the bound leaves out, each of which can only lower it:
 
 * the 60 s minimum bill per node (``autoscaler.core.twin.MIN_BILLED_S``);
 * whole nodes and whole jobs: servers are fractional (the LP relaxation) and a job's work is
-  divisible across slots and nodes, where the twin runs it on one node from start to end;
+  divisible across slots and nodes, where the twin runs it on its w nodes at once from start to end;
 * a job is counted from the instant it is submitted, a little earlier than a real cluster can
   start it: the daemon releases it at a slot's tick and a node takes ``provision_s`` to boot;
 * runs killed by a decommission timeout and run again, whose work is done twice on the twin;
@@ -80,14 +80,15 @@ class TwinBound:
 
 def twin_load(jobs: Sequence[Job], config: TwinConfig, slot_s: float, start_s: float, n_slots: int) -> np.ndarray:
     """L_t, shape (n_slots,), in server-slots: the work each job would do in slot t if it ran on
-    one node from its ``submit_s`` for its true length (``config.true_length_s(job_id, length_s)``).
+    its w nodes (``Job.nodes``) from its ``submit_s`` for its true length (``config.true_length_s(job_id,
+    length_s)``), w server-slots a slot it runs whole.
 
     Slot t is [start_s + t slot_s, start_s + (t+1) slot_s), s. A job is released in the slot of its
     submission, floor((submit_s - start_s) / slot_s), and is spread over the slots its run covers,
     the slots ``autoscaler.core.workload.workload_from_trace`` counts it active in, each holding
     the part of the run that falls in it (workload's curves count a whole unit per slot touched,
     which is not the work done). Work past the window's end is clipped as there, and jobs
-    submitted at or after it are left out: without clipping, sum(L) = sum(true lengths) / slot_s.
+    submitted at or after it are left out: without clipping, sum(L) = sum(w x true length) / slot_s.
 
     Raises ConfigError for a ``slot_s`` that is not a finite number > 0, an ``n_slots`` that is not
     a whole number in 1..MAX_SLOTS, a ``start_s`` that is not finite, a job submitted before
@@ -101,6 +102,7 @@ def twin_load(jobs: Sequence[Job], config: TwinConfig, slot_s: float, start_s: f
     n_slots = int(n_slots)
     begin = np.empty(len(jobs))
     length = np.empty(len(jobs))
+    width = np.array([job.nodes for job in jobs], dtype=float)
     for i, job in enumerate(jobs):
         if not (isinstance(job.submit_s, Real) and math.isfinite(job.submit_s)) or job.submit_s < start_s:
             raise ConfigError(f"twin_load: job {job.job_id!r} has submit_s {job.submit_s!r}, expected a finite time >= start_s {start_s!r}")
@@ -111,7 +113,7 @@ def twin_load(jobs: Sequence[Job], config: TwinConfig, slot_s: float, start_s: f
     # Positions in slots, the run [begin, end) cut at the window's end; empty runs add nothing.
     end = np.minimum(begin + length, n_slots)
     keep = (begin < n_slots) & (end > begin)
-    begin, end = begin[keep], end[keep]
+    begin, end, width = begin[keep], end[keep], width[keep]
     first = np.floor(begin).astype(np.int64)
     last = np.maximum(first, np.ceil(end).astype(np.int64) - 1)
     one_slot = first == last
@@ -119,11 +121,12 @@ def twin_load(jobs: Sequence[Job], config: TwinConfig, slot_s: float, start_s: f
     # last slots and a whole unit in each slot between, the latter through a difference array
     # (+1, -1 in whole numbers: exact).
     partial = np.zeros(n_slots)
-    partial += np.bincount(first[one_slot], weights=end[one_slot] - begin[one_slot], minlength=n_slots)
+    partial += np.bincount(first[one_slot], weights=(end[one_slot] - begin[one_slot]) * width[one_slot], minlength=n_slots)
     many = ~one_slot
-    partial += np.bincount(first[many], weights=first[many] + 1 - begin[many], minlength=n_slots)
-    partial += np.bincount(last[many], weights=end[many] - last[many], minlength=n_slots)
-    steps = np.bincount(first[many] + 1, minlength=n_slots + 1) - np.bincount(last[many], minlength=n_slots + 1)
+    partial += np.bincount(first[many], weights=(first[many] + 1 - begin[many]) * width[many], minlength=n_slots)
+    partial += np.bincount(last[many], weights=(end[many] - last[many]) * width[many], minlength=n_slots)
+    # w is a whole number, so the difference array stays exact.
+    steps = np.bincount(first[many] + 1, weights=width[many], minlength=n_slots + 1) - np.bincount(last[many], weights=width[many], minlength=n_slots + 1)
     return partial + np.cumsum(steps)[:n_slots]
 
 

@@ -254,6 +254,34 @@ def _length_s(map_mb: np.ndarray, shuffle_mb: np.ndarray, output_mb: np.ndarray,
     return np.asarray(np.where(map_s < map_slots * shuffle_s, overlapped_s, waiting_s))
 
 
+def job_nodes(
+    map_input_bytes: np.ndarray | float,
+    reduce_output_bytes: np.ndarray | float,
+    containers_per_node: int | None,
+    model: LengthModel = LengthModel(),
+) -> np.ndarray:
+    """w, the whole nodes each job runs on at once (paper: deferral, §V-A's task counts), shape the
+    sizes' broadcast shape, int64 >= 1.
+
+    The mappers that run at once, X = ceil(S/block) (at most M = ``model.map_slots`` when set),
+    or the reducers Y = ceil(S''/block), whichever is more, each at least 1, are containers;
+    ``containers_per_node`` of them fit a node (a TASK instance type's YARN capacity), so w =
+    ceil(max(X, Y) / containers_per_node). ``containers_per_node`` None: every job is one node
+    (w = 1), the model of every figure before widths. Raises ConfigError for a size that is
+    negative, NaN or infinite, or a ``containers_per_node`` that is not a whole number >= 1.
+    """
+    map_bytes, output_bytes = _checked_sizes(map_input_bytes, 0.0, reduce_output_bytes)[::2]
+    if containers_per_node is None:
+        return np.ones(np.broadcast(map_bytes, output_bytes).shape, dtype=np.int64)
+    if isinstance(containers_per_node, bool) or not isinstance(containers_per_node, (int, np.integer)) or containers_per_node < 1:
+        raise ConfigError(f"--containers-per-node: expected a whole number >= 1 (YARN containers a TASK node holds), got {containers_per_node!r}")
+    mappers = np.maximum(1.0, np.ceil(map_bytes / model.block_bytes))  # X
+    if model.map_slots is not None:
+        mappers = np.minimum(mappers, float(model.map_slots))  # M at a time
+    reducers = np.maximum(1.0, np.ceil(output_bytes / model.block_bytes))  # Y
+    return np.ceil(np.maximum(mappers, reducers) / int(containers_per_node)).astype(np.int64)
+
+
 def estimate_demand_vector(
     map_input_bytes: np.ndarray | float,
     shuffle_bytes: np.ndarray | float,
@@ -282,6 +310,7 @@ def workload_from_trace(
     window_slots: int | None = None,
     length_model: LengthModel = LengthModel(),
     deadline_slots: np.ndarray | None = None,
+    containers_per_node: int | None = None,
 ) -> Workload:
     """Released and active curves of a trace over a window of slots (paper: deferral, §VI-A, Fig. 8).
 
@@ -305,7 +334,12 @@ def workload_from_trace(
     one row per distinct deadline d, counting the active jobs whose deadline is d. Without it, jobs' own deadlines (the 7th column) are used if
     the trace has them.
 
-    Raises ConfigError if slot_s is not a finite number > 0 or window_slots is not a whole number >= 1.
+    ``containers_per_node``: jobs run on w nodes each (``job_nodes``), and ``active`` and
+    ``active_by_deadline`` count w in each slot a job is active (L_t = the sum of w over the active
+    jobs, in node-slots); None (the default): w = 1, so ``active`` counts jobs.
+
+    Raises ConfigError if slot_s is not a finite number > 0 or window_slots is not a whole number >= 1,
+    or for a bad ``containers_per_node`` (``job_nodes``).
     """
     slot_s = _require_slot_s(slot_s)
     default_window = window_slots is None
@@ -358,9 +392,13 @@ def workload_from_trace(
     end_slot = np.minimum(end_position, window_slots).astype(np.int64)  # one past the last slot in the window
 
     released = np.bincount(first_slot, minlength=window_slots).astype(float)
-    # Difference array: +1 where a job starts, -1 one past its last slot inside the window.
-    starts = np.bincount(first_slot, minlength=window_slots + 1)
-    stops = np.bincount(np.minimum(end_slot, window_slots), minlength=window_slots + 1)
+    # Difference array: +w where a job starts, -w one past its last slot inside the window (w = 1
+    # without containers_per_node; whole numbers either way, so the sums are exact).
+    width = None
+    if containers_per_node is not None:
+        width = job_nodes(map_bytes, output_bytes, containers_per_node, length_model)[in_window].astype(float)
+    starts = np.bincount(first_slot, weights=width, minlength=window_slots + 1)
+    stops = np.bincount(np.minimum(end_slot, window_slots), weights=width, minlength=window_slots + 1)
     active = np.cumsum(starts - stops)[:window_slots].astype(float)
 
     by_deadline = None
@@ -370,7 +408,7 @@ def workload_from_trace(
             raise ConfigError(f"deadline_slots must be {n_total} whole numbers >= 0, one per job")
         # A deadline past the window is cut to the window: stricter, so still met, and it bounds nu.
         job_deadline = np.minimum(deadline_slots[in_window], window_slots)
-        by_deadline = _load_by_deadline(job_deadline, first_slot, end_slot, window_slots)
+        by_deadline = _load_by_deadline(job_deadline, first_slot, end_slot, window_slots, width)
 
     overrun = end_position - window_slots
     return Workload(
@@ -476,8 +514,10 @@ def deadline_rows(trace: Trace, slot_s: float, window_slots: int, deadline_slots
     return int(np.unique(inside).size), int(inside.max())
 
 
-def _load_by_deadline(job_deadline: np.ndarray, first_slot: np.ndarray, end_slot: np.ndarray, window_slots: int) -> LoadByDeadline:
-    """L_{d,t} with one row per distinct deadline: each job counts 1 in its deadline's row from its
+def _load_by_deadline(
+    job_deadline: np.ndarray, first_slot: np.ndarray, end_slot: np.ndarray, window_slots: int, nodes: np.ndarray | None = None
+) -> LoadByDeadline:
+    """L_{d,t} with one row per distinct deadline: each job counts its w (``nodes``; None: 1) in its deadline's row from its
     first slot up to (not including) its end slot. Takes K x (window_slots + 1) floats, K the
     distinct deadlines, and nothing of the size nu x window_slots."""
     deadlines, row = np.unique(job_deadline, return_inverse=True)
@@ -486,7 +526,7 @@ def _load_by_deadline(job_deadline: np.ndarray, first_slot: np.ndarray, end_slot
     # along each row in place: exact, the counts being whole numbers far below 2**53.
     steps = np.bincount(
         np.concatenate([row * width + first_slot, row * width + end_slot]),
-        weights=np.concatenate([np.ones(row.size), -np.ones(row.size)]),
+        weights=np.concatenate([np.ones(row.size), -np.ones(row.size)]) if nodes is None else np.concatenate([nodes, -nodes]),
         minlength=deadlines.size * width,
     ).reshape(deadlines.size, width)
     np.cumsum(steps, axis=1, out=steps)

@@ -288,6 +288,16 @@ def parse_deadlines(text: str, slot_s: float = defaults.SLOT_S, flag: str = "--d
     return values
 
 
+def add_containers_argument(parser, prefix: str = "") -> None:
+    """``--containers-per-node N``: a trace's jobs run on w = ceil(max(mappers, reducers) / N) nodes
+    each (``autoscaler.core.workload.job_nodes``); left out, every job is one node."""
+    parser.add_argument(
+        "--containers-per-node", type=positive_int, default=None, metavar="N",
+        help=f"{prefix}a trace's job runs on ceil(max(its §V-A mappers, reducers) / N) nodes at once, N the YARN containers a TASK node holds "
+        "(default: every job on one node)",
+    )  # fmt: skip
+
+
 def add_twin_arguments(group) -> None:
     """The cluster twin's flags (``run --replay``, ``compare``): each None unless given, so the twin's
     defaults (autoscaler.core.twin) live in one place; TwinConfig checks every value and names the flag."""

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.app.cli.arguments import (
+    add_containers_argument,
     add_objective_argument,
     add_twin_arguments,
     costs_text,
@@ -65,6 +66,7 @@ def add_parsers(commands) -> None:
     compare.add_argument("--workers", type=positive_int, default=None, help="processes running the runs side by side (default: the machine's cores)")
     compare.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
     compare.add_argument("--out", type=Path, default=None, help="folder for compare.json and compare.png (nodes over time of hold, managed and fixed; cumulative kWh and kgCO2)")
+    add_containers_argument(compare)
     add_twin_arguments(compare.add_argument_group("the cluster twin", "how the twin's EMR TASK group behaves and bills (autoscaler.core.twin)"))
     compare.set_defaults(handler=_run_compare)
 
@@ -97,7 +99,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     settings = settings.model_copy(update={"provision_s": twin.provision_s})
     costs = settings.derived_costs(twin.price_per_node_hour)
     note_shadowed_file(args.trace, "--trace", err)
-    inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window, err)
+    inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window, err, args.containers_per_node)
     err.print(costs_text(costs), style="dim", markup=False, highlight=False)
     for d in deadlines:
         if d * slot_s < twin.provision_s:
@@ -178,9 +180,13 @@ def default_window_slots(submit_s: list[float], slot_s: float) -> int:
     return math.ceil((max(submit_s) + 1) / DAY_S) * day_slots
 
 
-def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, fixed_nodes, max_deadline: int, window_slots: int | None, err: Console):
-    """The trace's jobs at D = 0 in its window (``window_slots``; None: :func:`default_window_slots`)
-    and everything else a worker needs (autoscaler.app.compare.CompareInputs)."""
+def _inputs(
+    trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, fixed_nodes, max_deadline: int, window_slots: int | None, err: Console,
+    containers_per_node: int | None = None,
+):
+    """The trace's jobs at D = 0 in its window (``window_slots``; None: :func:`default_window_slots`),
+    on w nodes each with ``containers_per_node`` (else one), and everything else a worker needs
+    (autoscaler.app.compare.CompareInputs)."""
     from autoscaler.app.compare import CompareInputs
     from autoscaler.app.replay_daemon import trace_jobs
     from autoscaler.app.traces import open_trace
@@ -207,7 +213,7 @@ def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, 
             f"--window {window_slots:,} and --deadline of {max_deadline:,} slots: {window_slots + max_deadline:,} slots, "
             f"more than the {MAX_WINDOW_SLOTS:,} compare runs (a year of 5-minute slots); give a shorter --window"
         )
-    workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots)
+    workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots, containers_per_node=containers_per_node)
     window_slots = workload.n_slots
     for warning in workload.notes:
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)
@@ -217,7 +223,7 @@ def _inputs(trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, 
             f"left out; a longer --window includes them", highlight=False,
         )  # fmt: skip
     require_deadline_within_window(max_deadline, window_slots, "--deadline: D")
-    jobs = sorted(trace_jobs(trace, 0, slot_s, window_slots * slot_s), key=lambda job: job.submit_s)
+    jobs = sorted(trace_jobs(trace, 0, slot_s, window_slots * slot_s, containers_per_node=containers_per_node, max_nodes=max_nodes), key=lambda job: job.submit_s)
     g_per_kwh = None
     if carbon is not None:
         # Long enough for the longest run: the horizon at the largest D and as long again.

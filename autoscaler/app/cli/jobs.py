@@ -13,6 +13,7 @@ from rich.console import Console
 
 from autoscaler.app.cli.arguments import (
     HelpFormatter,
+    add_containers_argument,
     add_objective_argument,
     add_store_arguments,
     add_twin_arguments,
@@ -125,6 +126,7 @@ def add_parsers(commands) -> None:
     add_objective_argument(run, None, "; replay only (default: the config's objective, else energy)", paper_costs="the config's e0, e1, beta")
     run.add_argument("--max-nodes", type=positive_int, default=None, help=f"replay: most task nodes (default: the config's cluster.max_nodes, else {DEFAULT_MAX_NODES})")
     run.add_argument("--tenants", type=positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
+    add_containers_argument(run, "replay: ")
     twin = run.add_argument_group(
         "replay on the cluster twin",
         "the replay runs on the cluster twin, an EMR TASK group as it behaves and bills (autoscaler.core.twin): "
@@ -281,7 +283,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         return replay_through_daemon(args, settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
-    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective)):
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--containers-per-node", args.containers_per_node), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective)):
         if value is not None:
             raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
     import structlog

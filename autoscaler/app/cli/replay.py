@@ -11,6 +11,7 @@ from rich.console import Console
 
 from autoscaler.adapters.files import write_all_atomic
 from autoscaler.app.cli.arguments import (
+    add_containers_argument,
     add_model_arguments,
     add_signal_arguments,
     cost_and_length_model,
@@ -55,6 +56,7 @@ def add_parsers(commands) -> None:
         help="uniform deadline D: slots (12), or a duration (6h, 90m, 1h30m, 1d) that is a whole number of slots of --slot-s",
     )  # fmt: skip
     add_model_arguments(replay)
+    add_containers_argument(replay)
     add_signal_arguments(replay)
     replay.add_argument("--delta", type=positive_int, default=None, help="VFW look-ahead delta in slots, 0 < delta < D (default: floor(D/2))")
     replay.add_argument("--format", choices=["table", "json", "csv"], default="table", help="stdout format")
@@ -122,6 +124,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             deadline_classes="gcp" in names,
             classes_optional=every,
             check_size=check_size,
+            containers_per_node=args.containers_per_node,
         )
     for note in slow:
         err.print(f"note: {note}", highlight=False)

@@ -70,6 +70,7 @@ def load_workload(
     flag: str = "--trace",
     check_size=None,
     skip_flag: str | None = None,
+    containers_per_node: int | None = None,
 ):
     """Read the trace into workload curves: ``trace`` is a name or a path as :func:`open_trace`
     reads it (None: Workload A); ``flag`` names the option in errors, ``skip_flag`` the option that
@@ -80,7 +81,8 @@ def load_workload(
     ``classes_optional`` a trace too small for k-means gets no classes instead of an error.
     ``check_size``: called with a :class:`~autoscaler.core.budget.WorkloadSize` once the input is
     read and before the curves are built, to refuse a run too large (it raises).
-    Returns (Workload, DeadlineAssignment or None).
+    ``containers_per_node``: a SWIM trace's jobs count w nodes each (``workload.job_nodes``); a load
+    curve is already in servers and ignores it. Returns (Workload, DeadlineAssignment or None).
     """
     from autoscaler.core import workload
     from autoscaler.core.budget import WorkloadSize
@@ -113,7 +115,8 @@ def load_workload(
                     rows = workload.deadline_rows(parsed, slot_s, window, deadlines)
                 check_size(WorkloadSize(n_slots=window, slot_s=slot_s, n_jobs=len(parsed.jobs), n_deadlines=rows[0], max_deadline=rows[1]))
             result = workload.workload_from_trace(
-                parsed, slot_s=slot_s, window_slots=window_slots, length_model=length_model, deadline_slots=deadlines
+                parsed, slot_s=slot_s, window_slots=window_slots, length_model=length_model, deadline_slots=deadlines,
+                containers_per_node=containers_per_node,
             )
             result = _with_source(result, source)
     return result, assignment
