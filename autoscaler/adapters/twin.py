@@ -60,8 +60,11 @@ class TwinCluster:
         return [s for s in statuses if s.state != "COMPLETED"] if active_only else statuses
 
     def step_state(self, step_id: str) -> str:
+        return self.step_status(step_id).state
+
+    def step_status(self, step_id: str) -> StepStatus:
         self.twin.advance(self.clock.now_s())
-        return self._status(step_id).state
+        return self._status(step_id)
 
     def finish(self) -> TwinBill:
         """Run every job to its end from the clock's now, remove every node, and return the bill."""
@@ -73,4 +76,5 @@ class TwinCluster:
         state = run.state
         if state == "COMPLETED":
             self._active.pop(step_id, None)  # the twin's time never goes back: it stays completed
-        return StepStatus(run.job_id, step_id, state, created_s=run.added_s)
+        # EMR's StartDateTime is the step's first start; a run killed and started again keeps it.
+        return StepStatus(run.job_id, step_id, state, created_s=run.added_s, start_s=run.start_s, end_s=run.end_s)
