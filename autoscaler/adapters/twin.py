@@ -45,7 +45,10 @@ class TwinCluster:
 
     def add_step(self, job: Job) -> str:
         step_id = f"s-twin{next(self._ids)}"
-        self.twin.add_step(self.clock.now_s(), step_id, job.job_id, job.length_s, job.submit_s, job.deadline_s)
+        self.twin.add_step(
+            self.clock.now_s(), step_id, job.job_id, job.length_s, job.submit_s, job.deadline_s,
+            name=job.name, submitted_s=job.submitted_length_s,
+        )  # fmt: skip
         self._order[step_id] = len(self._order)
         self._active[step_id] = None
         return step_id

@@ -269,6 +269,7 @@ TWIN_FLAGS = {
     "provision_s": "--provision-s",
     "decommission_timeout_s": "--decommission-timeout-s",
     "length_error_sigma": "--length-error",
+    "length_jitter_sigma": "--length-jitter",
     "seed": "--seed",
     "step_concurrency": "--step-concurrency",
     "price_per_node_hour": "--price-per-node-hour",
@@ -304,7 +305,7 @@ def replay_on_emr(settings: Settings | None) -> bool:
 
 def twin_flags(args: argparse.Namespace) -> dict:
     """TwinConfig's fields as the command line gave them (None: not given)."""
-    return {name: getattr(args, name.replace("length_error_sigma", "length_error"), None) for name in TWIN_FLAGS}
+    return {name: getattr(args, name.removesuffix("_sigma"), None) for name in TWIN_FLAGS}
 
 
 def twin_inputs(args: argparse.Namespace, settings: Settings | None):
