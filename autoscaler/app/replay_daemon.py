@@ -31,25 +31,30 @@ from autoscaler.adapters.twin import TwinCluster
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.traces import open_trace
+from autoscaler.core import defaults
 from autoscaler.core.controller import Decision
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
+from autoscaler.core.learned import LENGTH_SOURCES, check_quantile, planned, quantile_label
 from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.readable import count_text
+from autoscaler.core.recurring import repeat_days
 from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.slot_work import node_seconds_active
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, read_swim, workload_from_trace
 from energy.accounting import whole_nodes
 
 
-def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1) -> list[Job]:
+def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1, names: dict[str, str] | None = None) -> list[Job]:
     """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
 
     A length running past the window is cut at the window's end, as ``autoscaler replay``
     clips its curves, so both see the same work. The trace has no tenants: with ``tenants``
     > 1 its jobs are dealt to tenant-1 .. tenant-K in submit order, like K teams sharing the
     cluster; each job carries its estimated demand vector (CPU s, disk bytes, network bytes).
+    A job is named by ``names`` (job id -> name, a recurring load's: ``autoscaler.core.recurring``),
+    else by its id; its length comes from the size model (``length_source`` "size model").
     """
     sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float)
     lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
@@ -57,13 +62,14 @@ def trace_jobs(trace, deadline_slots: int, slot_s: float, window_s: float, tenan
     return [
         Job(
             job_id=j.job_id,
-            name=j.job_id,
+            name=(names or {}).get(j.job_id, j.job_id),
             tenant="trace" if tenants == 1 else f"tenant-{i % tenants + 1}",
             submit_s=j.submit_s,
             deadline_s=j.submit_s + min(float(length), window_s - j.submit_s) + deadline_slots * slot_s,
             length_s=min(float(length), window_s - j.submit_s),
             step=StepSpec(args=("true",)),
             demand_vector=tuple(float(v) for v in demand),
+            length_source="size model",
         )
         for i, (j, length, demand) in enumerate(zip(trace.jobs, lengths, demands))
         if j.submit_s < window_s
@@ -92,7 +98,10 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                 "has no jobs (autoscaler replay --trace reads it)"
             )
         trace = read_swim(path)
-    workload = workload_from_trace(trace, slot_s=slot_s)
+    days, lengths, quantile = replay_length_inputs(args, settings)
+    day_s = round(86400 / slot_s) * slot_s  # the window of one day's trace, as workload_from_trace takes it
+    trace, names = repeat_days(trace, days, day_s)
+    workload = workload_from_trace(trace, slot_s=slot_s, window_slots=None if days == 1 else days * round(86400 / slot_s))
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     from autoscaler.app.cli.arguments import costs_text
@@ -100,7 +109,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     err.print(costs_text(settings.derived_costs(twin.price_per_node_hour if twin is not None else None)), style="dim", markup=False, highlight=False)
     window_slots = workload.n_slots
     require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
-    jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants), key=lambda j: j.submit_s)
+    jobs = sorted(trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants, names), key=lambda j: j.submit_s)
     if twin is not None and config.provision_s < twin.provision_s:
         err.print(
             f"note: the twin's nodes take {twin.provision_s:g} s to be usable and the config's provision_s is "
@@ -164,6 +173,10 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                     while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
                         submitted += 1
                     if submitted > arriving:
+                        if lengths == "learned":
+                            # As `autoscaler submit` plans a job: on the runs its name ended by now.
+                            for i in range(arriving, submitted):
+                                jobs[i] = planned(jobs[i], store.run_lengths_s(jobs[i].tenant, jobs[i].name, clock.time_s), quantile)
                         store.submit_many(jobs[arriving:submitted])
                     queued = _queued(runner, store)
                     if slot >= horizon and not queued:
@@ -196,6 +209,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         last_slot = store.last_slot()
         late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
         bill = cluster.finish() if isinstance(cluster, TwinCluster) else None
+        overran = overran_jobs(bill, store, jobs)
     capacity = np.array([d.capacity for d in decisions])
     nodes = np.array([d.nodes for d in decisions], dtype=float)
     whole = whole_nodes(capacity)
@@ -208,6 +222,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     table.add_column("value", justify="right")
     table.add_row("jobs released", f"{sum(len(d.release) for d in decisions):,}")
     table.add_row("jobs late (missed their deadline)", f"{sum(1 for n in late.values() if n):,}")
+    table.add_row("jobs overran (ended after their deadline)", f"{len(overran):,}" if overran is not None else "not known (no run times)")
+    learned = sum(1 for job in jobs if job.prior_length_s is not None)
+    table.add_row(
+        f"lengths planned ({lengths})",
+        f"{learned:,} learned ({quantile_label(quantile)} of the name's past runs), {len(jobs) - learned:,} as submitted",
+    )
     table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d.overloaded for d in decisions):,} (max nodes {max_nodes:,})")
     table.add_row("capacity m_t, server-slots (sum of m_t)", f"{capacity.sum():,.1f}")
     rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
@@ -257,12 +277,25 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
             "not compared: gcp here gives each job its own deadline; replay's gcp takes k-means classes of the trace",
         )
     out.print(table)
-    out.print(_tenant_table(stored_jobs, late, decisions, final_state))
+    out.print(_tenant_table(stored_jobs, late, decisions, final_state, overran))
     if bill is not None:
         out.print(twin_bill_table(bill, twin, carbon, slot_s))
     if store_path is not None and (args.store is not None or args.keep_store):
         err.print(f"store: {store_path}", highlight=False)
     return status
+
+
+def replay_length_inputs(args: argparse.Namespace, settings: Settings | None) -> tuple[int, str, float]:
+    """(--days, --lengths, the quantile: --length-quantile, else the config's ``[jobs] length_quantile``)
+    of a replay, checked: ConfigError naming the flag."""
+    days = getattr(args, "days", None) or 1
+    lengths = getattr(args, "lengths", None) or "learned"
+    if lengths not in LENGTH_SOURCES:
+        raise ConfigError(f"--lengths: expected one of {', '.join(LENGTH_SOURCES)}, got {lengths!r}")
+    given = getattr(args, "length_quantile", None)
+    if given is not None:
+        return days, lengths, check_quantile(given, "--length-quantile")
+    return days, lengths, settings.jobs.length_quantile if settings is not None else defaults.LENGTH_QUANTILE
 
 
 TWIN_FLAGS = {
@@ -545,9 +578,20 @@ def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: flo
     ]
 
 
-def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decision], state: dict) -> Table:
-    """Per tenant: jobs, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), node-slots
-    held in overloaded slots, dominant share."""
+def overran_jobs(bill, store, jobs: list[Job]) -> set[str] | None:
+    """Job ids of the replay's jobs that ended after their deadline: from the twin's bill (every run,
+    to the end), else from the run times the store recorded; None when neither says (no job ran)."""
+    if bill is not None:
+        return {job[1] for job in bill.jobs if job[5] is not None and job[5] > job[6]}
+    ids = {job.job_id for job in jobs}
+    stored = [job for job in store.all_jobs() if job.job_id in ids and job.run_end_s is not None]
+    return {job.job_id for job in stored if job.overran} if stored else None
+
+
+def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decision], state: dict, overran: set[str] | None = None) -> Table:
+    """Per tenant: jobs, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), jobs that
+    overran (``overran``: job ids that ended after their deadline; None: not known), node-slots held in
+    overloaded slots, dominant share."""
     overloaded_node_slots: dict[str, int] = {}
     for decision in decisions:
         if decision.overloaded:
@@ -555,7 +599,7 @@ def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decisio
                 overloaded_node_slots[tenant] = overloaded_node_slots.get(tenant, 0) + nodes
     shares = dict(zip(state.get("tenants", []), state.get("dominant_shares", [])))
     table = Table(title="tenants (dynamic DRF shares divide the nodes in overloaded slots)")
-    for column in ("tenant", "jobs", "late (missed deadline)", "node-slots when overloaded", "dominant share"):
+    for column in ("tenant", "jobs", "late (missed deadline)", "overran (ended after deadline)", "node-slots when overloaded", "dominant share"):
         table.add_column(column, justify="left" if column == "tenant" else "right")
     counts: dict[str, int] = {}
     missed: dict[str, int] = {}
@@ -569,6 +613,7 @@ def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decisio
             tenant,
             f"{counts[tenant]:,}",
             f"{missed.get(tenant, 0):,}",
+            "" if overran is None else f"{sum(1 for job in jobs if job.tenant == tenant and job.job_id in overran):,}",
             f"{overloaded_node_slots.get(tenant, 0):,}",
             "" if share is None else f"{share:.4f}",
         )

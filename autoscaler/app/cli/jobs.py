@@ -111,6 +111,12 @@ def add_parsers(commands) -> None:
     add_objective_argument(run, None, "; replay only (default: the config's objective, else energy)", paper_costs="the config's e0, e1, beta")
     run.add_argument("--max-nodes", type=positive_int, default=None, help=f"replay: most task nodes (default: the config's cluster.max_nodes, else {DEFAULT_MAX_NODES})")
     run.add_argument("--tenants", type=positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
+    run.add_argument("--days", type=positive_int, default=None, help="replay: repeat the trace's day this many days, each job keeping its trace id as its name (recurring jobs; default 1)")
+    run.add_argument(
+        "--lengths", choices=["learned", "submitted"], default=None,
+        help="replay: plan a job at a quantile of its name's past runs (learned, the default, as submit does) or at the length it was submitted with",
+    )  # fmt: skip
+    run.add_argument("--length-quantile", type=float, default=None, metavar="Q", help="replay: the quantile of past runs a learned length is (default: the config's [jobs] length_quantile, else 0.9)")
     twin = run.add_argument_group(
         "replay on the cluster twin",
         "the replay runs on the cluster twin, an EMR TASK group as it behaves and bills (autoscaler.core.twin): "
@@ -258,7 +264,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         return replay_through_daemon(args, settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
-    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective)):
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective), ("--days", args.days), ("--lengths", args.lengths), ("--length-quantile", args.length_quantile)):
         if value is not None:
             raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
     import structlog
