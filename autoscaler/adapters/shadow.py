@@ -130,6 +130,13 @@ class ShadowStore:
         """What ``SqliteJobStore.set_runs`` writes, kept in memory."""
         self._record_runs(self._sync(), runs)
 
+    def set_states(self, updates: dict[str, str]) -> None:
+        """What ``SqliteJobStore.set_states`` writes, kept in memory; a job done or failed stays until the next commit."""
+        jobs = self._sync()
+        for job_id, job_state in updates.items():
+            if job_id in jobs:
+                jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+
     def _record_runs(self, jobs: dict[str, Job], runs: dict[str, tuple[float, float]]) -> None:
         for job_id, (start_s, end_s) in runs.items():
             if not (end_s >= start_s):

@@ -208,7 +208,10 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         stored_jobs = _released_as_decided(jobs, decisions, slot_s)
         last_slot = store.last_slot()
         late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
-        bill = cluster.finish() if isinstance(cluster, TwinCluster) else None
+        bill = None
+        if isinstance(cluster, TwinCluster):
+            bill = cluster.finish()
+            _record_last_runs(cluster, store)
         overran = overran_jobs(bill, store, jobs)
     capacity = np.array([d.capacity for d in decisions])
     nodes = np.array([d.nodes for d in decisions], dtype=float)
@@ -576,6 +579,16 @@ def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: flo
         dataclasses.replace(job, state="released", released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job
         for job in jobs
     ]
+
+
+def _record_last_runs(cluster: TwinCluster, store) -> None:
+    """The runs that ended after the replay's last slot (the twin ran them to their end), into the store
+    with their jobs done, as the next slot of a daemon would: the store then holds every run of the replay."""
+    ended = [status for status in cluster.steps() if status.run is not None]
+    if ended:
+        # Runs before states: the shadow store (a dry run) keeps a run only for a job it still holds.
+        store.set_runs({status.job_id: status.run for status in ended})
+        store.set_states({status.job_id: "done" for status in ended})
 
 
 def overran_jobs(bill, store, jobs: list[Job]) -> set[str] | None:
