@@ -584,11 +584,12 @@ def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: flo
 def _record_last_runs(cluster: TwinCluster, store) -> None:
     """The runs that ended after the replay's last slot (the twin ran them to their end), into the store
     with their jobs done, as the next slot of a daemon would: the store then holds every run of the replay."""
-    ended = [status for status in cluster.steps() if status.run is not None]
-    if ended:
+    # The finished twin is read as it is: its time is past the clock's now, which cluster.steps() would replay to.
+    runs = {step.job_id: (step.start_s, step.end_s) for step in cluster.twin.steps.values() if step.end_s is not None}
+    if runs:
         # Runs before states: the shadow store (a dry run) keeps a run only for a job it still holds.
-        store.set_runs({status.job_id: status.run for status in ended})
-        store.set_states({status.job_id: "done" for status in ended})
+        store.set_runs(runs)
+        store.set_states(dict.fromkeys(runs, "done"))
 
 
 def overran_jobs(bill, store, jobs: list[Job]) -> set[str] | None:

@@ -86,3 +86,21 @@ def test_learned_lengths_stop_the_overruns_of_recurring_jobs_after_their_first_d
             assert job.length_s == pytest.approx(runs[f"{job.name}-day1"]) and job.prior_length_s == pytest.approx(1203.5, abs=0.1)
             assert job.length_source == f"p90 of {day - 1} run{'s' if day > 2 else ''}"
     assert row(learned_out, "lengths planned (learned)") == f"{2 * JOBS_PER_DAY:,} learned (p90 of the name's past runs), {JOBS_PER_DAY:,} as submitted"
+
+
+def test_runs_that_end_after_the_last_slot_are_stored_too(tmp_path, capsys):
+    """Two 1,203.5 s jobs submitted 400 s before the day's end (cut to the 400 s left of the window, as
+    replay cuts its curves) on nodes that take 330 s to boot: they end after the replay's last slot, the
+    twin runs them to their end, and the store still gets both runs."""
+    trace = tmp_path / "late-in-the-day.tsv"
+    trace.write_text("".join(f"j{i}\t{86000 + i}\t1\t{1000 * MB}\t{1000 * MB}\t{100 * MB}\n" for i in range(2)))
+    store = tmp_path / "jobs.db"
+    assert main(["run", "--replay", str(trace), "--cluster", "twin", "--deadline", "0", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    with SqliteJobStore(store) as opened:
+        jobs = opened.all_jobs()
+    assert [job.state for job in jobs] == ["done", "done"]
+    assert [job.length_s for job in jobs] == [400.0, 399.0]
+    assert all(job.run_end_s - job.run_start_s == pytest.approx(job.length_s) for job in jobs)
+    assert all(job.run_end_s > 86400.0 for job in jobs)
+    assert row(out, "jobs overran (ended after their deadline)") == f"{sum(job.overran for job in jobs):,}"
