@@ -219,6 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from-json", help="print the tables of a JSON file written by --json, without running anything")
     parser.add_argument("--markdown", action="store_true", help="also print the README's Markdown table")
     args = parser.parse_args(argv)
+    if not args.from_json and not Path(args.signal).is_file():
+        parser.error(
+            f"--signal {args.signal}: no such file; give a time,value CSV carbon series in gCO2eq/kWh "
+            "(the default is France's 2020 series, fr_ci_2020.csv, in a folder shared/grid beside the repository's)"
+        )
     days = args.days.split(",")
     loads = args.loads.split(",")
     if args.quick:

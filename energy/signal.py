@@ -115,6 +115,33 @@ class Signal:
         return float(np.median(np.diff(self.times_s)))
 
 
+def with_history(earlier: Signal | None, read: Signal, keep_s: float) -> Signal:
+    """``read`` with the points of ``earlier`` that come before its first time and at most ``keep_s``
+    seconds before it, when the two join up: a source that serves only the last day (as live APIs
+    do) then builds up the days of history a forecast scores with, read after read.
+
+    Where they overlap, ``read`` wins (a provider may revise a value). ``earlier`` is left out when it
+    is None, in another unit, or ends more than one of its intervals before ``read`` starts (a gap: a
+    step function would carry its last value across it). ``keep_s``: seconds >= 0. Pure; the notes
+    are ``read``'s.
+    """
+    if earlier is None or earlier.unit != read.unit or earlier.times_s.size < 2 or read.times_s.size == 0:
+        return read
+    first_s = float(read.times_s[0])
+    if float(earlier.times_s[-1]) + earlier.median_interval_s < first_s - 1e-6:
+        return read
+    kept = (earlier.times_s < first_s) & (earlier.times_s >= first_s - keep_s)
+    if not kept.any():
+        return read
+    return Signal(
+        np.concatenate([earlier.times_s[kept], read.times_s]),
+        np.concatenate([earlier.values[kept], read.values]),
+        read.unit,
+        read.source,
+        read.notes,
+    )
+
+
 def utc_text(time_s: float) -> str:
     """Unix seconds as an ISO-8601 UTC time to the second (``2026-03-29T01:00:00Z``), for messages:
     :func:`autoscaler.core.readable.utc_text`, which never raises (a time past year 9999 is given in seconds)."""

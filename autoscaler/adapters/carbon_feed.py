@@ -12,7 +12,10 @@ replay through the daemon deterministic. It returns the slot's
 ``CarbonFeed.fallback`` saying why (:data:`~autoscaler.core.controller.SIGNAL_FALLBACKS`): the source
 was never read ("unreadable", with the error), the last good read is older than
 ``max_staleness_s`` ("stale", with its age), or the signal does not cover the slot ("not_covering").
-The per-slot values come from :func:`autoscaler.core.signal_slots.slot_window`, pure.
+The per-slot values come from :func:`autoscaler.core.signal_slots.slot_window`, pure. Each read keeps
+the earlier reads' points before its own first one, up to ``HISTORY_KEPT_S`` (11 days and one more),
+so a source that serves only the last day still gives the blend the days it scores its forecasts
+over once the daemon has run that long (:func:`energy.signal.with_history`).
 
 The forecast is read as issued, never with look-ahead: an archive (a folder of provider documents,
 JSON lines, CSV ``issued,time,value``, :func:`~autoscaler.adapters.signal_source.load_forecast`)
@@ -36,17 +39,22 @@ from autoscaler.adapters.signal_source import _shown, load_forecast, load_signal
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.controller import CarbonWindow, SignalUnavailable
 from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
+from autoscaler.core.forecast import EVALUATION_DAYS, WEEK_DAYS
 from autoscaler.core.ports import Clock
 from autoscaler.core.readable import duration_text, number_text
 from autoscaler.core.signal_slots import slot_window
 from energy.forecast_archive import ForecastArchive, IssuedForecast, archive_in_grams
-from energy.signal import Signal, in_grams, plausibility_notes, utc_text
+from energy.signal import Signal, in_grams, plausibility_notes, utc_text, with_history
 
 __all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed"]
 
 
 UNIT_NAME = "[carbon] unit"
 """Where the daemon's signal unit is set, for messages."""
+
+HISTORY_KEPT_S = (WEEK_DAYS + EVALUATION_DAYS + 2) * 86_400.0
+"""Seconds of earlier reads kept before a read's first point: the 11 days the blend scores with
+(``autoscaler.core.forecast.history_needed``) and a day to spare."""
 
 log = structlog.get_logger("autoscaler")
 
@@ -158,6 +166,7 @@ class CarbonFeed:
         else:
             finished_s = self.clock.now_s()  # the age of a read runs from when it finished
             with self._lock:
+                signal = with_history(self._signal, signal, HISTORY_KEPT_S)
                 self._signal, self.last_read_s, self.last_error = signal, finished_s, ""
             _warn_if_implausible(signal)
         if settings.forecast:

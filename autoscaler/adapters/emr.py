@@ -150,7 +150,8 @@ class EmrCluster:
         return group
 
     def task_group(self) -> TaskGroup:
-        """Read the TASK instance group (ListInstanceGroups, all pages): id, nodes requested and running.
+        """Read the TASK instance group (ListInstanceGroups, all pages): id, nodes requested and running,
+        and its instance type.
 
         Raises ActuationError when the cluster is missing, has no TASK group, or the call fails.
         """
@@ -163,6 +164,7 @@ class EmrCluster:
                     group_id=group["Id"],
                     requested=int(group.get("RequestedInstanceCount", 0)),
                     running=int(group.get("RunningInstanceCount", 0)),
+                    instance_type=group.get("InstanceType"),
                 )
         found = ", ".join(sorted({str(group.get("InstanceGroupType")) for group in groups})) or "none"
         raise ActuationError(

@@ -123,7 +123,8 @@ def emr_cluster(
     :data:`STARTUP_WAIT_S`) with backoff from ``first_backoff_s`` (default
     :data:`STARTUP_FIRST_BACKOFF_S`), each try logged as ``startup_retry``. ``session``: the
     boto3.Session clients are made from (tests hook its events). Raises ConfigError (a region
-    botocore does not know, no region), ClusterError (the cluster fails a check; exit status 2)
+    botocore does not know, no region, a TASK group of another instance type than
+    ``cluster.task_instance_type``: ``require_task_type``), ClusterError (the cluster fails a check; exit status 2)
     and OutageError (still failing when the wait ran out; exit status 75).
     """
     import boto3
@@ -147,7 +148,7 @@ def emr_cluster(
         return emr_client(configured, settings.cluster.endpoint_url, session)
 
     cluster = EmrCluster(new_client(), settings.cluster.id, new_client=new_client)
-    retry_at_startup(
+    group = retry_at_startup(
         lambda: cluster.check(configured),
         what=f"EMR cluster {settings.cluster.id} in region {cluster.client.meta.region_name}",
         wait_s=STARTUP_WAIT_S if startup_wait_s is None else startup_wait_s,
@@ -155,7 +156,31 @@ def emr_cluster(
         max_backoff_s=STARTUP_MAX_BACKOFF_S,
         before_retry=cluster.start_slot,
     )
+    require_task_type(settings, group)
     return cluster
+
+
+def require_task_type(settings: Settings, group) -> None:
+    """Check EMR's TASK group (``group``, a TaskGroup) against ``cluster.task_instance_type``:
+    ``submit`` turns vCPUs and memory into nodes of the configured type, so every such width would be
+    wrong on another. A type set in the config (file or environment) that differs is a ConfigError;
+    the default (m5.xlarge, not set) that differs is a warning, ``task_instance_type_differs``, and
+    the daemon starts: it sizes nothing itself, and a config that never set the type ran before
+    widths existed. A group whose type EMR does not say passes."""
+    actual, configured = group.instance_type, settings.cluster.task_instance_type
+    if actual is None or actual == configured:
+        return
+    from autoscaler.core.intake import TASK_YARN_CAPACITY
+
+    told = "" if actual in TASK_YARN_CAPACITY else ", with cluster.task_yarn_vcpus and cluster.task_yarn_memory_mb (its YARN capacity is not in the table)"
+    detail = (
+        f"the TASK group {group.group_id} of cluster {settings.cluster.id} runs {actual}: submit --vcpus/--memory-gb "
+        f"would count nodes of the wrong size; set cluster.task_instance_type = {actual!r}{told}"
+    )
+    if "task_instance_type" not in settings.cluster.model_fields_set:
+        structlog.get_logger("autoscaler").warning("task_instance_type_differs", configured=f"{configured} (the default)", detail=detail)
+        return
+    raise ConfigError(f"cluster.task_instance_type is {configured!r}, but {detail}")
 
 
 @contextmanager

@@ -29,6 +29,7 @@ from autoscaler.adapters.files import require_regular_file
 from autoscaler.core import defaults
 from autoscaler.core.controller import ControllerConfig
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.intake import DEFAULT_TASK_INSTANCE_TYPE, NodeCapacity, task_capacity
 from autoscaler.core.model import DEFAULT_MAX_NODES, CostParams
 from autoscaler.core.objective import DEFAULT_OBJECTIVE, OBJECTIVES, DerivedCosts, derive_costs
 from autoscaler.core.policies import ONLINE_POLICIES, POLICY_TABLE
@@ -53,6 +54,13 @@ class ClusterSettings(BaseModel):
     endpoint_url: str | None = None
     min_nodes: int = Field(default=0, ge=0, le=100_000)
     max_nodes: int = Field(default=DEFAULT_MAX_NODES, ge=0, le=100_000)
+    task_instance_type: str = Field(default=DEFAULT_TASK_INSTANCE_TYPE, min_length=1, max_length=64)
+    """The TASK group's EC2 instance type, whose YARN capacity (autoscaler.core.intake) turns a
+    job's ``submit --vcpus/--memory-gb`` into whole nodes."""
+    task_yarn_vcpus: int | None = Field(default=None, ge=1, le=100_000)
+    task_yarn_memory_mb: int | None = Field(default=None, ge=1, le=100_000_000)
+    """A TASK node's YARN vCPUs and memory (MiB), over the table's defaults for task_instance_type;
+    both are required for a type the table does not list."""
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> ClusterSettings:
@@ -61,6 +69,19 @@ class ClusterSettings(BaseModel):
                 f"expected min_nodes <= max_nodes, got min_nodes={self.min_nodes} > max_nodes={self.max_nodes}"
             )
         return self
+
+    @model_validator(mode="after")
+    def _task_capacity_known(self) -> ClusterSettings:
+        try:
+            self.task_capacity()
+        except ConfigError as error:
+            raise ValueError(str(error)) from None
+        return self
+
+    def task_capacity(self) -> NodeCapacity:
+        """One TASK node's YARN capacity (vCPUs, MiB): the table's for ``task_instance_type``, or as told.
+        Raises ConfigError naming the keys to set for a type the table does not list."""
+        return task_capacity(self.task_instance_type, self.task_yarn_vcpus, self.task_yarn_memory_mb)
 
 
 class ReportSettings(BaseModel):

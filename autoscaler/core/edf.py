@@ -320,16 +320,21 @@ edf_key = _edf_key
 def demand_vector(job: Job, rates: NodeRates) -> np.ndarray:
     """A job's demand vector ``(3,)`` on one scale: node-seconds of CPU, disk and network.
 
-    From the job's estimated (CPU seconds, disk bytes, network bytes), bytes divided by one
-    node's disk and network rates; a job without sizes (or with all-zero ones) demands its
-    length in CPU seconds only (a zero-length one, one CPU second).
+    A job is one task in the DRF note's sense (paper: dynamic DRF note, §2: agent i needs D_ir of
+    resource r per task). With sizes, D is the job's estimated work (CPU seconds, and disk and network
+    bytes divided by one node's rates): the whole job's, which its width w spreads over w nodes
+    without changing it. Without sizes (or with all-zero ones) the job holds w whole nodes for its
+    length: w times one node for ``length_s`` (at least one second), w * length_s node-seconds,
+    counted as CPU since nothing says which of a node's resources it uses. DRF divides by the dominant
+    entry (d_i = D_i / max_r D_ir), so only the direction counts: w by itself changes no dominant
+    share, and with w = 1 the vector is the one-node job's.
     """
     cpu_s, disk_bytes, network_bytes = job.demand_vector or (0.0, 0.0, 0.0)
     vector = np.array([cpu_s, disk_bytes / rates.node_disk_bytes_s, network_bytes / rates.node_network_bytes_s])
     if vector.max() > 0:
         return vector
-    # Only a vector's direction matters to DRF: a job of unknown (or zero) size needs CPU only.
-    return np.array([max(job.length_s, 1.0), 0.0, 0.0])
+    # A job of unknown (or zero) size needs CPU only.
+    return np.array([job.nodes * max(job.length_s, 1.0), 0.0, 0.0])
 
 
 QUEUED = "queued"

@@ -1,7 +1,8 @@
 """Turn a submission (CLI flags or a request) into a Job, refusing anything the daemon could not run.
 
 Pure: the caller passes the current time and the known tenants; nothing here reads a clock,
-a file or the environment.
+a file or the environment. The job's width (``Job.nodes``) is checked here too, against the TASK
+node's YARN capacity (EMR's defaults per instance type, :data:`TASK_YARN_CAPACITY`).
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
-from numbers import Real
+from fractions import Fraction
+from numbers import Integral, Real
 
 from autoscaler.core.errors import ConfigError, SubmitError
 from autoscaler.core.model import Job, LengthModel, StepSpec
@@ -54,6 +57,13 @@ def build_job(
     main_class: str | None = None,
     known_tenants: set[str] | None = None,
     length_model: LengthModel = LengthModel(),
+    nodes: int | None = None,
+    vcpus: float | None = None,
+    memory_gb: float | None = None,
+    max_nodes: int | None = None,
+    node_capacity: NodeCapacity | None = None,
+    container_vcpus: float | None = None,
+    container_memory_gb: float | None = None,
 ) -> Job:
     """A queued Job submitted at ``now_s`` (Unix seconds), checked field by field.
 
@@ -65,6 +75,14 @@ def build_job(
     Give exactly one of ``command`` (run by command-runner.jar; ``args`` must then be empty) or
     ``jar`` (a path ending in .jar or an s3:// URI) with ``args`` and optionally ``main_class``.
 
+    The job's width w (``Job.nodes``, whole TASK nodes it runs on at once): ``nodes``, or the least w
+    whose YARN capacity holds ``vcpus`` and ``memory_gb`` (GiB) on nodes of ``node_capacity``
+    (default: :data:`DEFAULT_TASK_INSTANCE_TYPE`'s), see :func:`nodes_for`; neither: 1. With
+    ``container_vcpus`` and ``container_memory_gb`` (one YARN container's ask, both or neither), each
+    container must fit one node, and the demand is k = :func:`containers_for` such containers, at most
+    :func:`containers_per_node` to a node: w = ceil(k / per node). A width above ``max_nodes`` (when
+    given and >= 1) could never start, since a job starts only on all its nodes at once, and is refused.
+
     ``job_id`` None gets a random id (uuid4 hex). Clients that may retry should supply their own
     id: the store treats a resubmission with the same id and content as a no-op, which a fresh
     random id cannot be.
@@ -72,7 +90,10 @@ def build_job(
     Raises SubmitError naming the field and what was expected: an empty name or tenant, a tenant
     not in ``known_tenants`` (when given), a job id outside [A-Za-z0-9._-] or longer than 64, a
     number that is NaN, infinite or negative, a deadline that cannot be read, is not after now,
-    or leaves less time than the job's length, a length past :data:`MAX_DEADLINE_S`, or a malformed step.
+    or leaves less time than the job's length, a length past :data:`MAX_DEADLINE_S`, a malformed step,
+    ``nodes`` with ``vcpus`` or ``memory_gb``, a width that is not a whole number >= 1, a demand that
+    is not a number > 0, a container bigger than one node, or a width above ``max_nodes`` (the
+    message gives the figures).
     """
     job_id = _job_id(job_id)
     name = _non_empty("name", name)
@@ -81,6 +102,7 @@ def build_job(
         known = ", ".join(sorted(known_tenants)) or "none configured"
         raise SubmitError(f"tenant: unknown tenant {tenant!r}; expected one of: {known}")
     now_s = _finite("now_s", now_s, "Unix seconds", minimum=0.0)
+    width = _width(nodes, vcpus, memory_gb, max_nodes, node_capacity, container_vcpus, container_memory_gb)
     length_s = _length_s(length_s, sizes, length_model)
     deadline_s = parse_deadline(deadline, now_s)
     if deadline_s - now_s > MAX_DEADLINE_S:
@@ -116,7 +138,95 @@ def build_job(
         step=step,
         demand_vector=demand_vector,
         deadline_text=deadline.strip(),
+        nodes=width,
     )
+
+
+def _width(
+    nodes: int | None,
+    vcpus: float | None,
+    memory_gb: float | None,
+    max_nodes: int | None,
+    capacity: NodeCapacity | None,
+    container_vcpus: float | None = None,
+    container_memory_gb: float | None = None,
+) -> int:
+    """w, checked against ``max_nodes``; see :func:`build_job`."""
+    demand = {"vcpus": vcpus, "memory_gb": memory_gb}
+    if nodes is not None and any(value is not None for value in demand.values()):
+        given = " and ".join(name for name, value in demand.items() if value is not None)
+        raise SubmitError(
+            f"nodes: expected either a width in nodes or a demand in vcpus/memory_gb, got nodes={nodes!r} and {given}"
+        )
+    capacity = capacity if capacity is not None else task_capacity(DEFAULT_TASK_INSTANCE_TYPE)
+    for name, value, unit in (("vcpus", vcpus, "vCPUs"), ("memory_gb", memory_gb, "GiB"), ("container_vcpus", container_vcpus, "vCPUs"), ("container_memory_gb", container_memory_gb, "GiB")):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)) or float(value) <= 0):
+            raise SubmitError(f"{name}: expected a finite number > 0 ({unit}), got {value!r}")
+    container = _container(container_vcpus, container_memory_gb, capacity, nodes is not None or vcpus is not None or memory_gb is not None)
+    checked = max_nodes is not None and max_nodes >= 1
+    limit = f"max_nodes is {max_nodes:,} (cluster.max_nodes)" if checked else ""
+    if nodes is not None:
+        if isinstance(nodes, bool) or not isinstance(nodes, Integral) or nodes < 1:
+            raise SubmitError(f"nodes: expected a whole number of TASK nodes >= 1, got {nodes!r}")
+        width = int(nodes)
+        if checked and width > max_nodes:
+            raise SubmitError(
+                f"nodes: {width:,} is above max_nodes {max_nodes:,} (cluster.max_nodes); a job starts only when all its "
+                "nodes are free, so it would never start"
+            )
+        return width
+    if vcpus is None and memory_gb is None:
+        return 1
+    if container is not None:
+        count = containers_for(vcpus, memory_gb, *container)
+        per_node = containers_per_node(*container, capacity)
+        width = -(-count // per_node)
+        if checked and width > max_nodes:
+            raise SubmitError(
+                f"vcpus/memory_gb: {count:,} containers of {container_vcpus:,g} vCPUs and {container_memory_gb:,g} GiB, "
+                f"{per_node:,} to a node of {capacity.vcpus:,} vCPUs and {capacity.memory_gib:,g} GiB ({capacity.source}), "
+                f"need {width:,} nodes; {limit}"
+            )
+        return width
+    needs = {}
+    if vcpus is not None:
+        needs["vcpus"] = nodes_for(vcpus, None, capacity)
+    if memory_gb is not None:
+        needs["memory_gb"] = nodes_for(None, memory_gb, capacity)
+    width = max(needs.values())
+    if checked and width > max_nodes:
+        name = max(needs, key=lambda key: (needs[key], key == "vcpus"))
+        if name == "vcpus":
+            what = f"{vcpus:,g} vCPUs need {needs[name]:,} nodes of {capacity.vcpus:,} vCPUs ({capacity.source})"
+        else:
+            what = (
+                f"{memory_gb:,g} GiB need {needs[name]:,} nodes of {capacity.memory_gib:,g} GiB "
+                f"({capacity.source}: {capacity.memory_mb:,} MiB)"
+            )
+        raise SubmitError(f"{name}: {what}; {limit}")
+    return width
+
+
+def _container(vcpus: float | None, memory_gb: float | None, capacity: NodeCapacity, with_width: bool) -> tuple[float, float] | None:
+    """The container (vCPUs, GiB), checked to fit one node; None when not given."""
+    if vcpus is None and memory_gb is None:
+        return None
+    if vcpus is None or memory_gb is None:
+        missing = "container_vcpus" if vcpus is None else "container_memory_gb"
+        raise SubmitError(f"{missing}: expected both container_vcpus and container_memory_gb (a YARN container asks for both), got one")
+    if not with_width:
+        raise SubmitError("container_vcpus/container_memory_gb: expected the job's width too, as nodes or as its vcpus/memory_gb in all")
+    if _exact("container_vcpus", vcpus) > capacity.vcpus:
+        raise SubmitError(
+            f"container_vcpus: a container of {vcpus:,g} vCPUs does not fit one node of {capacity.vcpus:,} vCPUs "
+            f"({capacity.source}); YARN would never place it"
+        )
+    if _exact("container_memory_gb", memory_gb) * MIB_PER_GIB > capacity.memory_mb:
+        raise SubmitError(
+            f"container_memory_gb: a container of {memory_gb:,g} GiB does not fit one node of {capacity.memory_gib:,g} GiB "
+            f"({capacity.source}: {capacity.memory_mb:,} MiB); YARN would never place it"
+        )
+    return vcpus, memory_gb
 
 
 SAME_DEADLINE_RULE = (
@@ -316,3 +426,149 @@ def parse_past_time(text: str, now_s: float, what: str) -> float:
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ConfigError(f"{what}: the time {text!r} has no timezone; expected one such as 'Z' or '+01:00' at its end")
     return moment.timestamp()
+
+
+# --- width: the whole TASK nodes a job runs on -------------------------------------------------
+# What one TASK node offers YARN, and the width w (whole nodes) a job's vCPU and memory demand needs.
+#
+# A job declares its width as ``--nodes w``, or as the vCPUs and memory its containers take together;
+# then w is the least number of whole TASK nodes whose YARN capacity holds both:
+#
+#     w = max(1, ceil(V / c), ceil(1024 G / m))
+#
+# with V the vCPUs, G the memory in GiB, c a node's YARN vCPUs and m its YARN memory in MiB
+# (``yarn.nodemanager.resource.memory-mb``).
+#
+# Source of the memory figures: Amazon EMR Release Guide, "Task configuration", default values of
+# ``yarn.nodemanager.resource.memory-mb`` per instance type (without HBase), as published in
+# awsdocs/amazon-emr-release-guide, doc_source/emr-hadoop-task-config.md. The vCPUs are the EC2
+# instance type's, which EMR gives YARN by default (``yarn.nodemanager.resource.cpu-vcores``). Only the
+# m5, c5 and r5 types whose figures were read there are listed; any other type is told through
+# ``cluster.task_yarn_vcpus`` and ``cluster.task_yarn_memory_mb``.
+
+MIB_PER_GIB = 1024
+"""YARN counts memory in MiB; a job's memory is given in GiB."""
+
+TASK_YARN_CAPACITY: dict[str, tuple[int, int]] = {
+    # instance type: (vCPUs, yarn.nodemanager.resource.memory-mb)
+    "m5.xlarge": (4, 12288),
+    "m5.2xlarge": (8, 24576),
+    "m5.4xlarge": (16, 57344),
+    "m5.8xlarge": (32, 122880),
+    "m5.12xlarge": (48, 188416),
+    "m5.16xlarge": (64, 253952),
+    "m5.24xlarge": (96, 385024),
+    "c5.xlarge": (4, 6144),
+    "c5.2xlarge": (8, 12288),
+    "c5.4xlarge": (16, 24576),
+    "c5.9xlarge": (36, 65536),
+    "c5.12xlarge": (48, 90112),
+    "c5.18xlarge": (72, 139264),
+    "c5.24xlarge": (96, 188416),
+    "r5.xlarge": (4, 24576),
+    "r5.2xlarge": (8, 57344),
+    "r5.4xlarge": (16, 122880),
+    "r5.8xlarge": (32, 253952),
+    "r5.12xlarge": (48, 385024),
+    "r5.16xlarge": (64, 516096),
+    "r5.24xlarge": (96, 778240),
+}
+"""EMR's default YARN capacity of one node, per EC2 instance type (source: the comment above)."""
+
+DEFAULT_TASK_INSTANCE_TYPE = "m5.xlarge"
+"""The TASK type assumed unless told: the one the twin prices (autoscaler.core.twin.PRICE_PER_NODE_HOUR)."""
+
+
+@dataclass(frozen=True)
+class NodeCapacity:
+    """One TASK node's YARN capacity: ``vcpus`` and ``memory_mb`` (MiB), and ``source``, words naming
+    where the figures come from ("m5.xlarge's YARN capacity"), which refusals quote.
+
+    Raises ConfigError unless both are whole numbers >= 1.
+    """
+
+    vcpus: int
+    memory_mb: int
+    source: str
+
+    def __post_init__(self) -> None:
+        for name in ("vcpus", "memory_mb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"node capacity {name}: expected a whole number >= 1, got {value!r} ({self.source})")
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_mb / MIB_PER_GIB
+
+
+_TOLD = (("task_yarn_vcpus", "yarn.nodemanager.resource.cpu-vcores"), ("task_yarn_memory_mb", "yarn.nodemanager.resource.memory-mb"))
+"""The settings that tell a TASK node's YARN capacity, and the YARN setting each one is."""
+
+
+def task_capacity(instance_type: str, vcpus: int | None = None, memory_mb: int | None = None) -> NodeCapacity:
+    """The YARN capacity of one TASK node of ``instance_type``: ``vcpus`` and ``memory_mb`` where given
+    (both, or either one over the table's figure), else :data:`TASK_YARN_CAPACITY`'s.
+
+    Raises ConfigError naming the keys to set when the type is not in the table and a figure is missing.
+    """
+    known = TASK_YARN_CAPACITY.get(instance_type)
+    if known is None and (vcpus is None or memory_mb is None):
+        missing = [told for told, value in zip(_TOLD, (vcpus, memory_mb)) if value is None]
+        keys = " and ".join(f"cluster.{key}" for key, _ in missing)
+        yarn = " and ".join(setting for _, setting in missing)
+        raise ConfigError(
+            f"cluster.task_instance_type {instance_type!r}: its YARN capacity is not in the table of EMR's defaults "
+            f"({', '.join(TASK_YARN_CAPACITY)}); set {keys} (the node's {yarn})"
+        )
+    if vcpus is None and memory_mb is None:
+        return NodeCapacity(known[0], known[1], f"{instance_type}'s YARN capacity")
+    return NodeCapacity(
+        vcpus if vcpus is not None else known[0],
+        memory_mb if memory_mb is not None else known[1],
+        f"{instance_type}'s YARN capacity as configured",
+    )
+
+
+def nodes_for(vcpus: float | None, memory_gib: float | None, capacity: NodeCapacity) -> int:
+    """w = max(1, ceil(vcpus / capacity.vcpus), ceil(1024 * memory_gib / capacity.memory_mb)): the least
+    whole number of nodes whose YARN capacity holds both (an absent demand asks nothing).
+
+    The division is exact on the numbers as written (12.3 GiB is 12.3, not the float next to it), so a
+    demand of exactly k nodes needs k, never k + 1. Raises ConfigError for a demand that is not a
+    finite number > 0.
+    """
+    need = 1
+    for name, value, per_node in (("vcpus", vcpus, capacity.vcpus), ("memory_gib", memory_gib, Fraction(capacity.memory_mb, MIB_PER_GIB))):
+        if value is None:
+            continue
+        exact = _exact(name, value)
+        need = max(need, math.ceil(exact / per_node))
+    return need
+
+
+def _exact(name: str, value: float) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)) or float(value) <= 0:
+        raise ConfigError(f"{name}: expected a finite number > 0, got {value!r}")
+    # repr gives the shortest decimal that reads back as the same float: the number the user wrote.
+    return Fraction(repr(float(value)))
+
+
+def containers_for(vcpus: float | None, memory_gib: float | None, container_vcpus: float, container_memory_gib: float) -> int:
+    """k, the containers of (``container_vcpus``, ``container_memory_gib``) a job needs to hold ``vcpus``
+    and ``memory_gib`` in all: max(ceil(V / v), ceil(G / g)), at least 1, exact on the numbers as written.
+    Raises ConfigError for a figure that is not a finite number > 0."""
+    count = 1
+    for name, total, each in (("vcpus", vcpus, container_vcpus), ("memory_gib", memory_gib, container_memory_gib)):
+        if total is not None:
+            count = max(count, math.ceil(_exact(name, total) / _exact(f"container_{name}", each)))
+    return count
+
+
+def containers_per_node(container_vcpus: float, container_memory_gib: float, capacity: NodeCapacity) -> int:
+    """How many containers of (``container_vcpus``, ``container_memory_gib``) one node of ``capacity`` holds:
+    min(floor(c / v), floor(m / (1024 g))); 0 when one does not fit. Raises ConfigError for a figure
+    that is not a finite number > 0."""
+    by_vcpus = math.floor(capacity.vcpus / _exact("container_vcpus", container_vcpus))
+    by_memory = math.floor(capacity.memory_mb / (_exact("container_memory_gib", container_memory_gib) * MIB_PER_GIB))
+    return min(by_vcpus, by_memory)

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TaskGroup:
-    """The EMR cluster's TASK instance group: id, nodes requested and nodes running."""
+    """The EMR cluster's TASK instance group: id, nodes requested and nodes running, and its EC2
+    ``instance_type`` when the cluster says (not compared: a group is the same group whatever is read of it)."""
 
     group_id: str
     requested: int
     running: int
+    instance_type: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -104,9 +104,10 @@ def place_signal(
     longer horizon, the look-ahead of the last slot); past what is covered the policies and the costing
     use persistence, the last day repeated. History: the whole slots covered before ``start_s``, at most
     :func:`autoscaler.core.forecast.history_needed` (11 days: the blend scores its forecasts over the
-    last 3 days, one of them a week back). ``start_s`` None: one day after the signal's first
-    time when the signal covers that day plus ``wanted_slots``, else its first time (a note says that
-    persistence has no yesterday for the first day). ``forecast``: "blend" (the error-weighted blend of
+    last 3 days, one of them a week back). ``start_s`` None: 11 days (``history_needed``) after the signal's
+    first time when the signal covers them plus ``wanted_slots``, else one day after it when it covers
+    that, else its first time (a note says the forecast has no yesterday for the first day; another,
+    under the blend, that it has fewer than the 11 days it scores with). ``forecast``: "blend" (the error-weighted blend of
     :mod:`autoscaler.core.forecast`, the default), "persistence" (yesterday's values), "perfect" (the
     actual values), a :class:`~energy.forecast_archive.ForecastArchive` (forecasts as issued: in slot t
     the newest issued by t's start that covers a slot, :class:`~autoscaler.core.issued.IssuedSlots`;
@@ -123,14 +124,18 @@ def place_signal(
     end_s = float(signal.times_s[-1]) + signal.median_interval_s
     notes: list[str] = list(plausibility_notes(signal))
     plausibility = len(notes)
+    fallback = "persistence" if forecast == "persistence" else "the blend"
+    full_history_s = history_needed(slots_per_day) * slot_s
     if start_s is None:
-        if end_s >= first_s + DAY_S + wanted_slots * slot_s:
+        if end_s >= first_s + full_history_s + wanted_slots * slot_s:
+            start_s = first_s + full_history_s
+        elif end_s >= first_s + DAY_S + wanted_slots * slot_s:
             start_s = first_s + DAY_S
         else:
             start_s = first_s
             notes.append(
                 f"{signal.source}: the trace starts at the signal's first time {utc_text(start_s)}: the signal does not cover a day "
-                f"before it plus the replay's {wanted_slots:,} slots, so persistence has no yesterday for the first day "
+                f"before it plus the replay's {wanted_slots:,} slots, so {fallback} has no yesterday for the first day "
                 "(give --start to place the trace elsewhere)"
             )
     start_s = float(start_s)
@@ -143,10 +148,16 @@ def place_signal(
     if 0 < history_slots < slots_per_day and len(notes) == plausibility:
         notes.append(
             f"{signal.source}: only {history_slots:,} of a day's {slots_per_day:,} slots are covered before the start "
-            f"{utc_text(start_s)}: persistence falls back to the current value where it has no yesterday"
+            f"{utc_text(start_s)}: {fallback} falls back to the current value where it has no yesterday"
         )
     elif history_slots == 0 and len(notes) == plausibility:
-        notes.append(f"{signal.source}: nothing is covered before the start {utc_text(start_s)}: persistence has no yesterday for the first day")
+        notes.append(f"{signal.source}: nothing is covered before the start {utc_text(start_s)}: {fallback} has no yesterday for the first day")
+    elif slots_per_day <= history_slots < history_needed(slots_per_day) and fallback == "the blend" and len(notes) == plausibility:
+        notes.append(
+            f"{signal.source}: {_days_text(history_slots / slots_per_day)} covered before the start {utc_text(start_s)}, of the "
+            f"{history_needed(slots_per_day) // slots_per_day} the blend scores its forecasts over (3 days, one of them a week back): "
+            "it weighs the forecasts it can score (give a longer signal, or a later --start, for all of them)"
+        )
     if n_values < wanted_slots:
         notes.append(
             f"{signal.source}: covers {n_values:,} of the {wanted_slots:,} slots the policies may read (to {utc_text(start_s + n_values * slot_s)}); "
@@ -288,3 +299,7 @@ def issued_means(archive: ForecastArchive, slot_start_s: float, slot_s: float, n
         return np.full(n_slots, math.nan)
     window = ForecastArchive(archive.source, archive.unit, tuple(known))
     return IssuedSlots.from_archive(window, slot_start_s, slot_s, n_slots).known(0, n_slots)
+
+
+def _days_text(days: float) -> str:
+    return "1 day is" if days == 1 else f"{days:.3g} days are"

@@ -147,7 +147,7 @@ def test_a_price_per_node_hour_on_a_load_curve_by_hand(tmp_path, capsys):
     assert document["policies"]["offline"]["cost_usd"] == pytest.approx(0.5)
     assert document["policies"]["offline"]["cost_saving_pct"] == pytest.approx(75.0)
     assert document["signal"]["history_slots"] == 0
-    assert "persistence has no yesterday" in " ".join(captured.err.split())  # a note on stderr, and in the JSON's signal.notes
+    assert "the blend has no yesterday" in " ".join(captured.err.split())  # a note on stderr, and in the JSON's signal.notes
     assert main(["replay", *argv]) == 0
     table = capsys.readouterr().out
     assert "cost cut" in table and "75.00 %" in table and "kgCO2eq" not in table

@@ -14,7 +14,7 @@ from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.signal_slots import covered_means, slot_window
-from energy.signal import Signal
+from energy.signal import Signal, with_history
 
 HOUR_S = 3600.0
 T0 = datetime(2026, 6, 1, 12, tzinfo=timezone.utc).timestamp()  # a slot boundary on every grid used here
@@ -346,3 +346,38 @@ def test_the_daemon_notes_a_signal_whose_times_carry_no_zone(tmp_path):
         assert feed.window(T0, HOUR_S, 1).value_now == 303.0  # 12:00 UTC, read as UTC
     noted = [line for line in logs if line["event"] == "carbon_signal_read_as"]
     assert len(noted) == 1 and noted[0]["detail"] == f"{path}: times carry no zone: read as UTC"
+
+
+# -- history kept across reads ---------------------------------------------------------------------
+
+
+def test_with_history_keeps_earlier_points_before_the_read_and_drops_them_across_a_gap():
+    earlier = hourly(T0, [1.0, 2.0, 3.0, 4.0])  # T0 .. T0 + 3 h
+    read = hourly(T0 + 2 * HOUR_S, [30.0, 40.0, 50.0])  # from T0 + 2 h: revises 3 and 4
+    joined = with_history(earlier, read, keep_s=10 * HOUR_S)
+    assert joined.values.tolist() == [1.0, 2.0, 30.0, 40.0, 50.0]
+    assert (joined.times_s - T0).tolist() == [0.0, HOUR_S, 2 * HOUR_S, 3 * HOUR_S, 4 * HOUR_S]
+    assert with_history(earlier, read, keep_s=HOUR_S).values.tolist() == [2.0, 30.0, 40.0, 50.0]  # one hour kept
+    later = hourly(T0 + 6 * HOUR_S, [9.0, 9.0])  # earlier ends at T0 + 4 h: a 2-hour gap
+    assert with_history(earlier, later, keep_s=10 * HOUR_S) is later
+    assert with_history(hourly(T0, [1.0, 2.0], unit="lbs/MWh"), read, keep_s=10 * HOUR_S) is read
+    assert with_history(None, read, keep_s=10 * HOUR_S) is read
+
+
+def test_a_source_that_serves_only_its_last_day_builds_up_the_days_the_blend_scores(tmp_path):
+    # Every hour the file holds only the last 24 hours of a day that repeats (100 + hour of day). A
+    # feed that kept only its last read would have one day: the blend would be the value now
+    # (test_a_day_of_history_is_too_little_...). Kept across five days of reads, the history lets the
+    # blend score yesterday, which has made no error: the same window as with five days at once.
+    path = tmp_path / "last-day.csv"
+    clock = SimulatedClock(T0 - 96 * HOUR_S)
+    settings = CarbonSettings(source=str(path), unit="gCO2eq/kWh", refresh_s=HOUR_S, max_staleness_s=2 * HOUR_S, timeout_s=5)
+    feed = CarbonFeed(settings, clock)
+    while clock.now_s() <= T0:
+        now_s = clock.now_s()
+        first_s = now_s - 23 * HOUR_S
+        path.write_text(csv_text(first_s, HOUR_S, [100.0 + ((first_s - T0) / HOUR_S + 23 + i) % 24 for i in range(24)]))
+        window = feed.window(now_s, HOUR_S, 2)
+        clock.advance(HOUR_S)
+    assert window.values.tolist() == pytest.approx([123.0, 100.0, 101.0, 102.0, 103.0, 104.0, 105.0], rel=1e-6)
+    assert window.band.tolist() == pytest.approx([0.0] * 7, abs=1e-3)

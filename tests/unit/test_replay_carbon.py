@@ -88,15 +88,29 @@ def test_a_signal_starts_a_day_after_its_first_time_when_it_covers_that_day_and_
     # Slot k is hour 24 + k; the 20 wanted slots are all covered.
     assert placed.actual(20).tolist() == values[24:44]
     assert placed.slots.values.tolist() == values[:44]
+    # One day of history, of the 11 the blend scores with: a note says so; persistence needs only the one.
+    assert len(placed.notes) == 1 and "1 day is covered before the start" in placed.notes[0] and "of the 11 the blend" in placed.notes[0]
+    assert place_signal(hourly(values), HOUR_S, required_slots=10, wanted_slots=20, forecast="persistence").notes == ()
+
+
+def test_a_signal_of_eleven_days_and_the_replay_starts_where_the_blend_has_all_its_history():
+    values = [100.0 + (h % 24) for h in range(24 * 12)]  # twelve days, hourly
+    placed = place_signal(hourly(values), HOUR_S, required_slots=10, wanted_slots=20)
+    assert placed.start_s == T0 + 11 * DAY_S
+    assert placed.slots.history_slots == 11 * 24
     assert placed.notes == ()
+    one_short = place_signal(hourly(values[:-5]), HOUR_S, required_slots=10, wanted_slots=20)
+    assert one_short.start_s == T0 + DAY_S  # 11 days plus 20 slots are not covered: a day after the first time
 
 
-def test_a_short_signal_starts_at_its_first_time_and_says_persistence_has_no_yesterday():
+def test_a_short_signal_starts_at_its_first_time_and_says_the_forecast_has_no_yesterday():
     values = [100.0 + h for h in range(30)]
     placed = place_signal(hourly(values), HOUR_S, required_slots=10, wanted_slots=20)
     assert placed.start_s == T0
     assert placed.slots.history_slots == 0
-    assert len(placed.notes) == 1 and "persistence has no yesterday for the first day" in placed.notes[0]
+    assert len(placed.notes) == 1 and "the blend has no yesterday for the first day" in placed.notes[0]
+    persistence = place_signal(hourly(values), HOUR_S, required_slots=10, wanted_slots=20, forecast="persistence")
+    assert len(persistence.notes) == 1 and "persistence has no yesterday for the first day" in persistence.notes[0]
 
 
 def test_slots_shorter_than_the_signal_take_its_value_and_history_is_what_is_covered_before_the_start():

@@ -60,6 +60,20 @@ def add_parsers(commands) -> None:
         help="map input, shuffle and reduce output bytes; the length is estimated from them (§V-A) for a name never run, "
         "else learned from its past runs",
     )  # fmt: skip
+    width = submit.add_argument_group(
+        "width",
+        "the whole TASK nodes the job runs on at once (default 1): --nodes, or its containers' vCPUs and memory in all, "
+        "turned into nodes by a TASK node's YARN capacity (cluster.task_instance_type, or cluster.task_yarn_vcpus and "
+        "task_yarn_memory_mb): max(ceil(V / node vCPUs), ceil(G / node GiB)). A width above cluster.max_nodes is refused",
+    )
+    width.add_argument("--nodes", type=positive_int, default=None, metavar="W", help="w, the TASK nodes the job runs on at once")
+    width.add_argument("--vcpus", type=positive_float, default=None, metavar="V", help="vCPUs its containers take in all")
+    width.add_argument("--memory-gb", type=positive_float, default=None, metavar="G", help="memory its containers take in all, GiB (1,024 MiB)")
+    width.add_argument(
+        "--container-vcpus", type=positive_float, default=None, metavar="V1",
+        help="with --container-memory-gb: one container's ask; it must fit one node, and V and G become whole containers packed onto nodes",
+    )  # fmt: skip
+    width.add_argument("--container-memory-gb", type=positive_float, default=None, metavar="G1", help="one container's memory, GiB")
     submit.add_argument("--jar", help="jar to run (a path on the cluster or s3://...); its arguments follow --args")
     submit.add_argument("--main-class", default=None, help="main class for --jar")
     submit.add_argument(
@@ -172,6 +186,13 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             command=args.command,
             main_class=args.main_class,
             known_tenants=set(settings.known_tenants) if settings and settings.known_tenants else None,
+            nodes=args.nodes,
+            vcpus=args.vcpus,
+            memory_gb=args.memory_gb,
+            container_vcpus=args.container_vcpus,
+            container_memory_gb=args.container_memory_gb,
+            max_nodes=settings.cluster.max_nodes if settings else DEFAULT_MAX_NODES,
+            node_capacity=settings.cluster.task_capacity() if settings else None,
         )
         if args.length_s is not None:
             job = dataclasses.replace(job, length_source="given")
@@ -191,6 +212,8 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             "deadline leaves: it is due at once and will end after its deadline if it runs as long as its name has",
             highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
+    if job.nodes != 1:
+        err.print(f"width {count_text(job.nodes, 'node')}{kept}", highlight=False)
     return 0
 
 
@@ -237,7 +260,7 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
         title=f"{count_text(len(jobs), 'job')}, {n_late:,} late, {n_overran:,} overran (ended after the deadline)",
         caption=LATE_HELP if n_late else None,
     )
-    columns = ["id", "name", "tenant", "state", "late", "submitted (UTC)", "deadline (UTC)", "planned s", "from", "ran s", "overran", "step"]
+    columns = ["id", "name", "tenant", "nodes", "state", "late", "submitted (UTC)", "deadline (UTC)", "planned s", "from", "ran s", "overran", "step"]
     for column in columns:
         table.add_column(column, no_wrap=True)
     for job in jobs:
@@ -245,7 +268,7 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
         shown_late = "" if not behind else f"by {count_text(behind, 'slot')}"
         run_s = _run_s(job)
         table.add_row(
-            job.job_id, job.name, job.tenant, job.state, shown_late, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:,.0f}",
+            job.job_id, job.name, job.tenant, f"{job.nodes:,}", job.state, shown_late, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:,.0f}",
             (job.length_source or "") + _prior_text(job), "" if run_s is None else f"{run_s:,.0f}",
             f"by {job.run_end_s - job.deadline_s:,.0f} s" if job.overran else "", job.step_id or "",
         )  # fmt: skip
