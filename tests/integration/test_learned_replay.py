@@ -104,3 +104,16 @@ def test_runs_that_end_after_the_last_slot_are_stored_too(tmp_path, capsys):
     assert all(job.run_end_s - job.run_start_s == pytest.approx(job.length_s) for job in jobs)
     assert all(job.run_end_s > 86400.0 for job in jobs)
     assert row(out, "jobs overran (ended after their deadline)") == f"{sum(job.overran for job in jobs):,}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--replay", "A", "--dry-run", "--length-quantile", "1.5"], r"--length-quantile: expected a quantile in \(0, 1\], e.g. 0.9 for p90, got 1.5"),
+        (["run", "--replay", "A", "--dry-run", "--days", "400"], r"--days: expected a whole number of days in 1..366, got 400"),
+        (["run", "--config", "c.toml", "--lengths", "submitted"], r"run: --lengths is for --replay; a live run takes it from the config"),
+    ],
+)
+def test_replay_length_flags_out_of_range_are_refused_before_any_work(argv, message, capsys):
+    assert main(argv) == 2
+    assert re.search(message, capsys.readouterr().err)
