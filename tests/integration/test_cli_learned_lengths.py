@@ -81,3 +81,18 @@ def test_jobs_shows_a_job_that_overran_and_counts_it_per_tenant(tmp_path, capsys
     assert main(["jobs", "--store", str(store), "--by-tenant", "--format", "json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert (row["tenant"], row["done"], row["overran"]) == ("analytics", 2, 1)
+
+
+def test_a_retry_of_a_job_planned_on_its_runs_alone_is_the_same_job_after_another_run(tmp_path, capsys):
+    store = tmp_path / "jobs.db"
+    for i in range(2):
+        assert submit(store, f"n{i}", "--length-s", "600") == 0
+    run_history(store, [700.0])  # n0 ran 700 s
+    assert submit(store, "again") == 0
+    assert "length 700 s (p90 of 1 run)" in capsys.readouterr().err
+    run_history(store, [700.0, 900.0])  # n1 ran 900 s since: p90 of 2 runs is now 900 s
+    assert submit(store, "again") == 0
+    retry = capsys.readouterr()
+    assert retry.out == "already queued: again\n" and "length 700 s (p90 of 1 run) (the first submission's)" in retry.err
+    assert submit(store, "fresh") == 0
+    assert "length 900 s (p90 of 2 runs)" in capsys.readouterr().err

@@ -172,6 +172,13 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
                 "give --length-s SECONDS or --sizes MAP_IN SHUFFLE REDUCE_OUT"
             )
         learned_s = nearest_rank(runs_s, quantile) if runs_s else None
+        retried = None
+        if args.length_s is None and args.sizes is None and args.job_id:
+            # A retry of a job planned on its runs alone keeps the length it was stored with: a run that
+            # ended since would change it, and the retry would read as a different job.
+            stored = next((j for j in store.all_jobs() if j.job_id == args.job_id), None)
+            if stored is not None and stored.prior_length_s is None and stored.length_source not in (None, "given", "size model"):
+                retried, learned_s = stored, stored.length_s
         job = build_job(
             job_id=args.job_id,
             name=args.name,
@@ -198,6 +205,8 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             job = dataclasses.replace(job, length_source="given")
         elif args.sizes:
             job = planned(job, runs_s, quantile, prior_source="size model")
+        elif retried is not None:
+            job = dataclasses.replace(job, length_source=retried.length_source)
         else:
             job = dataclasses.replace(planned(job, runs_s, quantile), prior_length_s=None)
         added = store.submit(job)
