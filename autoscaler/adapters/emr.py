@@ -241,7 +241,8 @@ class EmrCluster:
 
     def steps(self, active_only: bool = False, newer_than: frozenset[str] | None = None) -> list[StepStatus]:
         """Steps of ours on the cluster (ListSteps, following Marker over the pages), oldest first,
-        each with its creation time (``StepStatus.created_s``: EMR's Timeline.CreationDateTime).
+        each with its times (``StepStatus.created_s``, ``start_s``, ``end_s``: EMR's Timeline.CreationDateTime,
+        StartDateTime and EndDateTime).
 
         A step is ours when its name starts with ``step_prefix``; the rest of the name is the
         job id. EMR pages ListSteps at 50 steps and lists newest first; the order is reversed
@@ -261,22 +262,21 @@ class EmrCluster:
                         return statuses
                     name = step.get("Name", "")
                     if name.startswith(self.step_prefix):
-                        created = step["Status"].get("Timeline", {}).get("CreationDateTime")
-                        statuses.append(
-                            StepStatus(
-                                job_id=name[len(self.step_prefix):],
-                                step_id=step["Id"],
-                                state=step["Status"]["State"],
-                                created_s=None if created is None else created.timestamp(),
-                            )
-                        )
+                        statuses.append(_step_status(step, name[len(self.step_prefix):]))
         statuses.reverse()
         return statuses
 
     def step_state(self, step_id: str) -> str:
         """EMR's state of one step (DescribeStep). Raises ActuationError when the call fails."""
+        return self.step_status(step_id).state
+
+    def step_status(self, step_id: str) -> StepStatus:
+        """One step (DescribeStep): the job id from its name (the whole name if it lacks ``step_prefix``),
+        its state and its Timeline's times. Raises ActuationError when the call fails."""
         with self._calling("DescribeStep"):
-            return self.client.describe_step(ClusterId=self.cluster_id, StepId=step_id)["Step"]["Status"]["State"]
+            step = self.client.describe_step(ClusterId=self.cluster_id, StepId=step_id)["Step"]
+        name = step.get("Name", "")
+        return _step_status(step, name[len(self.step_prefix):] if name.startswith(self.step_prefix) else name)
 
     @contextmanager
     def _calling(self, operation: str) -> Iterator[None]:
@@ -293,3 +293,21 @@ class EmrCluster:
             ) from error
         except BotoCoreError as error:
             raise ActuationError(f"EMR {operation} on cluster {self.cluster_id} failed: {error}") from error
+
+
+def _step_status(step: dict, job_id: str) -> StepStatus:
+    """A ListSteps or DescribeStep step as a StepStatus; a time EMR leaves out (not started, not ended) is None."""
+    timeline = step["Status"].get("Timeline", {})
+
+    def seconds(key: str) -> float | None:
+        value = timeline.get(key)
+        return None if value is None else value.timestamp()
+
+    return StepStatus(
+        job_id=job_id,
+        step_id=step["Id"],
+        state=step["Status"]["State"],
+        created_s=seconds("CreationDateTime"),
+        start_s=seconds("StartDateTime"),
+        end_s=seconds("EndDateTime"),
+    )

@@ -102,6 +102,10 @@ class FakeCluster:
         """The state of one step; KeyError for a step never added."""
         return self._status(step_id).state
 
+    def step_status(self, step_id: str) -> StepStatus:
+        """One step; KeyError for a step never added."""
+        return self._status(step_id)
+
     def _put(self, job_id: str, step_id: str, added_s: float, length_s: float) -> None:
         self._order[step_id] = len(self._order)
         self._steps[step_id] = (job_id, added_s, length_s)
@@ -112,4 +116,6 @@ class FakeCluster:
         state = "COMPLETED" if self.clock.now_s() >= added_s + length_s else "RUNNING"
         if state == "COMPLETED":
             self._active.pop(step_id, None)  # a simulated clock never goes back: it stays completed
-        return StepStatus(job_id, step_id, state, created_s=added_s)
+        # It starts when added (the fake has no queue) and ends length_s later.
+        end_s = added_s + length_s if state == "COMPLETED" else None
+        return StepStatus(job_id, step_id, state, created_s=added_s, start_s=added_s, end_s=end_s)

@@ -27,7 +27,8 @@ class Telemetry:
     """Prometheus metrics of the slot loop, and whether it is healthy.
 
     Metrics: capacity m_t (servers), task nodes requested, queue depth and jobs at risk (jobs),
-    jobs released and released late (counters), deadlines missed by tenant (counter), solve time
+    jobs released and released late (counters), deadlines missed and jobs that overran their deadline
+    (ended after it), by tenant (counters), solve time
     (histogram, seconds), modelled energy of the task nodes and modelled energy saved against
     follow (Wh, eq. (13)-(14) at u = running jobs / nodes; no start-up energy), failed slots, and the
     time of the last successful slot (Unix seconds). For hold+carbon: the signal's value in the slot
@@ -58,6 +59,9 @@ class Telemetry:
         self.released = Counter("autoscaler_jobs_released", "jobs released as EMR steps", registry=r)
         self.late = Counter("autoscaler_jobs_released_late", "jobs released after their start-by slot", registry=r)
         self.missed = Counter("autoscaler_deadlines_missed", "jobs whose start-by slot passed unreleased", ["tenant"], registry=r)
+        self.overran = Counter(
+            "autoscaler_jobs_overran", "jobs whose EMR step ended after their deadline (released in time or not)", ["tenant"], registry=r
+        )
         self.solve = Histogram(
             "autoscaler_solve_seconds", "time to decide a slot", buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r
         )
@@ -94,6 +98,7 @@ class Telemetry:
         healthy: bool = True,
         group=None,
         queued: int | None = None,
+        overran_by_tenant: dict[str, int] | None = None,
     ) -> None:
         """Record a decided slot (``decision``: controller.Decision) and its modelled energies, Wh.
 
@@ -104,6 +109,7 @@ class Telemetry:
         slot's resize), or None when it could not be read: the requested and running gauges then keep their last observed values, and
         ``autoscaler_emr_observed_timestamp_seconds`` says how old those are. ``queued``: the jobs
         queued in the store after the slot (default: the decision's count of jobs held back).
+        ``overran_by_tenant``: {tenant: jobs whose step ended this slot after their deadline}.
         """
         self.capacity.set(decision.capacity)
         self.nodes_decided.set(decision.nodes)
@@ -117,6 +123,8 @@ class Telemetry:
         self.late.inc(len(decision.late if late is None else late))
         for tenant, count in decision.missed_by_tenant.items():
             self.missed.labels(tenant=tenant).inc(count)
+        for tenant, count in (overran_by_tenant or {}).items():
+            self.overran.labels(tenant=tenant).inc(count)
         self.solve.observe(solve_ms / 1000)
         self.energy.inc(energy_wh)
         self.saved.inc(follow_wh - energy_wh)

@@ -13,7 +13,9 @@ import bisect
 import dataclasses
 
 from autoscaler.adapters.fakes import FakeCluster
-from autoscaler.core.errors import ActuationError
+from autoscaler.core import defaults
+from autoscaler.core.errors import ActuationError, StoreError
+from autoscaler.core.learned import runs_ended_by
 from autoscaler.core.model import Job
 from autoscaler.core.ports import Clock, Cluster, JobStore
 
@@ -40,6 +42,7 @@ class ShadowStore:
         self._decisions: dict[int, dict] = {}
         self._recent: list[tuple[float, str]] = []  # (released_s, step id), oldest first
         self._intents: dict[int, dict] = {}
+        self._runs: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (tenant, name) -> runs recorded here
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -117,6 +120,33 @@ class ShadowStore:
     def decision(self, slot: int) -> dict | None:
         return self._decisions.get(slot)
 
+    def run_lengths_s(self, tenant: str, name: str, ended_by_s: float, limit: int = defaults.LEARNED_RUNS) -> list[float]:
+        """The real store's runs of the name and those the shadow recorded, newest ``limit``, oldest first."""
+        real = self._real.run_lengths_s(tenant, name, ended_by_s, limit) if self._real is not None else []
+        # The real store's are earlier than any the shadow ran (a dry run starts from it): they come first.
+        return (real + runs_ended_by(self._runs.get((tenant, name), []), ended_by_s, limit))[-limit:]
+
+    def set_runs(self, runs: dict[str, tuple[float, float]]) -> None:
+        """What ``SqliteJobStore.set_runs`` writes, kept in memory."""
+        self._record_runs(self._sync(), runs)
+
+    def set_states(self, updates: dict[str, str]) -> None:
+        """What ``SqliteJobStore.set_states`` writes, kept in memory; a job done or failed stays until the next commit."""
+        jobs = self._sync()
+        for job_id, job_state in updates.items():
+            if job_id in jobs:
+                jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+
+    def _record_runs(self, jobs: dict[str, Job], runs: dict[str, tuple[float, float]]) -> None:
+        for job_id, (start_s, end_s) in runs.items():
+            if not (end_s >= start_s):
+                raise StoreError(f"shadow store: job {job_id!r}: a run's end {end_s!r} is before its start {start_s!r}")
+        for job_id, (start_s, end_s) in runs.items():
+            job = jobs.get(job_id)
+            if job is not None:
+                jobs[job_id] = dataclasses.replace(job, run_start_s=float(start_s), run_end_s=float(end_s))
+                self._runs.setdefault((job.tenant, job.name), []).append((float(start_s), float(end_s)))
+
     # -- the slot's record, in memory ----------------------------------------------------------
 
     def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
@@ -136,6 +166,7 @@ class ShadowStore:
         released: dict[str, tuple[float, str]],
         decision: dict,
         states: dict[str, str] | None = None,
+        runs: dict[str, tuple[float, float]] | None = None,
         prune_before_s: float | None = None,
         prune_decisions_before_slot: int | None = None,
     ) -> None:
@@ -144,6 +175,8 @@ class ShadowStore:
         for job_id, job_state in (states or {}).items():
             if job_id in jobs:
                 jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+        # A run counts only for a job done (as the SQL store's run_lengths_s asks state = 'done').
+        self._record_runs(jobs, {job_id: run for job_id, run in (runs or {}).items() if job_id in jobs and jobs[job_id].state == "done"})
         for job_id, (released_s, step_id) in released.items():
             job = jobs.get(job_id)
             if job is not None and (job.state == "queued" or job.step_id is None):

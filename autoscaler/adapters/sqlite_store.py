@@ -85,7 +85,7 @@ from autoscaler.adapters.store_schema import (
     to_json,
     whole_number,
 )
-from autoscaler.core.defaults import PRUNE_ROWS_PER_COMMIT
+from autoscaler.core.defaults import LEARNED_RUNS, PRUNE_ROWS_PER_COMMIT
 from autoscaler.core.errors import StoreError
 from autoscaler.core.model import JOB_STATES, Job
 
@@ -349,6 +349,7 @@ class SqliteJobStore:
         decision: dict,
         *,
         states: dict[str, str] | None = None,
+        runs: dict[str, tuple[float, float]] | None = None,
         prune_before_s: float | None = None,
         prune_decisions_before_slot: int | None = None,
         prune_limit_rows: int = PRUNE_ROWS_PER_COMMIT,
@@ -356,7 +357,7 @@ class SqliteJobStore:
         """Everything a slot writes, in one transaction (one WAL fsync), in this order:
 
         1. ``states`` ({job id: state}, states from JOB_STATES, e.g. from EMR's step states), as
-           ``set_states`` sets them;
+           ``set_states`` sets them, and ``runs`` ({job id: (run_start_s, run_end_s)}) as ``set_runs``;
         2. ``released`` ({job id: (released_s, step_id)}): a queued job becomes 'released'; a job
            already further along (set running by reconciliation after a crash) keeps its state but
            gets its release time and step id if it had none;
@@ -376,6 +377,7 @@ class SqliteJobStore:
         """
         slot = int(slot)
         updates = self._checked_states(states or {})
+        run_rows = self._checked_runs(runs or {})
         if prune_before_s is not None and not (is_number(prune_before_s) and math.isfinite(prune_before_s)):
             raise StoreError(f"{self.path}: prune_before_s must be a finite number of Unix seconds, got {prune_before_s!r}")
         if prune_decisions_before_slot is not None:
@@ -384,6 +386,8 @@ class SqliteJobStore:
         with self._transaction(write=True) as conn:
             if updates:
                 conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
+            if run_rows:
+                conn.executemany("UPDATE jobs SET run_start_s = ?, run_end_s = ? WHERE job_id = ?", run_rows)
             if released:
                 conn.executemany(
                     """UPDATE jobs
@@ -420,6 +424,29 @@ class SqliteJobStore:
         updates = self._checked_states(updates)
         with self._transaction(write=True) as conn:
             conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
+
+    def set_runs(self, runs: dict[str, tuple[float, float]]) -> None:
+        """Record finished steps' runs ({job id: (run_start_s, run_end_s)}, Unix seconds) in one
+        transaction; unknown ids are ignored. Raises StoreError, with nothing changed, on a time that is
+        not a finite number or an end before its start."""
+        run_rows = self._checked_runs(runs)
+        with self._transaction(write=True) as conn:
+            conn.executemany("UPDATE jobs SET run_start_s = ?, run_end_s = ? WHERE job_id = ?", run_rows)
+
+    def run_lengths_s(self, tenant: str, name: str, ended_by_s: float, limit: int = LEARNED_RUNS) -> list[float]:
+        """Run times, s, of the ``limit`` newest done jobs of ``tenant`` named ``name`` whose run ended at
+        or before ``ended_by_s``, oldest first (the (tenant, name, run_end_s) index answers it)."""
+        if not (is_number(ended_by_s) and not math.isnan(ended_by_s)):
+            raise StoreError(f"{self.path}: ended_by_s must be a number of Unix seconds, got {ended_by_s!r}")
+        limit = whole_number(limit, "limit", self.path, minimum=1)
+        with self._transaction() as conn:
+            rows = conn.execute(
+                """SELECT run_end_s - run_start_s FROM jobs
+                   WHERE tenant = ? AND name = ? AND run_end_s <= ? AND run_start_s IS NOT NULL AND state = 'done'
+                   ORDER BY run_end_s DESC, seq DESC LIMIT ?""",
+                (str(tenant), str(name), float(ended_by_s), limit),
+            ).fetchall()
+        return [float(row[0]) for row in reversed(rows)]
 
     # -- JobStore: what a slot is about to do ------------------------------------------------
 
@@ -500,6 +527,18 @@ class SqliteJobStore:
         if bad:
             raise StoreError(f"{self.path}: job states must be one of {', '.join(JOB_STATES)}, got {bad!r}")
         return updates
+
+    def _checked_runs(self, runs: dict[str, tuple[float, float]]) -> list[tuple[float, float, str]]:
+        rows = []
+        for job_id, run in runs.items():
+            start_s, end_s = run
+            if not (is_number(start_s) and is_number(end_s) and math.isfinite(start_s) and math.isfinite(end_s) and end_s >= start_s):
+                raise StoreError(
+                    f"{self.path}: job {job_id!r}: a run must be (run_start_s, run_end_s), finite Unix seconds with the "
+                    f"end not before the start, got {run!r}"
+                )
+            rows.append((float(start_s), float(end_s), str(job_id)))
+        return rows
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:

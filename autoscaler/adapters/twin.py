@@ -45,7 +45,10 @@ class TwinCluster:
 
     def add_step(self, job: Job) -> str:
         step_id = f"s-twin{next(self._ids)}"
-        self.twin.add_step(self.clock.now_s(), step_id, job.job_id, job.length_s, job.submit_s, job.deadline_s, job.nodes)
+        self.twin.add_step(
+            self.clock.now_s(), step_id, job.job_id, job.length_s, job.submit_s, job.deadline_s, job.nodes,
+            name=job.name, submitted_s=job.submitted_length_s,
+        )  # fmt: skip
         self._order[step_id] = len(self._order)
         self._active[step_id] = None
         return step_id
@@ -60,8 +63,11 @@ class TwinCluster:
         return [s for s in statuses if s.state != "COMPLETED"] if active_only else statuses
 
     def step_state(self, step_id: str) -> str:
+        return self.step_status(step_id).state
+
+    def step_status(self, step_id: str) -> StepStatus:
         self.twin.advance(self.clock.now_s())
-        return self._status(step_id).state
+        return self._status(step_id)
 
     def finish(self) -> TwinBill:
         """Run every job to its end from the clock's now, remove every node, and return the bill."""
@@ -73,4 +79,5 @@ class TwinCluster:
         state = run.state
         if state == "COMPLETED":
             self._active.pop(step_id, None)  # the twin's time never goes back: it stays completed
-        return StepStatus(run.job_id, step_id, state, created_s=run.added_s)
+        # EMR's StartDateTime is the step's first start; a run killed and started again keeps it.
+        return StepStatus(run.job_id, step_id, state, created_s=run.added_s, start_s=run.start_s, end_s=run.end_s)

@@ -181,7 +181,7 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
     from autoscaler.core.twin_bound import twin_load, twin_lower_bound
 
     slot_s, twin = inputs.settings.slot_s, inputs.twin
-    true_s = np.array([twin.true_length_s(job.job_id, job.length_s) for job in jobs])
+    true_s = np.array([twin.true_length_s(job.name, job.submitted_length_s, job.job_id) for job in jobs])
     ends = np.array([job.submit_s for job in jobs]) + true_s
     needed = max(inputs.window_slots, math.ceil(float(ends.max(initial=0.0)) / slot_s))
     n_slots = min(needed, BOUND_SLOTS_PER_WINDOW * inputs.window_slots)

@@ -183,6 +183,15 @@ class CarbonSettings(BaseModel):
         return self
 
 
+class JobsSettings(BaseModel):
+    """``[jobs]``: how a submitted job's length is planned. ``length_quantile``: a job whose name has run
+    before is planned at this quantile of its past run times (``autoscaler.core.learned``; 0.9 = p90)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    length_quantile: float = Field(default=defaults.LENGTH_QUANTILE, gt=0, le=1)
+
+
 class Settings(BaseSettings):
     """Every setting of the daemon; times in seconds, deadlines in slots, costs in the objective's unit.
 
@@ -223,6 +232,7 @@ class Settings(BaseSettings):
     """/healthz and /metrics; 0 picks a free port (logged at start)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
     carbon: CarbonSettings = Field(default_factory=CarbonSettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
     retention_days: float = Field(default=30.0, gt=0, le=36_600)
     """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
     startup_wait_s: float | None = Field(default=None, ge=0, le=86_400)

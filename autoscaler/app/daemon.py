@@ -77,6 +77,9 @@ class Observation:
     ``found``: steps found for jobs with no step id recorded (added just before a crash),
     {job id: (released_s, step id)}, released_s when EMR created the step (the slot's time where
     the cluster does not say, or says a time after it). ``group``: the TASK group, None when it could not be read.
+    ``runs``: {job id: (run_start_s, run_end_s)} of the steps seen completed this slot (EMR's step start
+    and end), what learned lengths are drawn from; ``overran``: those of them that ended after their
+    job's deadline, {job id: tenant}.
     """
 
     now_s: float
@@ -84,6 +87,8 @@ class Observation:
     states: dict[str, str]
     found: dict[str, tuple[float, str]]
     group: TaskGroup | None
+    runs: dict[str, tuple[float, float]] = field(default_factory=dict)
+    overran: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -169,7 +174,7 @@ class SlotRunner:
         released, refused, group = self._act(decision, observation)
         self._record(decision, new_state, observation, released, refused)
         self._fresh = False
-        self._after(decision, group, released, started)
+        self._after(decision, group, released, started, observation.overran)
         return decision
 
     def start(self) -> None:
@@ -230,6 +235,13 @@ class SlotRunner:
         }
         if fresh:
             self._report_unknown_steps(steps)
+        # Read before the queue forgets the jobs that are done: their runs, and which ran past the deadline.
+        runs = {
+            job_id: run
+            for job_id, status in steps.items()
+            if (run := status.run) is not None and (job := self._queue.get(job_id)) is not None and job.run_end_s is None
+        }
+        overran = {job_id: job.tenant for job_id, (_, end_s) in runs.items() if end_s > (job := self._queue.get(job_id)).deadline_s}
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
             self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id)
@@ -240,7 +252,7 @@ class SlotRunner:
             log.error("task_group_unknown", slot=self.config.slot_of(now_s), error=str(error))
             self._degraded = True
             group = None
-        return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group)
+        return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group, runs=runs, overran=overran)
 
     def _report_unknown_steps(self, steps: dict[str, StepStatus]) -> None:
         """Log and count our steps (named ``{prefix}<job id>``) for jobs the store does not hold, as
@@ -285,7 +297,7 @@ class SlotRunner:
         for job in self._queue.running():
             if job.step_id and job.job_id not in steps:
                 try:
-                    steps[job.job_id] = StepStatus(job.job_id, job.step_id, self.cluster.step_state(job.step_id))
+                    steps[job.job_id] = dataclasses.replace(self.cluster.step_status(job.step_id), job_id=job.job_id)
                 except ActuationError as error:
                     log.warning("step_state_unknown", job_id=job.job_id, error=str(error))
         return steps
@@ -395,6 +407,7 @@ class SlotRunner:
             released,
             decision.to_json(),
             states=states,
+            runs=observation.runs,
             prune_before_s=prune_before_s,
             prune_decisions_before_slot=None if prune_before_s is None else self.config.slot_of(prune_before_s),
         )
@@ -420,7 +433,8 @@ class SlotRunner:
         """What "follow the workload" would have used in the slot: L_t busy nodes (eq. (13)-(14))."""
         return float(decision.load * self.power_model.power_w(1.0, 1.0, 1.0, 1.0) * self.config.slot_s / 3600)
 
-    def _after(self, decision: Decision, group: TaskGroup | None, released: dict, started: float) -> None:
+    def _after(self, decision: Decision, group: TaskGroup | None, released: dict, started: float, overran: dict[str, str] | None = None) -> None:
+        overran = overran or {}
         energy_wh = self._slot_energy_wh(decision)
         log.info(
             "slot",
@@ -436,6 +450,8 @@ class SlotRunner:
             at_risk=decision.at_risk,
             overloaded=decision.overloaded,
             missed=len(decision.missed),
+            overran=len(overran),
+            **({"overran_jobs": list(overran)[:UNKNOWN_STEPS_NAMED]} if overran else {}),
             reason=decision.reason,
             why=decision.why,
             **({"carbon_mode": decision.carbon_mode, "carbon_value": decision.carbon_value} if decision.carbon_mode else {}),
@@ -457,6 +473,7 @@ class SlotRunner:
                 healthy=not self._degraded and not self._uncertain,
                 group=group,
                 queued=self._queue.queued_count,
+                overran_by_tenant=_counts(overran.values()),
             )
         if decision.overloaded or decision.missed:
             log.warning(
@@ -608,3 +625,11 @@ def _logged(function, failure_event: str):
 
     return run
 
+
+
+def _counts(values) -> dict[str, int]:
+    """{value: how often it occurs}, in order of first occurrence."""
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts

@@ -31,12 +31,15 @@ from autoscaler.adapters.twin import TwinCluster
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.traces import open_trace
+from autoscaler.core import defaults
 from autoscaler.core.controller import Decision
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
+from autoscaler.core.learned import LENGTH_SOURCES, check_quantile, planned, quantile_label
 from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.readable import count_text
+from autoscaler.core.recurring import repeat_days
 from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.slot_work import node_seconds_active
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, job_nodes, read_swim, workload_from_trace
@@ -44,8 +47,9 @@ from energy.accounting import whole_nodes
 
 
 def trace_jobs(
-    trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1, containers_per_node: int | None = None, max_nodes: int | None = None
-) -> list[Job]:
+    trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1, containers_per_node: int | None = None,
+    max_nodes: int | None = None, names: dict[str, str] | None = None,
+) -> list[Job]:  # fmt: skip
     """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
 
     A length running past the window is cut at the window's end, as ``autoscaler replay``
@@ -55,6 +59,8 @@ def trace_jobs(
     With ``containers_per_node`` each job runs on w nodes (``autoscaler.core.workload.job_nodes``:
     its §V-A mappers or reducers, whichever are more, over the containers a node holds); None: one
     node each. Raises ConfigError naming the job when its w is above ``max_nodes`` (it could never start).
+    A job is named by ``names`` (job id -> name, a recurring load's: ``autoscaler.core.recurring``),
+    else by its id; its length comes from the size model (``length_source`` "size model").
     """
     sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float).reshape(-1, 3)
     lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
@@ -72,7 +78,7 @@ def trace_jobs(
     return [
         Job(
             job_id=j.job_id,
-            name=j.job_id,
+            name=(names or {}).get(j.job_id, j.job_id),
             tenant="trace" if tenants == 1 else f"tenant-{i % tenants + 1}",
             submit_s=j.submit_s,
             deadline_s=j.submit_s + min(float(length), window_s - j.submit_s) + deadline_slots * slot_s,
@@ -80,6 +86,7 @@ def trace_jobs(
             step=StepSpec(args=("true",)),
             demand_vector=tuple(float(v) for v in demand),
             nodes=int(width),
+            length_source="size model",
         )
         for i, (j, length, demand, width) in enumerate(zip(trace.jobs, lengths, demands, widths))
         if j.submit_s < window_s
@@ -109,7 +116,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
             )
         trace = read_swim(path)
     containers_per_node = getattr(args, "containers_per_node", None)
-    workload = workload_from_trace(trace, slot_s=slot_s, containers_per_node=containers_per_node)
+    days, lengths, quantile = replay_length_inputs(args, settings)
+    day_s = round(86400 / slot_s) * slot_s  # the window of one day's trace, as workload_from_trace takes it
+    trace, names = repeat_days(trace, days, day_s)
+    workload = workload_from_trace(
+        trace, slot_s=slot_s, window_slots=None if days == 1 else days * round(86400 / slot_s), containers_per_node=containers_per_node
+    )
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     from autoscaler.app.cli.arguments import costs_text
@@ -118,7 +130,8 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     window_slots = workload.n_slots
     require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
     jobs = sorted(
-        trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants, containers_per_node, max_nodes), key=lambda j: j.submit_s
+        trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants, containers_per_node, max_nodes, names),
+        key=lambda j: j.submit_s,
     )
     if twin is not None and config.provision_s < twin.provision_s:
         err.print(
@@ -184,6 +197,10 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                     while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
                         submitted += 1
                     if submitted > arriving:
+                        if lengths == "learned":
+                            # As `autoscaler submit` plans a job: on the runs its name ended by now.
+                            for i in range(arriving, submitted):
+                                jobs[i] = planned(jobs[i], store.run_lengths_s(jobs[i].tenant, jobs[i].name, clock.time_s), quantile)
                         store.submit_many(jobs[arriving:submitted])
                     queued = _queued(runner, store)
                     if slot >= horizon and not queued:
@@ -215,7 +232,11 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         stored_jobs = _released_as_decided(jobs, decisions, slot_s)
         last_slot = store.last_slot()
         late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
-        bill = cluster.finish() if isinstance(cluster, TwinCluster) else None
+        bill = None
+        if isinstance(cluster, TwinCluster):
+            bill = cluster.finish()
+            _record_last_runs(cluster, store)
+        overran = overran_jobs(bill, store, jobs)
     capacity = np.array([d.capacity for d in decisions])
     nodes = np.array([d.nodes for d in decisions], dtype=float)
     whole = whole_nodes(capacity)
@@ -228,6 +249,12 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     table.add_column("value", justify="right")
     table.add_row("jobs released", f"{sum(len(d.release) for d in decisions):,}")
     table.add_row("jobs late (missed their deadline)", f"{sum(1 for n in late.values() if n):,}")
+    table.add_row("jobs overran (ended after their deadline)", f"{len(overran):,}" if overran is not None else "not known (no run times)")
+    learned = sum(1 for job in jobs if job.prior_length_s is not None)
+    table.add_row(
+        f"lengths planned ({lengths})",
+        f"{learned:,} learned ({quantile_label(quantile)} of the name's past runs), {len(jobs) - learned:,} as submitted",
+    )
     table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d.overloaded for d in decisions):,} (max nodes {max_nodes:,})")
     table.add_row("capacity m_t, server-slots (sum of m_t)", f"{capacity.sum():,.1f}")
     rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
@@ -277,7 +304,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
             "not compared: gcp here gives each job its own deadline; replay's gcp takes k-means classes of the trace",
         )
     out.print(table)
-    out.print(_tenant_table(stored_jobs, late, decisions, final_state))
+    out.print(_tenant_table(stored_jobs, late, decisions, final_state, overran))
     if bill is not None:
         out.print(twin_bill_table(bill, twin, carbon, slot_s))
     if store_path is not None and (args.store is not None or args.keep_store):
@@ -285,10 +312,24 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     return status
 
 
+def replay_length_inputs(args: argparse.Namespace, settings: Settings | None) -> tuple[int, str, float]:
+    """(--days, --lengths, the quantile: --length-quantile, else the config's ``[jobs] length_quantile``)
+    of a replay, checked: ConfigError naming the flag."""
+    days = getattr(args, "days", None) or 1
+    lengths = getattr(args, "lengths", None) or "learned"
+    if lengths not in LENGTH_SOURCES:
+        raise ConfigError(f"--lengths: expected one of {', '.join(LENGTH_SOURCES)}, got {lengths!r}")
+    given = getattr(args, "length_quantile", None)
+    if given is not None:
+        return days, lengths, check_quantile(given, "--length-quantile")
+    return days, lengths, settings.jobs.length_quantile if settings is not None else defaults.LENGTH_QUANTILE
+
+
 TWIN_FLAGS = {
     "provision_s": "--provision-s",
     "decommission_timeout_s": "--decommission-timeout-s",
     "length_error_sigma": "--length-error",
+    "length_jitter_sigma": "--length-jitter",
     "seed": "--seed",
     "step_concurrency": "--step-concurrency",
     "price_per_node_hour": "--price-per-node-hour",
@@ -324,7 +365,7 @@ def replay_on_emr(settings: Settings | None) -> bool:
 
 def twin_flags(args: argparse.Namespace) -> dict:
     """TwinConfig's fields as the command line gave them (None: not given)."""
-    return {name: getattr(args, name.replace("length_error_sigma", "length_error"), None) for name in TWIN_FLAGS}
+    return {name: getattr(args, name.removesuffix("_sigma"), None) for name in TWIN_FLAGS}
 
 
 def twin_inputs(args: argparse.Namespace, settings: Settings | None):
@@ -566,9 +607,31 @@ def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: flo
     ]
 
 
-def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decision], state: dict) -> Table:
-    """Per tenant: jobs, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), node-slots
-    held in overloaded slots, dominant share."""
+def _record_last_runs(cluster: TwinCluster, store) -> None:
+    """The runs that ended after the replay's last slot (the twin ran them to their end), into the store
+    with their jobs done, as the next slot of a daemon would: the store then holds every run of the replay."""
+    # The finished twin is read as it is: its time is past the clock's now, which cluster.steps() would replay to.
+    runs = {step.job_id: (step.start_s, step.end_s) for step in cluster.twin.steps.values() if step.end_s is not None}
+    if runs:
+        # Runs before states: the shadow store (a dry run) keeps a run only for a job it still holds.
+        store.set_runs(runs)
+        store.set_states(dict.fromkeys(runs, "done"))
+
+
+def overran_jobs(bill, store, jobs: list[Job]) -> set[str] | None:
+    """Job ids of the replay's jobs that ended after their deadline: from the twin's bill (every run,
+    to the end), else from the run times the store recorded; None when neither says (no job ran)."""
+    if bill is not None:
+        return {job[1] for job in bill.jobs if job[5] is not None and job[5] > job[6]}
+    ids = {job.job_id for job in jobs}
+    stored = [job for job in store.all_jobs() if job.job_id in ids and job.run_end_s is not None]
+    return {job.job_id for job in stored if job.overran} if stored else None
+
+
+def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decision], state: dict, overran: set[str] | None = None) -> Table:
+    """Per tenant: jobs, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), jobs that
+    overran (``overran``: job ids that ended after their deadline; None: not known), node-slots held in
+    overloaded slots, dominant share."""
     overloaded_node_slots: dict[str, int] = {}
     for decision in decisions:
         if decision.overloaded:
@@ -576,7 +639,7 @@ def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decisio
                 overloaded_node_slots[tenant] = overloaded_node_slots.get(tenant, 0) + nodes
     shares = dict(zip(state.get("tenants", []), state.get("dominant_shares", [])))
     table = Table(title="tenants (dynamic DRF shares divide the nodes in overloaded slots)")
-    for column in ("tenant", "jobs", "late (missed deadline)", "node-slots when overloaded", "dominant share"):
+    for column in ("tenant", "jobs", "late (missed deadline)", "overran (ended after deadline)", "node-slots when overloaded", "dominant share"):
         table.add_column(column, justify="left" if column == "tenant" else "right")
     counts: dict[str, int] = {}
     missed: dict[str, int] = {}
@@ -590,6 +653,7 @@ def _tenant_table(jobs: list[Job], late: dict[str, int], decisions: list[Decisio
             tenant,
             f"{counts[tenant]:,}",
             f"{missed.get(tenant, 0):,}",
+            "" if overran is None else f"{sum(1 for job in jobs if job.tenant == tenant and job.job_id in overran):,}",
             f"{overloaded_node_slots.get(tenant, 0):,}",
             "" if share is None else f"{share:.4f}",
         )

@@ -268,7 +268,7 @@ def smallest_fixed_nodes(jobs: Sequence[Job], config: TwinConfig, *, max_nodes: 
     if not ordered:
         return 1, True
     submit_s = np.array([job.submit_s for job in ordered], dtype=float)
-    true_s = np.array([config.true_length_s(job.job_id, job.length_s) for job in ordered], dtype=float)
+    true_s = np.array([config.true_length_s(job.name, job.submitted_length_s, job.job_id) for job in ordered], dtype=float)
     deadline_s = np.array([job.deadline_s for job in ordered], dtype=float)
     if not np.all(np.isfinite(true_s)) or np.any(true_s < 0):
         bad = ordered[int(np.flatnonzero(~(np.isfinite(true_s) & (true_s >= 0)))[0])]

@@ -27,7 +27,7 @@ FIGURE_UNITS = {
     "busy_node_hours": "node-hours running a job to its end (the same work under every policy)",
     "jobs": "jobs run",
     "jobs_released_late": "jobs released after their start-by slot (deadline - estimated length)",
-    "jobs_finished_after_deadline": "jobs whose step ended after their deadline",
+    "jobs_finished_after_deadline": "jobs that overran: their step ended after their deadline",
     "wait_p50_s": "median seconds from submission to the step's first start",
     "wait_p95_s": "95th percentile of the same",
     "peak_nodes": "most nodes up at once (booting, idle, busy or draining)",

@@ -36,12 +36,23 @@ class TaskInstance:
 @dataclass(frozen=True)
 class StepStatus:
     """An EMR step of ours: the job id read back from its name, the step id, EMR's state, and when
-    EMR created the step (``created_s``, Unix seconds; None where the listing does not say)."""
+    EMR created, started and ended the step (``created_s``, ``start_s``, ``end_s``: Unix seconds, EMR's
+    Status.Timeline CreationDateTime, StartDateTime and EndDateTime; None where EMR does not say yet)."""
 
     job_id: str
     step_id: str
     state: str  # PENDING | RUNNING | COMPLETED | CANCELLED | FAILED | INTERRUPTED | ...
     created_s: float | None = field(default=None, compare=False)  # when, not which or in what state
+    start_s: float | None = field(default=None, compare=False)
+    end_s: float | None = field(default=None, compare=False)
+
+    @property
+    def run(self) -> tuple[float, float] | None:
+        """(start_s, end_s) of a step that COMPLETED with both times known, else None: the run a
+        learned length counts (``autoscaler.core.learned``); a failed or cancelled run is not its length."""
+        if self.state != "COMPLETED" or self.start_s is None or self.end_s is None:
+            return None
+        return (self.start_s, self.end_s)
 
 
 JOB_STATE_BY_STEP_STATE = {
@@ -99,6 +110,9 @@ class Cluster(Protocol):
     def step_state(self, step_id: str) -> str:
         """EMR's state of one step (describe_step)."""
 
+    def step_status(self, step_id: str) -> StepStatus:
+        """One step with its state and times (describe_step)."""
+
 
 class JobStore(Protocol):
     """Durable queue, controller state and decision log. Every method is one transaction; times are
@@ -150,12 +164,13 @@ class JobStore(Protocol):
         decision: dict,
         *,
         states: dict[str, str] | None = None,
+        runs: dict[str, tuple[float, float]] | None = None,
         prune_before_s: float | None = None,
         prune_decisions_before_slot: int | None = None,
         prune_limit_rows: int = defaults.PRUNE_ROWS_PER_COMMIT,
     ) -> None:
         """In one transaction, in this order: set job ``states`` ({job id: 'running' | 'done' | 'failed'
-        ...}, from EMR step states), mark jobs released ({job id: (released_s, step_id)}), save the
+        ...}, from EMR step states) and ``runs`` (as ``set_runs``), mark jobs released ({job id: (released_s, step_id)}), save the
         controller state and the slot's decision (replacing one of the same slot), settle (delete)
         the intents of this slot and earlier ones, and, when asked, delete done/failed jobs released (else submitted) before ``prune_before_s`` and decisions of
         slots before ``prune_decisions_before_slot``, at most ``prune_limit_rows`` of each per call.
@@ -176,6 +191,17 @@ class JobStore(Protocol):
     def set_states(self, updates: dict[str, str]) -> None:
         """Set job states from EMR step states ({job id: 'running' | 'done' | 'failed'}) in their own
         transaction; ``commit_slot(states=...)`` does the same within the slot's one."""
+
+    def set_runs(self, runs: dict[str, tuple[float, float]]) -> None:
+        """Record finished steps' runs ({job id: (run_start_s, run_end_s)}, EMR's step start and end)
+        in their own transaction; ``commit_slot(runs=...)`` does the same within the slot's one.
+        Unknown job ids are ignored. Raises StoreError, with nothing written, on a time that is not a
+        finite number or an end before its start."""
+
+    def run_lengths_s(self, tenant: str, name: str, ended_by_s: float, limit: int = defaults.LEARNED_RUNS) -> list[float]:
+        """Run times (run_end_s - run_start_s, s) of the ``limit`` newest done jobs of ``tenant`` named
+        ``name`` whose run ended at or before ``ended_by_s``, oldest first: what a learned length is
+        drawn from (``autoscaler.core.learned``)."""
 
     def decisions(self, first_slot: int | None = None, last_slot: int | None = None) -> list[dict]:
         """The decision log, oldest first; only ``first_slot <= slot <= last_slot`` when given."""
@@ -200,10 +226,11 @@ class Telemetry(Protocol):
         healthy: bool = True,
         group: TaskGroup | None = None,
         queued: int | None = None,
+        overran_by_tenant: dict[str, int] | None = None,
     ) -> None:
         """A decided slot (``decision``: controller.Decision): the job ids really released and late,
-        whether it could read and change EMR, the TASK group as the slot left it (None: unknown)
-        and the jobs left queued."""
+        whether it could read and change EMR, the TASK group as the slot left it (None: unknown),
+        the jobs left queued, and {tenant: jobs whose step ended this slot after their deadline}."""
 
     def slot_ok(self) -> None:
         """A slot ran to the end (decided, or found already decided)."""

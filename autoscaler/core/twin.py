@@ -11,11 +11,17 @@ management guide):
   ends, or ``decommission_timeout_s`` after the resize (YARN's
   ``yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs``, 3,600 s by default),
   when its job is killed, counted, and run again from the start on another node;
-* a job runs on its w nodes (``Job.nodes``) at once for its true length, estimate x lognormal(0,
-  sigma) drawn from (seed, job id), so the same job has the same true length whatever releases it,
-  and when; it starts only when w idle usable nodes are there (gang start: a Spark or MapReduce
-  application given part of its containers would hold them and wait), and a drain timeout on any
-  of its nodes kills the whole run: every node of it is freed and it runs again from the start;
+* a job runs on its w nodes (``Job.nodes``) at once for its true length: the length it was
+  SUBMITTED with (``--length-s``, or the size model's; never the length it is planned at, which a
+  learned estimate may have replaced) x lognormal(0, sigma) drawn from (seed, job NAME), x
+  lognormal(0, jitter) drawn from (seed, job id). The same job has the same true length whatever
+  releases it, and when; a recurring job (one name, run day after day) is off by the same factor on
+  every run, as 3Sigma (EuroSys 2018) finds recurring jobs predictable from their history, and
+  differs run to run only by the smaller jitter (default 0). A trace's job is named by its id, so
+  there the draw is per job, as it always was. It starts only when w idle usable nodes are there
+  (gang start: a Spark or MapReduce application given part of its containers would hold them and
+  wait), and a drain timeout on any of its nodes kills the whole run: every node of it is freed and
+  it runs again from the start;
 * at most ``step_concurrency`` steps have started and not ended (EMR's StepConcurrencyLevel,
   1..256); a step waits (PENDING) for that and for w idle usable nodes, first added first, a step
   whose w nodes are not there passed by later ones whose nodes are (YARN gives free containers to
@@ -85,7 +91,7 @@ def _number(value, flag: str, field_name: str, low: float, high: float, low_open
 class TwinConfig:
     """The twin's settings; every field is checked on construction (ConfigError naming the flag and
     the value): ``provision_s`` in [0, 3,600] s, ``decommission_timeout_s`` in [0, 7 days] s,
-    ``length_error_sigma`` in [0, 5], ``step_concurrency`` a whole number in 1..256,
+    ``length_error_sigma`` and ``length_jitter_sigma`` in [0, 5], ``step_concurrency`` a whole number in 1..256,
     ``price_per_node_hour`` in (0, 1,000] $, power in W (``idle_power_w`` for booting and idle nodes,
     ``busy_power_w`` for busy ones, busy >= idle >= 0)."""
 
@@ -93,6 +99,7 @@ class TwinConfig:
     decommission_timeout_s: float = DECOMMISSION_TIMEOUT_S
     length_error_sigma: float = 0.0
     seed: int = 0
+    length_jitter_sigma: float = 0.0
     step_concurrency: int = STEP_CONCURRENCY
     price_per_node_hour: float = PRICE_PER_NODE_HOUR
     idle_power_w: float = 60.30  # Table III: gamma_cpu (energy.power.TABLE_III.idle_power_w)
@@ -102,6 +109,7 @@ class TwinConfig:
         _number(self.provision_s, "--provision-s", "provision_s", 0.0, MAX_PROVISION_S)
         _number(self.decommission_timeout_s, "--decommission-timeout-s", "decommission_timeout_s", 0.0, MAX_DECOMMISSION_TIMEOUT_S)
         _number(self.length_error_sigma, "--length-error", "length_error_sigma", 0.0, MAX_LENGTH_ERROR_SIGMA)
+        _number(self.length_jitter_sigma, "--length-jitter", "length_jitter_sigma", 0.0, MAX_LENGTH_ERROR_SIGMA)
         _number(self.price_per_node_hour, "--price-per-node-hour", "price_per_node_hour", 0.0, MAX_PRICE_PER_NODE_HOUR, low_open=True)
         concurrency = self.step_concurrency
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= STEP_CONCURRENCY:
@@ -112,12 +120,18 @@ class TwinConfig:
         if _number(self.busy_power_w, "the power model", "busy_power_w", 0.0, 10_000.0) < idle:
             raise ConfigError(f"the power model: busy_power_w {self.busy_power_w!r} W is below idle_power_w {idle!r} W")
 
-    def true_length_s(self, job_id: str, estimate_s: float) -> float:
-        """The job's true run time, s: ``estimate_s`` x lognormal(0, sigma), drawn from (seed, job id)."""
-        if self.length_error_sigma == 0.0:
-            return float(estimate_s)
-        rng = np.random.default_rng([self.seed, zlib.crc32(job_id.encode())])
-        return float(estimate_s) * float(rng.lognormal(0.0, self.length_error_sigma))
+    def true_length_s(self, name: str, submitted_s: float, job_id: str | None = None) -> float:
+        """The job's true run time, s: ``submitted_s`` (the length it was submitted with, ``Job.submitted_length_s``)
+        x lognormal(0, ``length_error_sigma``) drawn from (seed, ``name``), x lognormal(0, ``length_jitter_sigma``)
+        drawn from (seed, ``job_id``) (``job_id`` None: ``name``)."""
+        factor = 1.0
+        if self.length_error_sigma != 0.0:
+            factor = float(np.random.default_rng([self.seed, zlib.crc32(name.encode())]).lognormal(0.0, self.length_error_sigma))
+        if self.length_jitter_sigma != 0.0:
+            run = name if job_id is None else job_id
+            # A third word to the seed: the jitter of a job named by its id is not its error's draw again.
+            factor *= float(np.random.default_rng([self.seed, zlib.crc32(run.encode()), 1]).lognormal(0.0, self.length_jitter_sigma))
+        return float(submitted_s) * factor
 
 
 @dataclass
@@ -233,11 +247,14 @@ class ClusterTwin:
         self._dispatch(now_s)
 
     def add_step(
-        self, now_s: float, step_id: str, job_id: str, estimate_s: float, submit_s: float, deadline_s: float, nodes: int = 1
-    ) -> None:
-        """Add a step for a job of ``estimate_s`` seconds on ``nodes`` (w) nodes at once (its true
-        length is drawn here). Raises ConfigError for a step id given twice, an estimate that is not a
-        finite number >= 0 or a width that is not a whole number >= 1."""
+        self, now_s: float, step_id: str, job_id: str, estimate_s: float, submit_s: float, deadline_s: float, nodes: int = 1,
+        *, name: str | None = None, submitted_s: float | None = None,
+    ) -> None:  # fmt: skip
+        """Add a step for a job planned at ``estimate_s`` seconds on ``nodes`` (w) nodes at once; its true
+        length is drawn here from the length it was submitted with (``submitted_s``; None: ``estimate_s``)
+        and its ``name`` (None: its job id), see :meth:`TwinConfig.true_length_s`. Raises ConfigError for
+        a step id given twice, an estimate that is not a finite number >= 0 or a width that is not a
+        whole number >= 1."""
         if step_id in self.steps:
             raise ConfigError(f"add_step: step id {step_id!r} given twice")
         if not (isinstance(estimate_s, Real) and math.isfinite(estimate_s) and estimate_s >= 0):
@@ -245,7 +262,7 @@ class ClusterTwin:
         if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
             raise ConfigError(f"add_step: job {job_id!r} has nodes {nodes!r}, expected a whole number >= 1 (w, the nodes it runs on)")
         self.advance(now_s)
-        true_s = self.config.true_length_s(job_id, estimate_s)
+        true_s = self.config.true_length_s(job_id if name is None else name, estimate_s if submitted_s is None else submitted_s, job_id)
         self.steps[step_id] = StepRun(step_id, job_id, now_s, float(estimate_s), true_s, float(submit_s), float(deadline_s), width=int(nodes))
         self._waiting.append(step_id)
         self._widest = max(self._widest, int(nodes))

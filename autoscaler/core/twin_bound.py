@@ -80,8 +80,8 @@ class TwinBound:
 
 def twin_load(jobs: Sequence[Job], config: TwinConfig, slot_s: float, start_s: float, n_slots: int) -> np.ndarray:
     """L_t, shape (n_slots,), in server-slots: the work each job would do in slot t if it ran on
-    its w nodes (``Job.nodes``) from its ``submit_s`` for its true length (``config.true_length_s(job_id,
-    length_s)``), w server-slots a slot it runs whole.
+    its w nodes (``Job.nodes``) from its ``submit_s`` for its true length (``config.true_length_s(name,
+    submitted_length_s, job_id)``), w server-slots a slot it runs whole.
 
     Slot t is [start_s + t slot_s, start_s + (t+1) slot_s), s. A job is released in the slot of its
     submission, floor((submit_s - start_s) / slot_s), and is spread over the slots its run covers,
@@ -109,7 +109,7 @@ def twin_load(jobs: Sequence[Job], config: TwinConfig, slot_s: float, start_s: f
         if not (isinstance(job.length_s, Real) and math.isfinite(job.length_s) and job.length_s >= 0):
             raise ConfigError(f"twin_load: job {job.job_id!r} has length_s {job.length_s!r}, expected a finite number >= 0 (s)")
         begin[i] = (job.submit_s - start_s) / slot_s
-        length[i] = config.true_length_s(job.job_id, job.length_s) / slot_s
+        length[i] = config.true_length_s(job.name, job.submitted_length_s, job.job_id) / slot_s
     # Positions in slots, the run [begin, end) cut at the window's end; empty runs add nothing.
     end = np.minimum(begin + length, n_slots)
     keep = (begin < n_slots) & (end > begin)

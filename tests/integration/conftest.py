@@ -122,6 +122,22 @@ def set_step_state() -> Callable[[str, str, str], None]:
     return _set_step_state
 
 
+def _set_step_times(cluster_id: str, step_id: str, start_s: float, end_s: float | None) -> None:
+    """Set a step's Timeline StartDateTime and EndDateTime (Unix seconds; None: not ended) in moto's
+    backend: moto stamps a step's start when it starts it and never ends one."""
+    import datetime
+
+    step = _moto_step(cluster_id, step_id)
+    step.start_date_time = datetime.datetime.fromtimestamp(start_s, datetime.timezone.utc)
+    step.end_date_time = None if end_s is None else datetime.datetime.fromtimestamp(end_s, datetime.timezone.utc)
+
+
+@pytest.fixture
+def set_step_times() -> Callable[[str, str, float, float | None], None]:
+    """``set_step_times(cluster_id, step_id, start_s, end_s)``: a step's run as EMR's Timeline gives it, in moto."""
+    return _set_step_times
+
+
 def _backdate_task_group(cluster_id: str, created_s: float) -> None:
     """Make moto's TASK group (and so its instances) of ``cluster_id`` created at ``created_s``, Unix
     seconds: moto stamps it with the time of RunJobFlow, and a report covers hours before that."""

@@ -265,6 +265,27 @@ def test_steps_report_states_advanced_in_moto(emr_cluster_id, set_step_state):
     }
 
 
+def test_steps_carry_their_run_from_emr_timeline(emr_cluster_id, set_step_state, set_step_times):
+    client, cluster_id = emr_cluster_id
+    cluster = EmrCluster(client, cluster_id)
+    ids = {job_id: cluster.add_step(make_job(job_id)) for job_id in ("done", "running", "waiting")}
+    set_step_state(cluster_id, ids["done"], "COMPLETED")
+    set_step_times(cluster_id, ids["done"], 1_700_000_100.0, 1_700_000_712.0)
+    set_step_state(cluster_id, ids["running"], "RUNNING")
+    set_step_times(cluster_id, ids["running"], 1_700_000_300.0, None)
+    # What boto3 reads back over HTTP, independently of the adapter.
+    raw = client.describe_step(ClusterId=cluster_id, StepId=ids["done"])["Step"]["Status"]["Timeline"]
+    assert raw["EndDateTime"].timestamp() - raw["StartDateTime"].timestamp() == 612.0
+
+    listed = {status.job_id: status for status in cluster.steps()}
+    described = cluster.step_status(ids["done"])
+
+    assert (listed["done"].start_s, listed["done"].end_s, listed["done"].run) == (1_700_000_100.0, 1_700_000_712.0, (1_700_000_100.0, 1_700_000_712.0))
+    assert (described.job_id, described.state, described.run) == ("done", "COMPLETED", (1_700_000_100.0, 1_700_000_712.0))
+    assert (listed["running"].start_s, listed["running"].end_s, listed["running"].run) == (1_700_000_300.0, None, None)
+    assert listed["waiting"].end_s is None and listed["waiting"].run is None
+
+
 # --- failures -----------------------------------------------------------------------------
 
 

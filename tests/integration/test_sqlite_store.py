@@ -724,3 +724,22 @@ def test_every_query_of_a_slot_runs_on_an_index(slot_store, db_path):
             plan = " / ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
             assert "SCAN" not in plan.replace("SCAN CONSTANT ROW", ""), f"{sql}: {plan}"
             assert "TEMP B-TREE" not in plan, f"{sql}: {plan}"
+
+
+def test_runs_are_on_disk_after_a_reopen_and_a_bad_run_writes_nothing(db_path):
+    with SqliteJobStore(db_path) as store:
+        store.submit_many([make_job("a"), make_job("b", submit_s=1500.0)])
+        store.commit_slot(3, {}, {"a": (1100.0, "s-1")}, {"slot": 3}, states={"a": "done"}, runs={"a": (1100.5, 1712.75)})
+        with pytest.raises(StoreError, match=r"job 'b': a run must be \(run_start_s, run_end_s\).*got \(2000.0, 1999.0\)"):
+            store.set_runs({"a": (1.0, 2.0), "b": (2000.0, 1999.0)})
+        with pytest.raises(StoreError, match="job 'b'"):
+            store.commit_slot(4, {}, {}, {"slot": 4}, states={"b": "done"}, runs={"b": (float("nan"), 1.0)})
+    with raw(db_path) as conn:
+        rows = conn.execute("SELECT job_id, state, run_start_s, run_end_s FROM jobs ORDER BY job_id").fetchall()
+        last = conn.execute("SELECT MAX(slot) FROM decisions").fetchone()[0]
+    assert rows == [("a", "done", 1100.5, 1712.75), ("b", "queued", None, None)] and last == 3
+    with SqliteJobStore(db_path) as store:
+        (a,) = [job for job in store.all_jobs() if job.job_id == "a"]
+        assert (a.run_start_s, a.run_end_s) == (1100.5, 1712.75)
+        assert a.overran is False  # ended at 1712.75, its deadline 1000 + 7200
+        assert store.run_lengths_s("analytics", "nightly etl", 1712.75) == [612.25]

@@ -116,3 +116,19 @@ def test_old_decisions_are_pruned_when_asked(five_jobs):
         five_jobs.commit_slot(slot, {}, {}, {"slot": slot}, prune_decisions_before_slot=slot - 2)
     assert [d["slot"] for d in five_jobs.decisions()] == [3, 4, 5]
     assert five_jobs.decision(2) is None and five_jobs.decision(5) == {"slot": 5}
+
+
+def test_runs_of_done_jobs_are_the_lengths_learned_from(job_store):
+    """Three runs of "etl": 600 s ending at 2000, 900 s ending at 3000; a third not done (failed). Asked
+    at 2999 only the first has ended; at 3000 both (at or before); other names and tenants never count."""
+    jobs = [job("a", 100.0), job("b", 200.0), job("c", 300.0), dataclasses.replace(job("other", 400.0), name="load")]
+    job_store.submit_many(jobs)
+    runs = {"a": (1400.0, 2000.0), "b": (2100.0, 3000.0), "c": (2500.0, 2600.0), "other": (100.0, 200.0)}
+    job_store.commit_slot(1, {}, {}, {"slot": 1}, states={"a": "done", "b": "done", "c": "failed", "other": "done"}, runs=runs)
+
+    assert job_store.run_lengths_s("analytics", "etl", 1999.0) == []
+    assert job_store.run_lengths_s("analytics", "etl", 2999.0) == [600.0]
+    assert job_store.run_lengths_s("analytics", "etl", 3000.0) == [600.0, 900.0]
+    assert job_store.run_lengths_s("analytics", "etl", 1e9, limit=1) == [900.0]
+    assert job_store.run_lengths_s("analytics", "load", 1e9) == [100.0]
+    assert job_store.run_lengths_s("other-tenant", "etl", 1e9) == []

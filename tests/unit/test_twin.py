@@ -118,6 +118,24 @@ def test_true_lengths_are_the_estimate_times_a_seeded_lognormal_per_job():
     assert TwinConfig(length_error_sigma=0.5, seed=8).true_length_s("job-1", 600.0) != pytest.approx(expected)
 
 
+def test_a_recurring_name_is_off_by_the_same_factor_on_every_run_and_the_plan_never_moves_the_truth():
+    config = TwinConfig(length_error_sigma=0.5, seed=7)
+    factor = np.random.default_rng([7, zlib.crc32(b"nightly")]).lognormal(0.0, 0.5)
+    runs = [config.true_length_s("nightly", 600.0, f"nightly-day{day}") for day in range(5)]
+    assert runs == pytest.approx([600.0 * factor] * 5)
+    # A planned length (a learned one) changes nothing: the twin draws from the submitted one.
+    t = ClusterTwin(config)
+    t.resize(0.0, 1)
+    t.add_step(0.0, "s1", "nightly-day0", 5000.0, 0.0, 1e6, name="nightly", submitted_s=600.0)
+    assert t.steps["s1"].true_s == pytest.approx(600.0 * factor) and t.steps["s1"].estimate_s == 5000.0
+    # The jitter is drawn per job id, on top, and differs from run to run.
+    jittered = TwinConfig(length_error_sigma=0.5, length_jitter_sigma=0.1, seed=7)
+    ratios = np.log([jittered.true_length_s("nightly", 600.0, f"nightly-day{day}") / (600.0 * factor) for day in range(4000)])
+    assert abs(ratios.mean()) < 0.01 and abs(ratios.std() - 0.1) < 0.01  # 4,000 draws: standard errors 0.0016, 0.0011
+    with pytest.raises(ConfigError, match="--length-jitter"):
+        TwinConfig(length_jitter_sigma=-1.0)
+
+
 def test_kg_co2_is_each_slots_energy_times_its_signal():
     t = twin(provision_s=3600.0)
     t.resize(0.0, 1)  # booting for an hour: idle power, 30.15 Wh per half hour

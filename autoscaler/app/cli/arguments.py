@@ -303,8 +303,9 @@ def add_twin_arguments(group) -> None:
     defaults (autoscaler.core.twin) live in one place; TwinConfig checks every value and names the flag."""
     group.add_argument("--provision-s", type=float, default=None, help="twin: seconds from a resize up to a usable node (default 330, EMR's 5-6 minutes)")
     group.add_argument("--decommission-timeout-s", type=float, default=None, help="twin: seconds a draining node may keep its job before the job is killed and run again (default 3600, YARN's)")
-    group.add_argument("--length-error", type=float, default=None, metavar="SIGMA", help="twin: true length = estimate x lognormal(0, SIGMA) per job (default 0: the estimate)")
-    group.add_argument("--seed", type=int, default=None, help="twin: seed of --length-error's draws (default 0)")
+    group.add_argument("--length-error", type=float, default=None, metavar="SIGMA", help="twin: true length = submitted length x lognormal(0, SIGMA) per job name, the same on every run of a name (default 0: the submitted length)")
+    group.add_argument("--length-jitter", type=float, default=None, metavar="SIGMA", help="twin: and x lognormal(0, SIGMA) per run, drawn per job id, on top of --length-error's per job name (default 0)")
+    group.add_argument("--seed", type=int, default=None, help="twin: seed of --length-error's and --length-jitter's draws (default 0)")
     group.add_argument("--step-concurrency", type=int, default=None, help="twin: most steps running at once, EMR's StepConcurrencyLevel 1..256 (default 256)")
     group.add_argument("--price-per-node-hour", type=float, default=None, help="twin: $ per node-hour, billed per second with 60 s minimum (default 0.240: m5.xlarge EC2 0.192 + EMR 0.048, us-east-1 on demand)")
     group.add_argument("--carbon", default=None, metavar="SOURCE", help="twin: a carbon signal (file or URL) for the bill's kgCO2; the trace's start is placed at its first time; decisions stay carbon-blind")

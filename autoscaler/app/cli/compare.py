@@ -254,7 +254,7 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
         caption="; ".join(notes) or None,
     )
     headers = ["run", "node-hours", "$", "kWh"] + (["kgCO2"] if with_carbon else [])
-    headers += ["released late", "finished late", "wait p50/p95 s", "peak nodes", "scalings"]
+    headers += ["released late", "overran (ended after deadline)", "wait p50/p95 s", "peak nodes", "scalings"]
     for header in headers:
         table.add_column(header, justify="left" if header == "run" else "right", overflow="fold")
     for result in rows:

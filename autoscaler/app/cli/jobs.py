@@ -38,8 +38,9 @@ def add_parsers(commands) -> None:
     submit = commands.add_parser(
         "submit",
         help="queue a job with a deadline for the daemon to release as an EMR step",
-        description="Queue a job. Give its length (--length-s) or its three SWIM sizes (--sizes) to estimate it "
-        "from, and its step: --command (run with command-runner.jar) or --jar with --args. "
+        description="Queue a job. Its length: --length-s (used as given), else a quantile of its name's past run "
+        "times ([jobs] length_quantile, p90 by default; EMR's step start to end, per tenant and name), else, for a name "
+        "never run, its three SWIM sizes (--sizes) to estimate it from; and its step: --command (run with command-runner.jar) or --jar with --args. "
         "With --id the submission is idempotent: the same id and content again changes nothing, and the "
         f"same id with other content is refused, saying what differs. For the deadline, {SAME_DEADLINE_RULE}.",
         formatter_class=HelpFormatter,
@@ -53,12 +54,13 @@ def add_parsers(commands) -> None:
         help="a duration from now (90m, 2h, 1h30m, 600) or an ISO-8601 time with zone; retried with the same --id, "
         "the same duration keeps the first submission's deadline",
     )  # fmt: skip
-    length_or_sizes = submit.add_mutually_exclusive_group(required=True)
-    length_or_sizes.add_argument("--length-s", type=positive_float, help="estimated run time in seconds")
+    length_or_sizes = submit.add_mutually_exclusive_group()
+    length_or_sizes.add_argument("--length-s", type=positive_float, help="estimated run time in seconds, used as given")
     length_or_sizes.add_argument(
         "--sizes", type=non_negative_float, nargs=3, metavar=("MAP_IN", "SHUFFLE", "REDUCE_OUT"),
-        help="map input, shuffle and reduce output bytes; the length is estimated from them (§V-A)",
-    )
+        help="map input, shuffle and reduce output bytes; the length is estimated from them (§V-A) for a name never run, "
+        "else learned from its past runs",
+    )  # fmt: skip
     width = submit.add_argument_group(
         "width",
         "the whole TASK nodes the job runs on at once (default 1): --nodes, or its containers' vCPUs and memory in all, "
@@ -127,6 +129,12 @@ def add_parsers(commands) -> None:
     run.add_argument("--max-nodes", type=positive_int, default=None, help=f"replay: most task nodes (default: the config's cluster.max_nodes, else {DEFAULT_MAX_NODES})")
     run.add_argument("--tenants", type=positive_int, default=1, help="replay: deal the trace's jobs to this many tenants in turn (fair shares under overload)")
     add_containers_argument(run, "replay: ")
+    run.add_argument("--days", type=positive_int, default=None, help="replay: repeat the trace's day this many days, each job keeping its trace id as its name (recurring jobs; default 1)")
+    run.add_argument(
+        "--lengths", choices=["learned", "submitted"], default=None,
+        help="replay: plan a job at a quantile of its name's past runs (learned, the default, as submit does) or at the length it was submitted with",
+    )  # fmt: skip
+    run.add_argument("--length-quantile", type=float, default=None, metavar="Q", help="replay: the quantile of past runs a learned length is (default: the config's [jobs] length_quantile, else 0.9)")
     twin = run.add_argument_group(
         "replay on the cluster twin",
         "the replay runs on the cluster twin, an EMR TASK group as it behaves and bills (autoscaler.core.twin): "
@@ -145,7 +153,10 @@ def add_parsers(commands) -> None:
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     import time
 
+    from autoscaler.core import defaults
+    from autoscaler.core.errors import SubmitError
     from autoscaler.core.intake import build_job
+    from autoscaler.core.learned import nearest_rank, planned
     from autoscaler.core.readable import utc_text
 
     if (args.command is None) == (args.jar is None):
@@ -154,13 +165,30 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise ConfigError("submit: --command needs the command after it")
     store, settings = open_store(args)
     with store:
+        now_s = time.time()
+        quantile = settings.jobs.length_quantile if settings else defaults.LENGTH_QUANTILE
+        runs_s = [] if args.length_s is not None else store.run_lengths_s(args.tenant, args.name, now_s)
+        if args.length_s is None and args.sizes is None and not runs_s:
+            raise SubmitError(
+                f"submit: job name {args.name!r} of tenant {args.tenant!r} has no finished run to learn its length from; "
+                "give --length-s SECONDS or --sizes MAP_IN SHUFFLE REDUCE_OUT"
+            )
+        learned_s = nearest_rank(runs_s, quantile) if runs_s else None
+        retried = None
+        if args.length_s is None and args.sizes is None and args.job_id:
+            # A retry of a job planned on its runs alone keeps the length it was stored with: a run that
+            # ended since would change it, and the retry would read as a different job.
+            stored = next((j for j in store.all_jobs() if j.job_id == args.job_id), None)
+            if stored is not None and stored.prior_length_s is None and stored.length_source not in (None, "given", "size model"):
+                retried, learned_s = stored, stored.length_s
         job = build_job(
             job_id=args.job_id,
             name=args.name,
             tenant=args.tenant,
-            now_s=time.time(),
+            now_s=now_s,
             deadline=args.deadline,
-            length_s=args.length_s,
+            # Without a length or sizes, the learned one is the only one: it is checked against the deadline as given.
+            length_s=args.length_s if args.length_s is not None or args.sizes else learned_s,
             sizes=tuple(args.sizes) if args.sizes else None,
             jar=args.jar,
             args=list(args.args),
@@ -175,15 +203,33 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             max_nodes=settings.cluster.max_nodes if settings else DEFAULT_MAX_NODES,
             node_capacity=settings.cluster.task_capacity() if settings else None,
         )
+        if args.length_s is not None:
+            job = dataclasses.replace(job, length_source="given")
+        elif args.sizes:
+            job = planned(job, runs_s, quantile, prior_source="size model")
+        elif retried is not None:
+            job = dataclasses.replace(job, length_source=retried.length_source)
+        else:
+            job = dataclasses.replace(planned(job, runs_s, quantile), prior_length_s=None)
         added = store.submit(job)
         if not added:
             job = next(j for j in store.all_jobs() if j.job_id == job.job_id)
     out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
     kept = "" if added else " (the first submission's)"
-    err.print(f"deadline {utc_text(job.deadline_s)}{kept}", highlight=False)
+    err.print(f"deadline {utc_text(job.deadline_s)}, length {job.length_s:,.0f} s ({job.length_source}{_prior_text(job)}){kept}", highlight=False, soft_wrap=True)
+    if job.submit_s + job.length_s > job.deadline_s:
+        err.print(
+            f"warning: {job.job_id}: planned at {job.length_s:,.0f} s, longer than the {job.deadline_s - job.submit_s:,.0f} s its "
+            "deadline leaves: it is due at once and will end after its deadline if it runs as long as its name has",
+            highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
     if job.nodes != 1:
         err.print(f"width {count_text(job.nodes, 'node')}{kept}", highlight=False)
     return 0
+
+
+def _prior_text(job) -> str:
+    return "" if job.prior_length_s is None else f"; submitted as {job.prior_length_s:,.0f} s"
 
 
 def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -212,46 +258,67 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
     elif args.state:
         jobs = [job for job in jobs if job.state == args.state]
     if args.format == "json":
-        rows = [{**dataclasses.asdict(job), "shown_state": job.state, "late": late[job.job_id] > 0, "slots_late": late[job.job_id]} for job in jobs]
+        rows = [
+            {**dataclasses.asdict(job), "shown_state": job.state, "late": late[job.job_id] > 0, "slots_late": late[job.job_id],
+             "run_s": _run_s(job), "overran": job.overran}
+            for job in jobs
+        ]  # fmt: skip
         sys.stdout.write(json.dumps(rows) + "\n")
         return 0
     n_late = sum(1 for job in jobs if late[job.job_id])
-    table = Table(title=f"{count_text(len(jobs), 'job')}, {n_late:,} late", caption=LATE_HELP if n_late else None)
-    for column in ["id", "name", "tenant", "nodes", "state", "late", "submitted (UTC)", "deadline (UTC)", "length s", "step"]:
+    n_overran = sum(1 for job in jobs if job.overran)
+    table = Table(
+        title=f"{count_text(len(jobs), 'job')}, {n_late:,} late, {n_overran:,} overran (ended after the deadline)",
+        caption=LATE_HELP if n_late else None,
+    )
+    columns = ["id", "name", "tenant", "nodes", "state", "late", "submitted (UTC)", "deadline (UTC)", "planned s", "from", "ran s", "overran", "step"]
+    for column in columns:
         table.add_column(column, no_wrap=True)
     for job in jobs:
         behind = late[job.job_id]
         shown_late = "" if not behind else f"by {count_text(behind, 'slot')}"
-        table.add_row(job.job_id, job.name, job.tenant, f"{job.nodes:,}", job.state, shown_late, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:,.0f}", job.step_id or "")
+        run_s = _run_s(job)
+        table.add_row(
+            job.job_id, job.name, job.tenant, f"{job.nodes:,}", job.state, shown_late, _utc(job.submit_s), _utc(job.deadline_s), f"{job.length_s:,.0f}",
+            (job.length_source or "") + _prior_text(job), "" if run_s is None else f"{run_s:,.0f}",
+            f"by {job.run_end_s - job.deadline_s:,.0f} s" if job.overran else "", job.step_id or "",
+        )  # fmt: skip
     out.print(table)
     return 0
 
 
 
+def _run_s(job) -> float | None:
+    """How long the job's step ran (EMR's start to end), s; None until it has ended."""
+    return None if job.run_end_s is None or job.run_start_s is None else job.run_end_s - job.run_start_s
+
+
 def _print_tenants(jobs: list, late: dict[str, int], saved_state: dict, fmt: str, out: Console) -> int:
-    """Per tenant: jobs by state, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), dominant share."""
+    """Per tenant: jobs by state, late jobs (``late``: {job id: slots late}, see autoscaler.core.lateness), jobs that
+    overran (ended after their deadline), dominant share."""
     from rich.table import Table
 
     shares = dict(zip(saved_state.get("tenants", []), saved_state.get("dominant_shares", [])))
     rows = {}
     for job in jobs:
-        row = rows.setdefault(job.tenant, {"tenant": job.tenant, "jobs": 0, **{s: 0 for s in JOB_STATES}, "missed": 0})
+        row = rows.setdefault(job.tenant, {"tenant": job.tenant, "jobs": 0, **{s: 0 for s in JOB_STATES}, "missed": 0, "overran": 0})
         row["jobs"] += 1
         row[job.state] += 1
         row["missed"] += late[job.job_id] > 0
+        row["overran"] += job.overran
     for tenant, row in rows.items():
         row["dominant_share"] = shares.get(tenant)
     if fmt == "json":
         sys.stdout.write(json.dumps(list(rows.values())) + "\n")
         return 0
     table = Table(title=f"{count_text(len(rows), 'tenant')} (in order of arrival; shares once the daemon has run)", caption=LATE_HELP)
-    for column in ["tenant", "jobs", *JOB_STATES, "late (missed deadline)", "dominant share"]:
+    for column in ["tenant", "jobs", *JOB_STATES, "late (missed deadline)", "overran (ended after deadline)", "dominant share"]:
         table.add_column(column, justify="left" if column == "tenant" else "right")
     arrival = {tenant: i for i, tenant in enumerate(saved_state.get("tenants", []))}
     for tenant in sorted(rows, key=lambda t: (arrival.get(t, len(arrival)), t)):
         row = rows[tenant]
         share = "" if row["dominant_share"] is None else f"{row['dominant_share']:.4f}"
-        table.add_row(tenant, f"{row['jobs']:,}", *(f"{row[s]:,}" for s in JOB_STATES), f"{row['missed']:,}", share)
+        table.add_row(tenant, f"{row['jobs']:,}", *(f"{row[s]:,}" for s in JOB_STATES), f"{row['missed']:,}", f"{row['overran']:,}", share)
     out.print(table)
     return 0
 
@@ -283,7 +350,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         return replay_through_daemon(args, settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
-    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--containers-per-node", args.containers_per_node), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective)):
+    for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--containers-per-node", args.containers_per_node), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective), ("--days", args.days), ("--lengths", args.lengths), ("--length-quantile", args.length_quantile)):
         if value is not None:
             raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
     import structlog
