@@ -91,9 +91,12 @@ def off_by_2x(days: int, sigma: float) -> tuple[int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--days", type=int, default=7)
-    parser.add_argument("--deadlines", default="12,72")
-    parser.add_argument("--sigma", type=float, default=0.48)
+    parser.add_argument("--days", type=int, default=7, help="days Workload A's day is repeated, each job keeping its name (default %(default)s)")
+    parser.add_argument("--deadlines", default="12,72", help="deadlines D in 5-minute slots, a comma list (default %(default)s: 1 h and 6 h)")
+    parser.add_argument(
+        "--sigma", type=float, default=0.48,
+        help="the twin's --length-error: lognormal sigma of each name's factor (default %(default)s: about 15 %% of jobs off by 2x or more)",
+    )  # fmt: skip
     args = parser.parse_args()
     deadlines = [int(d) for d in args.deadlines.split(",")]
     console = Console(width=240)
