@@ -508,7 +508,7 @@ def group_compare() -> dict[str, str]:
     12 h: hold against follow, managed, fixed and the bound (kWh under objective energy, $ under
     objective cost), and every run in detail (slow: every policy through the slot loop, a few minutes)."""
     summary = [
-        "| trace | D | hold kWh | vs follow | vs managed | vs fixed | vs bound | hold $ (objective cost) | vs follow | vs managed | vs fixed | vs bound | released late / finished late |",
+        "| trace | D | hold kWh | vs follow | vs managed | vs fixed | vs bound | hold $ (objective cost) | vs follow | vs managed | vs fixed | vs bound | released late / overran |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     detail = [
