@@ -20,6 +20,7 @@ deadline: a longer one overruns whatever plans it); node-hours billed; jobs rele
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import subprocess
 import sys
@@ -98,7 +99,16 @@ def main() -> None:
         help="the twin's --length-error: lognormal sigma of each name's factor (default %(default)s: about 15 %% of jobs off by 2x or more)",
     )  # fmt: skip
     args = parser.parse_args()
-    deadlines = [int(d) for d in args.deadlines.split(",")]
+    try:
+        deadlines = [int(d) for d in args.deadlines.split(",")]
+    except ValueError:
+        parser.error(f"--deadlines {args.deadlines}: expected whole numbers of slots >= 1, a comma list (12,72)")
+    if min(deadlines) < 1:
+        parser.error(f"--deadlines {args.deadlines}: expected whole numbers of slots >= 1")
+    if not 1 <= args.days <= 366:
+        parser.error(f"--days {args.days}: expected a whole number of days in 1..366")
+    if not (math.isfinite(args.sigma) and 0 <= args.sigma <= 5):
+        parser.error(f"--sigma {args.sigma}: expected a finite number in [0, 5] (the twin's --length-error)")
     console = Console(width=240)
     n_jobs, off = off_by_2x(args.days, args.sigma)
     with tempfile.TemporaryDirectory(prefix="bench-learned-") as folder:
@@ -111,7 +121,7 @@ def main() -> None:
     )
     for column in (
         "D", "lengths", "jobs learned", "overran", "change", "overran days 2..N", "change",
-        "of them could finish in time", "change", "node-hours billed", "change", "released late", "s",
+        "of them could finish in time", "change", "node-hours billed", "change", "released late", "wall s",
     ):  # fmt: skip
         table.add_column(column, justify="left" if column == "lengths" else "right")
     notes = []

@@ -219,7 +219,7 @@ def whole_number(value: object, name: str, path: Path, minimum: int | None = Non
 def require_same_job(existing: Job, job: Job) -> None:
     """Nothing if ``job`` is a resubmission of ``existing``; SubmitError naming what differs otherwise."""
     differing = [
-        f"{_SHOWN.get(f, f)}: stored {getattr(existing, f)!r}, given {getattr(job, f)!r}"
+        f"{_SHOWN.get(f, f)}: stored {_shown_value(getattr(existing, f))}, given {_shown_value(getattr(job, f))}"
         for f in _SUBMITTED_FIELDS
         if getattr(existing, f) != getattr(job, f)
     ]
@@ -231,6 +231,16 @@ def require_same_job(existing: Job, job: Job) -> None:
         raise SubmitError(
             f"job_id {job.job_id!r} is already stored with different content ({details}); use a new job id for a different job"
         )
+
+
+def _shown_value(value: object) -> str:
+    """A submitted field for a message: numbers to 6 significant figures (1,147.75, not
+    1147.7470397949219), a tuple of them likewise, anything else as its repr."""
+    if is_number(value):
+        return f"{float(value):,.6g}"
+    if isinstance(value, tuple) and value and all(is_number(v) for v in value):
+        return "(" + ", ".join(f"{float(v):,.6g}" for v in value) + ")"
+    return repr(value)
 
 
 def _json_default(value: object) -> object:

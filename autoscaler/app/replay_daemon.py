@@ -93,6 +93,15 @@ def trace_jobs(
     ]
 
 
+def within_window(job: Job, window_s: float) -> Job:
+    """``job`` with a planned length that runs past the window's end (``window_s``, s from the trace's
+    start) cut there, as ``trace_jobs`` cuts the length it is submitted with: a learned length of a
+    run on an earlier day, which the window did not cut, would otherwise plan the last day's job past
+    the end its submitted length and its deadline were cut to, and count it late."""
+    left_s = window_s - job.submit_s
+    return job if job.length_s <= left_s else dataclasses.replace(job, length_s=max(0.0, left_s))
+
+
 def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Console, err: Console) -> int:
     """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ).
 
@@ -200,7 +209,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                         if lengths == "learned":
                             # As `autoscaler submit` plans a job: on the runs its name ended by now.
                             for i in range(arriving, submitted):
-                                jobs[i] = planned(jobs[i], store.run_lengths_s(jobs[i].tenant, jobs[i].name, clock.time_s), quantile)
+                                jobs[i] = within_window(
+                                    planned(jobs[i], store.run_lengths_s(jobs[i].tenant, jobs[i].name, clock.time_s), quantile), window_slots * slot_s
+                                )
                         store.submit_many(jobs[arriving:submitted])
                     queued = _queued(runner, store)
                     if slot >= horizon and not queued:

@@ -117,3 +117,13 @@ def test_runs_that_end_after_the_last_slot_are_stored_too(tmp_path, capsys):
 def test_replay_length_flags_out_of_range_are_refused_before_any_work(argv, message, capsys):
     assert main(argv) == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_a_learned_length_past_the_windows_end_is_cut_there_as_the_submitted_one_is():
+    from autoscaler.app.replay_daemon import within_window
+    from autoscaler.core.model import Job, StepSpec
+
+    job = Job("j-day2", "j", "t", submit_s=172_794.0, deadline_s=172_800.0 + 600.0, length_s=74_738.0, step=StepSpec(), prior_length_s=6.0)
+    cut = within_window(job, window_s=172_800.0)
+    assert cut.length_s == 6.0 and cut.prior_length_s == 6.0  # the 6 s the window leaves, as the trace's length was cut
+    assert within_window(job, window_s=300_000.0) is job  # inside the window: as planned
