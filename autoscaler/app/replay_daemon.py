@@ -331,6 +331,8 @@ def replay_length_inputs(args: argparse.Namespace, settings: Settings | None) ->
     if lengths not in LENGTH_SOURCES:
         raise ConfigError(f"--lengths: expected one of {', '.join(LENGTH_SOURCES)}, got {lengths!r}")
     given = getattr(args, "length_quantile", None)
+    if given is not None and lengths == "submitted":
+        raise ConfigError("--length-quantile is the quantile of learned lengths; --lengths submitted plans none (leave one of them out)")
     if given is not None:
         return days, lengths, check_quantile(given, "--length-quantile")
     return days, lengths, settings.jobs.length_quantile if settings is not None else defaults.LENGTH_QUANTILE

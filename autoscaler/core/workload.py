@@ -457,7 +457,7 @@ def _long_job_notes(trace: Trace, length_s: np.ndarray, in_window: np.ndarray, w
         f"than the window ({window_s / 3600:,.4g} h) and {'are' if long.size != 1 else 'is'} clipped at its end: "
         + "; ".join(named)
         + more
-        + ". Check the sizes (bytes) and the length model's rates (--block-mb, --network-mb-s ...)",
+        + ". Check the sizes (bytes) and the length model's rates (autoscaler replay's --block-mb, --network-mb-s ...)",
     )
 
 

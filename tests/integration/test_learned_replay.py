@@ -112,6 +112,7 @@ def test_runs_that_end_after_the_last_slot_are_stored_too(tmp_path, capsys):
         (["run", "--replay", "A", "--dry-run", "--length-quantile", "1.5"], r"--length-quantile: expected a quantile in \(0, 1\], e.g. 0.9 for p90, got 1.5"),
         (["run", "--replay", "A", "--dry-run", "--days", "400"], r"--days: expected a whole number of days in 1..366, got 400"),
         (["run", "--config", "c.toml", "--lengths", "submitted"], r"run: --lengths is for --replay; a live run takes it from the config"),
+        (["run", "--replay", "A", "--dry-run", "--lengths", "submitted", "--length-quantile", "0.5"], r"--lengths submitted plans none"),
     ],
 )
 def test_replay_length_flags_out_of_range_are_refused_before_any_work(argv, message, capsys):
