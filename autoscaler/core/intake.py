@@ -96,8 +96,8 @@ def build_job(
     message gives the figures).
     """
     job_id = _job_id(job_id)
-    name = _non_empty("name", name)
-    tenant = _non_empty("tenant", tenant)
+    name = non_empty_text("name", name)
+    tenant = non_empty_text("tenant", tenant)
     if known_tenants is not None and tenant not in known_tenants:
         known = ", ".join(sorted(known_tenants)) or "none configured"
         raise SubmitError(f"tenant: unknown tenant {tenant!r}; expected one of: {known}")
@@ -327,7 +327,9 @@ def _job_id(job_id: str | None) -> str:
     return job_id
 
 
-def _non_empty(field: str, value: str) -> str:
+def non_empty_text(field: str, value: str) -> str:
+    """``value`` if it is text with a non-blank character that UTF-8 can hold, else SubmitError naming
+    ``field``: what a job's name and tenant must be before the store is asked about them."""
     if not isinstance(value, str) or not value.strip():
         raise SubmitError(f"{field}: expected a non-empty text, got {value!r}")
     _utf8(field, value)

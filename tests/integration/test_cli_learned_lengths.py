@@ -96,3 +96,17 @@ def test_a_retry_of_a_job_planned_on_its_runs_alone_is_the_same_job_after_anothe
     assert retry.out == "already queued: again\n" and "length 700 s (p90 of 1 run) (the first submission's)" in retry.err
     assert submit(store, "fresh") == 0
     assert "length 900 s (p90 of 2 runs)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--name", "--tenant"])
+def test_a_name_or_tenant_that_is_not_utf8_is_refused_before_its_runs_are_looked_up(tmp_path, capsys, flag):
+    # argv hands bytes that are not UTF-8 over as lone surrogates; the store cannot be asked about them.
+    store = tmp_path / "jobs.db"
+    assert submit(store, "n-1", "--length-s", "600") == 0
+    argv = ["submit", "--store", str(store), "--name", "nightly", "--tenant", "analytics", "--deadline", "6h", "--command", "true"]
+    argv[argv.index(flag) + 1] = "\udc80"
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert f"{flag[2:]}: expected UTF-8 text, got '\\udc80' (bytes that are not UTF-8)" in capsys.readouterr().err
+    with SqliteJobStore(store) as opened:
+        assert [job.job_id for job in opened.all_jobs()] == ["n-1"]

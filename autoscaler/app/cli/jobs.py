@@ -155,7 +155,7 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from autoscaler.core import defaults
     from autoscaler.core.errors import SubmitError
-    from autoscaler.core.intake import build_job
+    from autoscaler.core.intake import build_job, non_empty_text
     from autoscaler.core.learned import nearest_rank, planned
     from autoscaler.core.readable import utc_text
 
@@ -167,7 +167,9 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     with store:
         now_s = time.time()
         quantile = settings.jobs.length_quantile if settings else defaults.LENGTH_QUANTILE
-        runs_s = [] if args.length_s is not None else store.run_lengths_s(args.tenant, args.name, now_s)
+        # The name and tenant are checked before the store is asked about their runs.
+        name, tenant = non_empty_text("name", args.name), non_empty_text("tenant", args.tenant)
+        runs_s = [] if args.length_s is not None else store.run_lengths_s(tenant, name, now_s)
         if args.length_s is None and args.sizes is None and not runs_s:
             raise SubmitError(
                 f"submit: job name {args.name!r} of tenant {args.tenant!r} has no finished run to learn its length from; "
