@@ -810,6 +810,17 @@ def submit_options(draw, include_known_bugs: bool = True) -> tuple:
     if length in ("sizes", "both"):
         count = _valid_or_broken(draw, st.just(3), st.sampled_from([0, 1, 2, 4]), one_in=10)
         options += ["--sizes", *(_valid_or_broken(draw, st.sampled_from(SAMPLE_ROWS).map(lambda row: row[3]), _SIZE_TEXTS) for _ in range(count))]
+    # The width: --nodes, or vCPUs and memory (in all, or as containers), each now and then.
+    widths = st.one_of(st.sampled_from(["1", "4", "32", "33"]), st.integers(1, 10_000).map(str))
+    for flag, valid in (
+        ("--nodes", widths),
+        ("--vcpus", st.sampled_from(["1", "4", "16", "0.5", "129"])),
+        ("--memory-gb", st.sampled_from(["1", "12", "48", "0.25", "1000"])),
+        ("--container-vcpus", st.sampled_from(["1", "2", "8"])),
+        ("--container-memory-gb", st.sampled_from(["1", "7", "16"])),
+    ):
+        if _chance(draw, 8):
+            options += [flag, _valid_or_broken(draw, valid, _NUMBER_TEXTS)]
     step = _valid_or_broken(draw, st.sampled_from(["command", "jar"]), st.sampled_from(["command", "jar", "both", "neither"]))
     if step in ("jar", "both"):
         options += ["--jar", _valid_or_broken(draw, st.sampled_from(["app.jar", "s3://bucket/app.jar", "/usr/lib/x.jar"]), st.one_of(_JARS, text))]
