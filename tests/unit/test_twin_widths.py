@@ -110,11 +110,13 @@ def test_no_step_ever_starts_with_fewer_than_its_w_free_usable_nodes(config, job
     t.finish(now_s)
     # From the log alone: each run (a step and a start time) is on as many distinct nodes as its w,
     # each usable by then and not removed before the run ended, and no node runs two things at once.
-    by_run: dict[tuple[str, float], list[tuple]] = defaultdict(list)
+    # A run is a step, its start, its end and how it ended: a run killed at the instant it started
+    # (a drain timeout of 0 s) and its rerun on another node at that same instant are two runs.
+    by_run: dict[tuple[str, float, float, bool], list[tuple]] = defaultdict(list)
     for run in t.runs:
-        by_run[(run[0], run[2])].append(run)
+        by_run[(run[0], run[2], run[3], run[4])].append(run)
     width = {f"s{i}": w for i, (_, w) in enumerate(jobs)}
-    for (step_id, start_s), runs in by_run.items():
+    for (step_id, start_s, _, _), runs in by_run.items():
         nodes = [r[1] for r in runs]
         assert len(set(nodes)) == len(nodes) == width[step_id]
         assert len({(r[3], r[4]) for r in runs}) == 1  # the run ends on all of its nodes at once
@@ -133,3 +135,15 @@ def test_no_step_ever_starts_with_fewer_than_its_w_free_usable_nodes(config, job
     bill = t.bill()
     assert bill.busy_node_s == pytest.approx(sum(r[3] - r[2] for r in t.runs), abs=1e-6)
     assert 0.0 <= bill.utilisation <= 1.0 + 1e-9
+
+
+def test_a_run_killed_as_it_starts_and_its_rerun_at_that_instant_are_two_runs_of_one_node_each():
+    # Hypothesis found it: no boot, no drain timeout; a 1-node step starts at 0 s, the resize to 0
+    # kills it at 0 s, and finish() reruns it at 0 s on a new node.
+    t = ClusterTwin(TwinConfig(provision_s=0.0, decommission_timeout_s=0.0))
+    t.resize(0.0, 0)
+    t.add_step(0.0, "s0", "j0", 1.0, 0.0, 0.0, nodes=1)
+    t.resize(0.0, 1)
+    t.resize(0.0, 0)
+    t.finish(0.0)
+    assert sorted((r[1], r[2], r[3], r[4]) for r in t.runs) == [(0, 0.0, 0.0, False), (1, 0.0, 1.0, True)]
