@@ -2,7 +2,9 @@
 
 Hypothesis checks by default that each example runs within 200 ms and that data is generated
 quickly: a timing assertion that a busy machine fails. The profile loaded here drops both;
-speed is measured in benchmarks/, never asserted.
+speed is measured in benchmarks/, never asserted. It also draws the same examples on every run
+(``derandomize``), so a run's verdict is the code's, not the draw's; ``HYPOTHESIS_PROFILE=explore``
+draws new ones each run, to search for failures (the examples that failed once are pinned as tests).
 
 ``autoscaler.app.logs.configure_logging`` (called by ``autoscaler run`` and the other commands when a
 test calls ``cli.main``) adds a root handler bound to the ``sys.stderr`` of that moment, which in a
@@ -15,14 +17,16 @@ logging setup it started with.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 
 import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("untimed", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("untimed")
+settings.register_profile("untimed", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+settings.register_profile("explore", parent=settings.get_profile("untimed"), derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "untimed"))
 
 
 @pytest.fixture(autouse=True)
