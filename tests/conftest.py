@@ -48,3 +48,11 @@ def _restore_logging() -> Iterator[None]:
             if isinstance(logger, logging.Logger):
                 logger.setLevel(named_levels.get(name, logging.NOTSET))
         structlog.configure(**structlog_config)
+
+
+@pytest.fixture
+def no_autoscaler_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No AUTOSCALER_* variable of the machine running the tests leaks into the settings read."""
+    for name in list(os.environ):
+        if name.upper().startswith("AUTOSCALER_"):
+            monkeypatch.delenv(name)

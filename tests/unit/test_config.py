@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pydantic
@@ -16,12 +15,7 @@ from autoscaler.core.model import CostParams
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "example-config.toml"
 
 
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No AUTOSCALER_* variable of the machine running the tests leaks in."""
-    for name in list(os.environ):
-        if name.upper().startswith("AUTOSCALER_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("no_autoscaler_environment")
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from test_config import EXAMPLE
 
 from autoscaler.app.config import load_settings
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.intake import NodeCapacity
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "example-config.toml"
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("AUTOSCALER_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("no_autoscaler_environment")
 
 
 def config(tmp_path: Path, cluster_lines: str) -> Path:

@@ -9,6 +9,7 @@ from collections import defaultdict
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_twin import config_strategy
 
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.twin import ClusterTwin, TwinConfig
@@ -82,13 +83,6 @@ def test_a_width_that_is_not_a_whole_number_of_one_or_more_is_refused(nodes):
 
 # -- the property ---------------------------------------------------------------------------------
 
-config_strategy = st.builds(
-    TwinConfig,
-    provision_s=st.sampled_from([0.0, 30.0, 330.0]),
-    decommission_timeout_s=st.sampled_from([0.0, 200.0, 3600.0]),
-    length_error_sigma=st.sampled_from([0.0, 0.7]),
-    step_concurrency=st.integers(1, 4),
-)
 jobs_strategy = st.lists(st.tuples(st.floats(0.0, 3_000.0), st.integers(1, 5)), min_size=1, max_size=10)
 ops_strategy = st.lists(st.tuples(st.floats(0.0, 1_500.0), st.integers(0, 8), st.booleans()), min_size=1, max_size=20)
 
