@@ -7,7 +7,9 @@ Days: ``--days`` start dates (default: 12, every 31 days from 2020-01-10, so eve
 season is met), each with the week before it as history (the forecast's error is learned there).
 Loads: Workload A (one day) and a multi-day load of our own (the diurnal load of bench_replay.py
 over three days, a different draw per day). Deadlines: 1, 2, 6 and 12 hours. Forecast: hold+carbon's
-default, and ``perfect`` (the actual series) beside it.
+default, and ``perfect`` (the actual series) beside it; with ``--forecast-error E``, also a forecast
+drawn with a mean absolute error of about E (:func:`erred_forecast`), what a provider's forecast of
+that quality would give.
 
 Per case: kg CO2eq of follow, hold (carbon-blind), the carbon-aware offline LP (3) (e0_t = s_t /
 mean s) and hold+carbon; emissions are energy.accounting.modelled_schedule's Wh per slot (Table III,
@@ -18,6 +20,7 @@ Figures only; nothing here asserts anything. Usage::
 
     python benchmarks/bench_carbon_real.py [--quick] [--signal FILE] [--days 2020-01-10,...]
         [--deadlines 12,24,72,144] [--loads A,diurnal-3d] [--workers 2] [--json out.json]
+        [--forecast-error 0.05]
 """
 
 from __future__ import annotations
@@ -111,9 +114,32 @@ def cost_params(objective: str) -> CostParams:
     return CostParams(e0=costs.e0, e1=costs.e1, beta=costs.beta)
 
 
-def measure(case: tuple[str, str, int, str, int, str]) -> dict:
+ERROR_POINT_SLOTS = 6
+"""The drawn forecast's error changes every 30 minutes (6 slots), the step of the French series."""
+
+ERROR_CORRELATION = 0.9
+"""Correlation of the drawn forecast's log error from one 30-minute point to the next."""
+
+
+def erred_forecast(actual: np.ndarray, mean_abs_error: float, seed: int) -> np.ndarray:
+    """``actual`` (shape (n,)) times exp(e): e an AR(1) series of correlation ERROR_CORRELATION per
+    30-minute point, normal with sigma = mean_abs_error / sqrt(2/pi), so that the mean absolute
+    relative error is about ``mean_abs_error``. A stand-in for a provider's forecast of that quality:
+    one value per slot whatever the lead (a plain series, not an archive of issues)."""
+    rng = np.random.default_rng(seed)
+    points = -(-actual.shape[0] // ERROR_POINT_SLOTS)
+    sigma = mean_abs_error / math.sqrt(2.0 / math.pi)
+    shocks = rng.normal(0.0, sigma, points)
+    error = np.empty(points)
+    error[0] = shocks[0]
+    for i in range(1, points):
+        error[i] = ERROR_CORRELATION * error[i - 1] + math.sqrt(1.0 - ERROR_CORRELATION**2) * shocks[i]
+    return actual * np.exp(np.repeat(error, ERROR_POINT_SLOTS)[: actual.shape[0]])
+
+
+def measure(case: tuple[str, str, int, str, int, str, float]) -> dict:
     """One (load, day, D): kg CO2 of each run, and hold+carbon's per-slot ms."""
-    load_name, day, deadline_slots, signal_path, seed, objective = case
+    load_name, day, deadline_slots, signal_path, seed, objective, forecast_error = case
     times_s, values = read_series(Path(signal_path))
     load = load_of(load_name, seed)
     params = cost_params(objective)
@@ -127,6 +153,9 @@ def measure(case: tuple[str, str, int, str, int, str]) -> dict:
         "hold+carbon": SlotSignal(slot_values, history, SLOTS_PER_DAY),
         "hold+carbon perfect": SlotSignal(slot_values, history, SLOTS_PER_DAY, forecast=np.concatenate([np.full(history, np.nan), intensity])),
     }
+    if forecast_error > 0:
+        erred = erred_forecast(slot_values, forecast_error, seed)
+        signals["hold+carbon erred"] = SlotSignal(slot_values, history, SLOTS_PER_DAY, forecast=erred)
     kg = {
         "follow": co2_kg(follow.plan(load, deadline_slots, params), intensity),
         "hold": co2_kg(hold.plan(load, deadline_slots, params), intensity),
@@ -137,7 +166,10 @@ def measure(case: tuple[str, str, int, str, int, str]) -> dict:
         schedule = carbon.plan(load, deadline_slots, params, signal)
         kg[name] = co2_kg(schedule, intensity)
         ms[name] = schedule.solve_ms_per_slot
-    return {"load": load_name, "day": day, "deadline_slots": deadline_slots, "kg": kg, "ms_per_slot": ms}
+    result = {"load": load_name, "day": day, "deadline_slots": deadline_slots, "kg": kg, "ms_per_slot": ms}
+    if forecast_error > 0:
+        result["forecast_error"] = float(np.mean(np.abs(erred[history:] / intensity - 1.0)))
+    return result
 
 
 def kept(result: dict, name: str) -> float:
@@ -154,22 +186,27 @@ def spread(rows: list[dict], name: str) -> str:
 
 
 def summary_table(results: list[dict], signal_name: str) -> Table:
+    erred = any("hold+carbon erred" in r["kg"] for r in results)
     table = Table(
         title=f"hold+carbon on {signal_name}: kept of the carbon-aware offline cut against follow",
-        caption="kept: min / median / max over days; > follow, > hold+0.5 %: runs emitting more; worst over hold: max of kg/kg(hold) - 1",
+        caption="kept: min / median / max over days; > follow, > hold+0.5 %: runs emitting more; worst over hold: max of kg/kg(hold) - 1"
+        + ("; erred: a drawn forecast of the error given (mean absolute error over the runs in brackets)" if erred else ""),
         box=box.SIMPLE_HEAD,
     )
-    for header in (
+    headers = [
         "load", "D", "runs", "hold kept", "hold > follow", "kept", "kept, perfect", "> follow", "> hold+0.5 %", "worst over hold",
         "perfect > hold+0.5 %", "ms/slot",
-    ):  # fmt: skip
+    ]  # fmt: skip
+    if erred:
+        headers += ["kept, erred", "erred > follow", "erred > hold+0.5 %"]
+    for header in headers:
         table.add_column(header, justify="right", no_wrap=True)
     keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
     for load_name, deadline_slots in keys:
         rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
         over = [r["kg"]["hold+carbon"] / r["kg"]["hold"] - 1 for r in rows]
         over_perfect = [r["kg"]["hold+carbon perfect"] / r["kg"]["hold"] - 1 for r in rows]
-        table.add_row(
+        cells = [
             load_name,
             f"{deadline_slots * SLOT_S / 3600:g} h",
             str(len(rows)),
@@ -182,27 +219,42 @@ def summary_table(results: list[dict], signal_name: str) -> Table:
             f"{max(over):+.1%}",
             str(sum(o > 0.005 for o in over_perfect)),
             f"{np.mean([r['ms_per_slot']['hold+carbon'] for r in rows]):.1f}",
-        )
+        ]
+        if erred:
+            over_erred = [r["kg"]["hold+carbon erred"] / r["kg"]["hold"] - 1 for r in rows]
+            error = np.mean([r["forecast_error"] for r in rows])
+            cells += [
+                f"{spread(rows, 'hold+carbon erred')} ({error:.1%})",
+                str(sum(r["kg"]["hold+carbon erred"] > r["kg"]["follow"] for r in rows)),
+                str(sum(o > 0.005 for o in over_erred)),
+            ]
+        table.add_row(*cells)
     return table
 
 
 def markdown_table(results: list[dict]) -> str:
     """The README's table: per load and D, kept (min / median / max) of hold, hold+carbon and
-    hold+carbon with a perfect forecast, runs above follow, and hold+carbon's worst against hold."""
-    lines = [
-        "| load | D | hold | hold+carbon | hold+carbon, perfect forecast | above follow: hold, hold+carbon | hold+carbon against hold: worst |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    hold+carbon with a perfect forecast (and with the drawn forecast, when run), runs above follow,
+    and hold+carbon's worst against hold."""
+    erred = any("hold+carbon erred" in r["kg"] for r in results)
+    head = "| load | D | hold | hold+carbon | hold+carbon, perfect forecast |"
+    rule = "|---|---|---|---|---|"
+    if erred:
+        error = np.mean([r["forecast_error"] for r in results])
+        head += f" hold+carbon, forecast {error:.1%} off |"
+        rule += "---|"
+    lines = [head + " above follow: hold, hold+carbon | hold+carbon against hold: worst |", rule + "---|---|"]
     keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
     for load_name, deadline_slots in keys:
         rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
         above_hold = sum(r["kg"]["hold"] > r["kg"]["follow"] for r in rows)
         above_carbon = sum(r["kg"]["hold+carbon"] > r["kg"]["follow"] for r in rows)
         worst = max(r["kg"]["hold+carbon"] / r["kg"]["hold"] - 1 for r in rows)
-        lines.append(
-            f"| {load_name} | {deadline_slots * SLOT_S / 3600:g} h | {spread(rows, 'hold')} | {spread(rows, 'hold+carbon')} | "
-            f"{spread(rows, 'hold+carbon perfect')} | {above_hold}, {above_carbon} of {len(rows)} | {worst:+.1%} |".replace("-", "−")
-        )
+        cells = [f"{deadline_slots * SLOT_S / 3600:g} h", spread(rows, "hold"), spread(rows, "hold+carbon"), spread(rows, "hold+carbon perfect")]
+        if erred:
+            cells.append(spread(rows, "hold+carbon erred"))
+        cells += [f"{above_hold}, {above_carbon} of {len(rows)}", f"{worst:+.1%}".replace("-", "−")]
+        lines.append("| " + " | ".join([load_name, *cells]) + " |")
     return "\n".join(lines)
 
 
@@ -214,6 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--loads", default=",".join(LOADS), help=f"loads, a comma list of {', '.join(LOADS)} (default: both)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default %(default)s)")
     parser.add_argument("--objective", default="energy", choices=["energy", "paper"], help="eq. (2)'s costs (default %(default)s, as replay)")
+    parser.add_argument(
+        "--forecast-error", type=float, default=0.0,
+        help="also run hold+carbon on a forecast drawn with this mean absolute relative error, e.g. 0.05 (default: none)",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="Workload A only, 8 of the days")
     parser.add_argument("--json", help="also write every case's figures to this JSON file")
     parser.add_argument("--from-json", help="print the tables of a JSON file written by --json, without running anything")
@@ -224,14 +280,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"--signal {args.signal}: no such file; give a time,value CSV carbon series in gCO2eq/kWh "
             "(the default is France's 2020 series, fr_ci_2020.csv, in a folder shared/grid beside the repository's)"
         )
+    if not (math.isfinite(args.forecast_error) and 0.0 <= args.forecast_error < 1.0):
+        parser.error(f"--forecast-error {args.forecast_error}: expected a mean absolute relative error in [0, 1), e.g. 0.05")
     days = args.days.split(",")
     loads = args.loads.split(",")
     if args.quick:
         loads, days = ["A"], days[:: max(1, len(days) // 8)][:8]
     deadlines = [int(d) for d in args.deadlines.split(",")]
-    cases = [(name, day, d, args.signal, seed, args.objective) for name in loads for seed, day in enumerate(days) for d in deadlines]
+    cases = [(name, day, d, args.signal, seed, args.objective, args.forecast_error) for name in loads for seed, day in enumerate(days) for d in deadlines]
     cases.sort(key=lambda c: -c[2] * (3 if c[0] != "A" else 1))  # longest first
-    console = Console(width=max(150, Console().width))
+    console = Console(width=max(210, Console().width))
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
         console.print(summary_table(results, Path(args.signal).name))

@@ -15,12 +15,17 @@ P = 24  # hourly slots
 D = 3
 
 
-def test_the_hedge_moves_each_later_value_towards_now_by_its_bands():
+def test_the_hedge_keeps_a_later_value_beyond_its_bands_whole_and_takes_the_rest_as_now():
     window = np.array([100.0, 80.0, 130.0, 95.0, 160.0])
     band = np.array([0.0, 5.0, 10.0, 10.0, 10.0])
-    # z = 3: 80 is 20 below now, 15 of it inside the bands: 95; 130 is 30 above, all inside: 100;
-    # 95 is 5 below, inside: 100; 160 is 60 above, 30 beyond: 130.
-    assert carbon.hedged_window(window, band, 3.0).tolist() == [100.0, 95.0, 100.0, 100.0, 130.0]
+    # z = 3: 80 is 20 below now, beyond its 15: kept; 130 is 30 above, not beyond 30: 100;
+    # 95 is 5 below, inside: 100; 160 is 60 above, beyond 30: kept.
+    assert carbon.hedged_window(window, band, 3.0).tolist() == [100.0, 80.0, 100.0, 100.0, 160.0]
+    # The order of the values that pass is the forecast's: a far slot with a wider band is not
+    # made to look dirtier than a near one it is forecast cleaner than.
+    near_far = np.array([100.0, 70.0, 60.0])
+    hedged = carbon.hedged_window(near_far, np.array([0.0, 2.0, 10.0]), 3.0)
+    assert hedged[2] < hedged[1] and hedged.tolist() == near_far.tolist()
     assert carbon.hedged_window(window, None).tolist() == window.tolist()
     assert carbon.hedged_window(window, np.zeros(5), 3.0).tolist() == window.tolist()
     with pytest.raises(ConfigError, match="band"):

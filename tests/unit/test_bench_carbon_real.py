@@ -1,0 +1,44 @@
+"""benchmarks/bench_carbon_real.py's drawn forecast (``--forecast-error``): a stand-in for a provider's
+forecast of a stated quality, so its quality must be what the flag says."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import bench_carbon_real  # noqa: E402
+
+
+def test_the_drawn_forecast_is_off_by_about_the_error_asked_for():
+    actual = np.linspace(50.0, 400.0, 2 * 365 * 288)  # two years of 5-minute slots
+    for error in (0.02, 0.05, 0.10):
+        drawn = bench_carbon_real.erred_forecast(actual, error, seed=3)
+        measured = float(np.mean(np.abs(drawn / actual - 1.0)))
+        # exp(e) - 1 is off from e by about e^2 / 2 on average: a few per cent of the error at 10 %.
+        assert measured == pytest.approx(error, rel=0.10)
+
+
+def test_the_draw_changes_every_30_minutes_and_repeats_for_a_seed():
+    actual = np.full(600, 100.0)
+    drawn = bench_carbon_real.erred_forecast(actual, 0.05, seed=1)
+    points = drawn.reshape(-1, bench_carbon_real.ERROR_POINT_SLOTS)
+    assert (points == points[:, :1]).all() and np.unique(points[:, 0]).size == points.shape[0]
+    assert np.array_equal(drawn, bench_carbon_real.erred_forecast(actual, 0.05, seed=1))
+    assert not np.array_equal(drawn, bench_carbon_real.erred_forecast(actual, 0.05, seed=2))
+    # A series that is not a whole number of points keeps its length.
+    assert bench_carbon_real.erred_forecast(actual[:599], 0.05, seed=1).shape == (599,)
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
+def test_an_error_outside_0_to_1_is_refused_with_the_flag_named(tmp_path, capsys, value):
+    signal = tmp_path / "signal.csv"
+    signal.write_text("time,value\n2020-01-01T00:00Z,50\n")
+    with pytest.raises(SystemExit) as stopped:
+        bench_carbon_real.main(["--signal", str(signal), "--forecast-error", value])
+    assert stopped.value.code == 2
+    assert f"--forecast-error {float(value)}" in capsys.readouterr().err
