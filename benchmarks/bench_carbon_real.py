@@ -4,7 +4,7 @@ spread over a year, against follow and against carbon-blind hold.
 Signal: a real carbon-intensity series (default: the French grid, 2020, 30-minute points; any
 ``time,value`` CSV, with or without zones, naive times read as UTC), repeated onto 5-minute slots.
 Days: ``--days`` start dates (default: 12, every 31 days from 2020-01-10, so every weekday and
-season is met), each with the week before it as history (the forecast's error is learned there).
+season is met), each with the 11 days before it as history (the forecast's error is learned there).
 Loads: Workload A (one day) and a multi-day load of our own (the diurnal load of bench_replay.py
 over three days, a different draw per day). Deadlines: 1, 2, 6 and 12 hours. Forecast: hold+carbon's
 default, and ``perfect`` (the actual series) beside it; with ``--forecast-error E``, also a forecast
@@ -41,6 +41,8 @@ from rich import box
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+from scipy.optimize import brentq
+from scipy.stats import norm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -85,7 +87,11 @@ def on_slots(times_s: np.ndarray, values: np.ndarray, start_s: float, n_slots: i
     starts = start_s + SLOT_S * np.arange(n_slots)
     index = np.searchsorted(times_s, starts, side="right") - 1
     if index.min() < 0 or starts[-1] > times_s[-1] + 3600:
-        raise SystemExit(f"the signal does not cover {n_slots} slots from {datetime.fromtimestamp(start_s, timezone.utc)}")
+        covered = " to ".join(str(datetime.fromtimestamp(t, timezone.utc)) for t in (times_s[0], times_s[-1]))
+        raise SystemExit(
+            f"--days: the signal does not cover {n_slots} slots from {datetime.fromtimestamp(start_s, timezone.utc)} "
+            f"(a day, its {HISTORY_DAYS} days of history before it and the window after it); it covers {covered}"
+        )
     return values[index]
 
 
@@ -121,14 +127,22 @@ ERROR_CORRELATION = 0.9
 """Correlation of the drawn forecast's log error from one 30-minute point to the next."""
 
 
+def log_error_sigma(mean_abs_error: float) -> float:
+    """sigma such that exp(e) - 1, e ~ N(0, sigma^2), has mean absolute value ``mean_abs_error``:
+    E|exp(e) - 1| = exp(sigma^2 / 2) * (2 Phi(sigma) - 1), solved by brentq (0: 0)."""
+    if mean_abs_error <= 0.0:
+        return 0.0
+    return float(brentq(lambda s: math.exp(s * s / 2.0) * (2.0 * norm.cdf(s) - 1.0) - mean_abs_error, 1e-12, 10.0))
+
+
 def erred_forecast(actual: np.ndarray, mean_abs_error: float, seed: int) -> np.ndarray:
     """``actual`` (shape (n,)) times exp(e): e an AR(1) series of correlation ERROR_CORRELATION per
-    30-minute point, normal with sigma = mean_abs_error / sqrt(2/pi), so that the mean absolute
-    relative error is about ``mean_abs_error``. A stand-in for a provider's forecast of that quality:
-    one value per slot whatever the lead (a plain series, not an archive of issues)."""
+    30-minute point, normal with :func:`log_error_sigma`, so that the mean absolute relative error
+    is ``mean_abs_error`` in expectation. A stand-in for a provider's forecast of that quality: one
+    value per slot whatever the lead (a plain series, not an archive of issues)."""
     rng = np.random.default_rng(seed)
     points = -(-actual.shape[0] // ERROR_POINT_SLOTS)
-    sigma = mean_abs_error / math.sqrt(2.0 / math.pi)
+    sigma = log_error_sigma(mean_abs_error)
     shocks = rng.normal(0.0, sigma, points)
     error = np.empty(points)
     error[0] = shocks[0]
@@ -190,7 +204,7 @@ def summary_table(results: list[dict], signal_name: str) -> Table:
     table = Table(
         title=f"hold+carbon on {signal_name}: kept of the carbon-aware offline cut against follow",
         caption="kept: min / median / max over days; > follow, > hold+0.5 %: runs emitting more; worst over hold: max of kg/kg(hold) - 1"
-        + ("; erred: a drawn forecast of the error given (mean absolute error over the runs in brackets)" if erred else ""),
+        + ("; erred: hold+carbon on a forecast drawn with --forecast-error (its measured mean absolute error in brackets)" if erred else ""),
         box=box.SIMPLE_HEAD,
     )
     headers = [
@@ -283,13 +297,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (math.isfinite(args.forecast_error) and 0.0 <= args.forecast_error < 1.0):
         parser.error(f"--forecast-error {args.forecast_error}: expected a mean absolute relative error in [0, 1), e.g. 0.05")
     days = args.days.split(",")
+    for day in days:
+        try:
+            datetime.fromisoformat(day)
+        except ValueError:
+            parser.error(f"--days {args.days}: {day!r} is not a date; expected a comma list of YYYY-MM-DD")
     loads = args.loads.split(",")
+    unknown = [name for name in loads if name not in LOADS]
+    if unknown:
+        parser.error(f"--loads {args.loads}: unknown load {unknown[0]!r}; expected a comma list of {', '.join(LOADS)}")
+    if args.workers < 1:
+        parser.error(f"--workers {args.workers}: expected a whole number >= 1")
+    try:
+        deadlines = [int(d) for d in args.deadlines.split(",")]
+    except ValueError:
+        deadlines = []
+    if not deadlines or min(deadlines) < 1:
+        parser.error(f"--deadlines {args.deadlines}: expected a comma list of whole numbers of slots >= 1, e.g. 12,24,72,144")
+    if args.from_json and not Path(args.from_json).is_file():
+        parser.error(f"--from-json {args.from_json}: no such file; give a JSON file written by --json")
     if args.quick:
         loads, days = ["A"], days[:: max(1, len(days) // 8)][:8]
-    deadlines = [int(d) for d in args.deadlines.split(",")]
     cases = [(name, day, d, args.signal, seed, args.objective, args.forecast_error) for name in loads for seed, day in enumerate(days) for d in deadlines]
     cases.sort(key=lambda c: -c[2] * (3 if c[0] != "A" else 1))  # longest first
-    console = Console(width=max(210, Console().width))
+    console = Console(width=max(250, Console().width))
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
         console.print(summary_table(results, Path(args.signal).name))
