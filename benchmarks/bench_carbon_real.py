@@ -120,6 +120,9 @@ def cost_params(objective: str) -> CostParams:
     return CostParams(e0=costs.e0, e1=costs.e1, beta=costs.beta)
 
 
+ERRED = "hold+carbon erred"
+"""The run on the drawn forecast of ``--forecast-error`` (:func:`erred_forecast`)."""
+
 ERROR_POINT_SLOTS = 6
 """The drawn forecast's error changes every 30 minutes (6 slots), the step of the French series."""
 
@@ -169,7 +172,7 @@ def measure(case: tuple[str, str, int, str, int, str, float]) -> dict:
     }
     if forecast_error > 0:
         erred = erred_forecast(slot_values, forecast_error, seed)
-        signals["hold+carbon erred"] = SlotSignal(slot_values, history, SLOTS_PER_DAY, forecast=erred)
+        signals[ERRED] = SlotSignal(slot_values, history, SLOTS_PER_DAY, forecast=erred)
     kg = {
         "follow": co2_kg(follow.plan(load, deadline_slots, params), intensity),
         "hold": co2_kg(hold.plan(load, deadline_slots, params), intensity),
@@ -193,6 +196,16 @@ def kept(result: dict, name: str) -> float:
     return (kg["follow"] - kg[name]) / cut if cut > 0 else math.nan
 
 
+def above_follow(rows: list[dict], name: str) -> int:
+    """How many of ``rows`` ``name`` emitted more than follow in."""
+    return sum(r["kg"][name] > r["kg"]["follow"] for r in rows)
+
+
+def over_hold(rows: list[dict], name: str) -> list[float]:
+    """kg(name) / kg(hold) - 1 in each of ``rows``."""
+    return [r["kg"][name] / r["kg"]["hold"] - 1 for r in rows]
+
+
 def spread(rows: list[dict], name: str) -> str:
     """min / median / max of ``name``'s kept over ``rows`` (a minus sign, not a hyphen)."""
     values = np.array([kept(r, name) for r in rows])
@@ -200,7 +213,7 @@ def spread(rows: list[dict], name: str) -> str:
 
 
 def summary_table(results: list[dict], signal_name: str) -> Table:
-    erred = any("hold+carbon erred" in r["kg"] for r in results)
+    erred = any(ERRED in r["kg"] for r in results)
     table = Table(
         title=f"hold+carbon on {signal_name}: kept of the carbon-aware offline cut against follow",
         caption="kept: min / median / max over days; > follow, > hold+0.5 %: runs emitting more; worst over hold: max of kg/kg(hold) - 1"
@@ -218,29 +231,27 @@ def summary_table(results: list[dict], signal_name: str) -> Table:
     keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
     for load_name, deadline_slots in keys:
         rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
-        over = [r["kg"]["hold+carbon"] / r["kg"]["hold"] - 1 for r in rows]
-        over_perfect = [r["kg"]["hold+carbon perfect"] / r["kg"]["hold"] - 1 for r in rows]
+        over = over_hold(rows, "hold+carbon")
         cells = [
             load_name,
             f"{deadline_slots * SLOT_S / 3600:g} h",
             str(len(rows)),
             spread(rows, "hold"),
-            str(sum(r["kg"]["hold"] > r["kg"]["follow"] for r in rows)),
+            str(above_follow(rows, "hold")),
             spread(rows, "hold+carbon"),
             spread(rows, "hold+carbon perfect"),
-            str(sum(r["kg"]["hold+carbon"] > r["kg"]["follow"] for r in rows)),
+            str(above_follow(rows, "hold+carbon")),
             str(sum(o > 0.005 for o in over)),
             f"{max(over):+.1%}",
-            str(sum(o > 0.005 for o in over_perfect)),
+            str(sum(o > 0.005 for o in over_hold(rows, "hold+carbon perfect"))),
             f"{np.mean([r['ms_per_slot']['hold+carbon'] for r in rows]):.1f}",
         ]
         if erred:
-            over_erred = [r["kg"]["hold+carbon erred"] / r["kg"]["hold"] - 1 for r in rows]
             error = np.mean([r["forecast_error"] for r in rows])
             cells += [
-                f"{spread(rows, 'hold+carbon erred')} ({error:.1%})",
-                str(sum(r["kg"]["hold+carbon erred"] > r["kg"]["follow"] for r in rows)),
-                str(sum(o > 0.005 for o in over_erred)),
+                f"{spread(rows, ERRED)} ({error:.1%})",
+                str(above_follow(rows, ERRED)),
+                str(sum(o > 0.005 for o in over_hold(rows, ERRED))),
             ]
         table.add_row(*cells)
     return table
@@ -250,7 +261,7 @@ def markdown_table(results: list[dict]) -> str:
     """The README's table: per load and D, kept (min / median / max) of hold, hold+carbon and
     hold+carbon with a perfect forecast (and with the drawn forecast, when run), runs above follow,
     and hold+carbon's worst against hold."""
-    erred = any("hold+carbon erred" in r["kg"] for r in results)
+    erred = any(ERRED in r["kg"] for r in results)
     head = "| load | D | hold | hold+carbon | hold+carbon, perfect forecast |"
     rule = "|---|---|---|---|---|"
     if erred:
@@ -261,13 +272,11 @@ def markdown_table(results: list[dict]) -> str:
     keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
     for load_name, deadline_slots in keys:
         rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
-        above_hold = sum(r["kg"]["hold"] > r["kg"]["follow"] for r in rows)
-        above_carbon = sum(r["kg"]["hold+carbon"] > r["kg"]["follow"] for r in rows)
-        worst = max(r["kg"]["hold+carbon"] / r["kg"]["hold"] - 1 for r in rows)
+        worst = max(over_hold(rows, "hold+carbon"))
         cells = [f"{deadline_slots * SLOT_S / 3600:g} h", spread(rows, "hold"), spread(rows, "hold+carbon"), spread(rows, "hold+carbon perfect")]
         if erred:
-            cells.append(spread(rows, "hold+carbon erred"))
-        cells += [f"{above_hold}, {above_carbon} of {len(rows)}", f"{worst:+.1%}".replace("-", "−")]
+            cells.append(spread(rows, ERRED))
+        cells += [f"{above_follow(rows, 'hold')}, {above_follow(rows, 'hold+carbon')} of {len(rows)}", f"{worst:+.1%}".replace("-", "−")]
         lines.append("| " + " | ".join([load_name, *cells]) + " |")
     return "\n".join(lines)
 

@@ -44,14 +44,26 @@ def test_the_draw_changes_every_30_minutes_and_repeats_for_a_seed():
     assert bench_carbon_real.erred_forecast(actual[:599], 0.05, seed=1).shape == (599,)
 
 
-@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
-def test_an_error_outside_0_to_1_is_refused_with_the_flag_named(tmp_path, capsys, value):
-    signal = tmp_path / "signal.csv"
-    signal.write_text("time,value\n2020-01-01T00:00Z,50\n")
+@pytest.fixture
+def signal(tmp_path, monkeypatch) -> str:
+    """A one-point signal CSV that exists (the flags are checked after --signal), run from tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "signal.csv"
+    path.write_text("time,value\n2020-01-01T00:00Z,50\n")
+    return str(path)
+
+
+def refusal(argv: list[str], capsys) -> str:
+    """stderr of bench_carbon_real.main(argv), which must stop with exit 2."""
     with pytest.raises(SystemExit) as stopped:
-        bench_carbon_real.main(["--signal", str(signal), "--forecast-error", value])
+        bench_carbon_real.main(argv)
     assert stopped.value.code == 2
-    assert f"--forecast-error {float(value)}" in capsys.readouterr().err
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
+def test_an_error_outside_0_to_1_is_refused_with_the_flag_named(signal, capsys, value):
+    assert f"--forecast-error {float(value)}" in refusal(["--signal", signal, "--forecast-error", value], capsys)
 
 
 @pytest.mark.parametrize(
@@ -66,11 +78,5 @@ def test_an_error_outside_0_to_1_is_refused_with_the_flag_named(tmp_path, capsys
         ("--from-json", "no-such.json"),
     ],
 )
-def test_a_bad_flag_is_refused_before_any_work_with_the_flag_named(tmp_path, capsys, monkeypatch, flag, value):
-    monkeypatch.chdir(tmp_path)
-    signal = tmp_path / "signal.csv"
-    signal.write_text("time,value\n2020-01-01T00:00Z,50\n")
-    with pytest.raises(SystemExit) as stopped:
-        bench_carbon_real.main(["--signal", str(signal), flag, value])
-    assert stopped.value.code == 2
-    assert f"{flag} {value}" in capsys.readouterr().err
+def test_a_bad_flag_is_refused_before_any_work_with_the_flag_named(signal, capsys, flag, value):
+    assert f"{flag} {value}" in refusal(["--signal", signal, flag, value], capsys)
