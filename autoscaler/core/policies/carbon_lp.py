@@ -6,7 +6,8 @@ slots 0..D one by one, then blocks that end where the signal changes), :func:`so
 slot by slot, the reference. Up to D = FAR_BLOCKS_MAX / 2 slots the grid is the slots themselves
 and the two solve the same LP the same way: the same (m_0, x_0). Past it, the grid plan's cost,
 re-evaluated slot by slot, was within 0.0002 % of the slot LP's optimum on Workload A's windows at
-D = 144 under the French grid's 2020 intensity, and the schedules within 0.005 % of CO2."""
+D = 144 under the French grid's 2020 intensity, and the schedules within 0.015 % of CO2
+(benchmarks/bench_carbon_lp.py)."""
 
 from __future__ import annotations
 
