@@ -124,7 +124,7 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
         runner = compose.runner(settings, config, store, cluster, clock, dry_run=True, retention_s=None)
         horizon = inputs.window_slots + deadline_slots
         submitted = 0
-        for slot in range(replay_end_slot(horizon)):
+        for slot in range(max(replay_end_slot(horizon), drain_end_slot(horizon, jobs, inputs.twin, inputs.max_nodes, slot_s))):
             clock.time_s = slot * slot_s
             arriving = submitted
             while submitted < len(jobs) and jobs[submitted].submit_s <= clock.time_s:
@@ -136,12 +136,30 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
             runner.run_slot()
         else:
             raise QueueNotDrained(
-                f"{runner.queue.queued_count if runner.queue else 0:,} jobs still queued at slot {slot:,}, twice the horizon of "
-                f"{horizon:,} slots: {inputs.max_nodes:,} nodes (--max-nodes) and {inputs.twin.step_concurrency} steps at once "
-                "(--step-concurrency) cannot run them"
+                f"{runner.queue.queued_count if runner.queue else 0:,} jobs still queued at slot {slot:,}, past the horizon of "
+                f"{horizon:,} slots and twice the slots their work takes at the cap: {inputs.max_nodes:,} nodes (--max-nodes) "
+                f"and {inputs.twin.step_concurrency} steps at once (--step-concurrency) cannot run them"
             )
         cluster.finish()
         return cluster.twin
+
+
+def usable_nodes(jobs: Sequence[Job], max_nodes: int, step_concurrency: int) -> int:
+    """The most nodes the jobs can keep busy at once: ``max_nodes``, or fewer when EMR's step
+    concurrency binds first (at most that many steps running, each on its w nodes)."""
+    widest = max((job.nodes for job in jobs), default=1)
+    return max(1, min(max_nodes, step_concurrency * widest))
+
+
+def drain_end_slot(horizon: int, jobs: Sequence[Job], twin: TwinConfig, max_nodes: int, slot_s: float) -> int:
+    """One past the last slot compare lets a policy's loop decide: the horizon, then as long again or
+    twice the slots the jobs' true work (node seconds, ``TwinConfig.true_length_s`` x w) takes on the
+    usable nodes (``usable_nodes``), whichever is longer. A cluster capped below the load drains for
+    as long as the work needs (EMR managed scaling, which releases every job at once, runs to the
+    end); only a loop that stops releasing is cut."""
+    work_s = sum(twin.true_length_s(job.name, job.submitted_length_s, job.job_id) * job.nodes for job in jobs)
+    cap = usable_nodes(jobs, max_nodes, twin.step_concurrency)
+    return horizon + max(horizon, 2 * math.ceil(work_s / (cap * slot_s)))
 
 
 def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, start_by_slot
@@ -164,15 +164,33 @@ def dispatch(
     waits: list[tuple[Job, int]] = []
     if overloaded:
         # Overdue jobs are late whatever is done now: the jobs that can still be on time go first.
-        held = Counter(queue.running_by_tenant())
-        free = limits.max_nodes - busy
+        if by_time:
+            # Keep a saturated cluster busy: the steps released wait, PENDING, in EDF order for a free
+            # node (EMR queues steps; YARN starts a pending container as one ends), enough of them for
+            # the cap's node time until the next decision and OVERLOAD_AHEAD_SLOTS more, so no node
+            # freed within the slot idles until it. Shares are held in node seconds.
+            held = Counter()
+            for job in queue.running():
+                held[job.tenant] += running_need_s(job, slot_start_s, limits.slot_s) * job.nodes
+            free: float = (1 + OVERLOAD_AHEAD_SLOTS) * limits.max_nodes * limits.slot_s - running_s
+
+            def cost(job: Job) -> float:
+                return need_s(job, limits.slot_s)
+        else:
+            held = Counter(queue.running_by_tenant())
+            free = limits.max_nodes - busy
+
+            def cost(job: Job) -> float:
+                return job.nodes
+
         tenants = queue.queued_tenants()
         can = {tenant: present(queue.tenant_queued(tenant, start_by_from=slot)) for tenant in tenants}
-        release = _fair_release(can, held, free, dominant_shares or {}, limits, waits)
+        release = _fair_release(can, held, free, dominant_shares or {}, limits, waits, cost, limits.slot_s if by_time else 1.0)
         for job in release:
-            held[job.tenant] += job.nodes
+            held[job.tenant] += cost(job)
         late_anyway = {tenant: present(queue.tenant_queued(tenant, start_by_before=slot)) for tenant in tenants}
-        release += _fair_release(late_anyway, held, free - sum(j.nodes for j in release), dominant_shares or {}, limits, waits)
+        left = free - sum(cost(j) for j in release)
+        release += _fair_release(late_anyway, held, left, dominant_shares or {}, limits, waits, cost, limits.slot_s if by_time else 1.0)
     elif by_time:
         release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.due_margin_slots, limits, waits)
     else:
@@ -290,6 +308,11 @@ def _whole_nodes(node_s: float, slot_s: float) -> int:
     return max(0, math.ceil((node_s - 1e-6) / slot_s))
 
 
+OVERLOAD_AHEAD_SLOTS = 1
+"""Under overload (node-seconds), the slots of the cap's node time released beyond the current one:
+steps wait, PENDING, for a node, so a node that frees before the next decision (a job shorter than
+its estimate, a gap left by packing) takes the next step at once instead of idling to the slot's end."""
+
 FIRST_FIT_JOBS = 64
 """How many queued jobs, past the first that does not fit, a node-seconds release reads for jobs that
 fit the node time left (first fit): the cost of a slot stays bounded."""
@@ -403,14 +426,18 @@ def fair_release(
 def _fair_release(
     queues: dict[str, Iterator[Job]],
     held: Counter,
-    free_nodes: int,
+    free_nodes: float,
     dominant_shares: dict[str, float],
     grid: SlotGrid,
     waits: list[tuple[Job, int]] | None = None,
+    cost: Callable[[Job], float] = lambda job: job.nodes,
+    unit: float = 1.0,
 ) -> list[Job]:
-    """``fair_release`` on each tenant's queued jobs in EDF order (read lazily) and the nodes each holds;
-    the jobs chosen, in EDF order. A job takes its w nodes (``Job.nodes``); a tenant whose next job
-    needs more nodes than are left gets none more this slot (the job is appended to ``waits``)."""
+    """``fair_release`` on each tenant's queued jobs in EDF order (read lazily) and what each holds;
+    the jobs chosen, in EDF order. A job takes ``cost(job)`` of ``free_nodes`` (default its w nodes,
+    ``Job.nodes``; under node-seconds its node seconds, ``need_s``, and ``held`` and ``free_nodes`` are
+    node seconds too, ``unit`` = slot_s of them a node); a tenant whose next job needs more than is
+    left gets none more this slot (the job is appended to ``waits`` with the whole nodes left)."""
     held = Counter(held)
     heads: dict[str, tuple[tuple, Job]] = {}
     for tenant, jobs in queues.items():
@@ -425,18 +452,19 @@ def _fair_release(
 
     chosen: list[tuple[tuple, Job]] = []
     free = max(0, free_nodes)
-    while free > 0 and heads:
+    while free > 1e-6 and heads:
         tenant = min(heads, key=load)
         job = heads[tenant][1]
-        if job.nodes > free:
+        need = cost(job)
+        if need > free + 1e-6:
             # No partial start: its tenant waits for the nodes; the others may use what is left.
             if waits is not None:
-                waits.append((job, free))
+                waits.append((job, math.floor(free / unit + 1e-9)))
             del heads[tenant]
             continue
         chosen.append(heads[tenant])
-        held[tenant] += job.nodes
-        free -= job.nodes
+        held[tenant] += need
+        free -= need
         following = next(queues[tenant], None)
         if following is None:
             del heads[tenant]
