@@ -153,13 +153,14 @@ def usable_nodes(jobs: Sequence[Job], max_nodes: int, step_concurrency: int) -> 
 
 def drain_end_slot(horizon: int, jobs: Sequence[Job], twin: TwinConfig, max_nodes: int, slot_s: float) -> int:
     """One past the last slot compare lets a policy's loop decide: the horizon, then as long again or
-    twice the slots the jobs' true work (node seconds, ``TwinConfig.true_length_s`` x w) takes on the
-    usable nodes (``usable_nodes``), whichever is longer. A cluster capped below the load drains for
-    as long as the work needs (EMR managed scaling, which releases every job at once, runs to the
-    end); only a loop that stops releasing is cut."""
-    work_s = sum(twin.true_length_s(job.name, job.submitted_length_s, job.job_id) * job.nodes for job in jobs)
+    twice the node-slots of the jobs' true work (each job its true length, ``TwinConfig.true_length_s``,
+    in whole slots, at least one, on w nodes: the paper's job-slots model holds a node a slot per job)
+    over the usable nodes (``usable_nodes``), whichever is longer. A cluster capped below the load
+    drains for as long as the work needs (EMR managed scaling, which releases every job at once, runs
+    to the end); only a loop that stops releasing is cut."""
+    node_slots = sum(max(1, math.ceil(twin.true_length_s(job.name, job.submitted_length_s, job.job_id) / slot_s)) * job.nodes for job in jobs)
     cap = usable_nodes(jobs, max_nodes, twin.step_concurrency)
-    return horizon + max(horizon, 2 * math.ceil(work_s / (cap * slot_s)))
+    return horizon + max(horizon, 2 * math.ceil(node_slots / cap))
 
 
 def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult:

@@ -244,7 +244,9 @@ class SlotRunner:
         overran = {job_id: job.tenant for job_id, (_, end_s) in runs.items() if end_s > (job := self._queue.get(job_id)).deadline_s}
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
-            self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id)
+            # When a RUNNING step started: what it still needs in the slot is counted from then.
+            run_start_s = steps[job_id].start_s if states.get(job_id) == "running" and job_id in steps else None
+            self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id, run_start_s=run_start_s)
         try:
             group = self.cluster.task_group()
         except ActuationError as error:

@@ -194,6 +194,7 @@ def tick(
         released_due=state.released_due,
         work_model=config.work_model,
         holding_nodes=state.last_nodes if slot == state.last_slot + 1 else None,
+        arrival_nodes=_arrival_nodes(states.get(rule.state_field) if rule.state_field else None, config.deadline_slots),
     )
     books = rule.state_field if rule.state_field in ("hold", "carbon") and states[rule.state_field] is not None else None
     if books is not None and config.work_model != WORK_MODELS[0]:
@@ -301,6 +302,19 @@ def _with_carbon(
         carbon_cheapest_in_slots=step.cheapest_in_slots if used else None,
         carbon_fallback=fallback,
     )
+
+
+def _arrival_nodes(policy_state, deadline_slots: int) -> float | None:
+    """The recent rate of work arriving, nodes' worth: the mean L_t over the last D+1 slots (or those
+    seen, if fewer) that the policy's state keeps (hold's, or the carbon-blind hold inside hold+carbon's); None for a policy
+    that keeps no load history."""
+    hold = getattr(policy_state, "hold", policy_state)
+    recent = getattr(hold, "recent_load", None)
+    seen = min(getattr(hold, "slots", 0), deadline_slots + 1, 0 if recent is None else len(recent))
+    if not seen:
+        return None
+    # Over the slots seen: before the first slot there was no load, not a load of 0.
+    return float(np.mean(recent[:seen]))
 
 
 def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig, policy_reason: tuple[str, str]) -> tuple[str, str]:

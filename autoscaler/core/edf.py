@@ -415,9 +415,12 @@ class JobQueue:
         self._discard(job.job_id)
         self._insert(job)
 
-    def update(self, job_id: str, state: str, released_s: float | None = None, step_id: str | None = None) -> None:
+    def update(
+        self, job_id: str, state: str, released_s: float | None = None, step_id: str | None = None, run_start_s: float | None = None
+    ) -> None:
         """A job's new state: done or failed removes it; released or running moves it to the running
-        jobs, with ``released_s`` and ``step_id`` when given (else the ones it had). Unknown ids are ignored."""
+        jobs, with ``released_s``, ``step_id`` and ``run_start_s`` (when EMR started its step) when
+        given (else the ones it had). Unknown ids are ignored."""
         _check_state(job_id, state)
         job = self._jobs.get(job_id)
         if job is None:
@@ -430,6 +433,7 @@ class JobQueue:
             state=state,
             released_s=job.released_s if released_s is None else released_s,
             step_id=job.step_id if step_id is None else step_id,
+            run_start_s=job.run_start_s if run_start_s is None else run_start_s,
         )
         # Only the EDF lists or the running jobs change: the seq and submit indexes stay as they are.
         self._unplace(job)
