@@ -213,7 +213,7 @@ def dispatch(
             pending_s = sum(need_s(j, limits.slot_s) for j in queue.running() if j.state == "released")
             on_time_left = any(j.job_id not in taken for t in tenants for j in present(queue.tenant_queued(t, start_by_from=slot)))
             ahead_s = OVERLOAD_AHEAD_SLOTS * limits.max_nodes * limits.slot_s - pending_s
-            release += fair_pass(ahead_s, seconds, limits.slot_s, seconds, None, overdue=not on_time_left, starts_in_slot=True)
+            release += fair_pass(ahead_s, _narrow_seconds(limits.slot_s), limits.slot_s, seconds, None, overdue=not on_time_left, starts_in_slot=True)
         else:
             held = Counter(queue.running_by_tenant())
             release = fair_pass(limits.max_nodes - busy, _width, 1.0, _width, waits)
@@ -373,6 +373,12 @@ fewer jobs ending after their deadline, and idle nodes)."""
 
 def _width(job: Job) -> float:
     return job.nodes
+
+
+def _narrow_seconds(slot_s: float) -> Callable[[Job], float]:
+    """A one-node job's ``need_s``; a job of w > 1 nodes does not go ahead (inf): it is released when
+    its w nodes are there, by a later slot's own node time, as a gang start needs."""
+    return lambda job: need_s(job, slot_s) if job.nodes == 1 else math.inf
 
 FIRST_FIT_JOBS = 64
 """How many queued jobs, past the first that does not fit, a node-seconds release reads for jobs that
