@@ -109,9 +109,14 @@ def test_under_a_length_error_the_bound_counts_the_same_true_work_as_every_run(t
         assert runs[name]["node_hours"] >= runs["bound"]["node_hours"] - 1e-6
 
 
-def test_a_policy_that_cannot_drain_its_queue_is_a_row_that_says_so_and_the_others_stand(capsys):
-    # Workload A's long jobs hold 20 nodes for days: hold's queue cannot drain by twice its horizon.
-    argv = ["compare", "--trace", "A", "-D", "30m", "--policy", "hold,managed", "--max-nodes", "20", "--format", "json"]
+def test_a_policy_that_cannot_drain_its_queue_is_a_row_that_says_so_and_the_others_stand(capsys, monkeypatch):
+    # At 20 nodes Workload A takes about 32 hours; a loop cut at its horizon plus one slot (as if it
+    # had stopped releasing) cannot drain it.
+    from autoscaler.app import compare, replay_daemon
+
+    monkeypatch.setattr(compare, "drain_end_slot", lambda horizon, *_: horizon + 1)
+    monkeypatch.setattr(replay_daemon, "replay_end_slot", lambda horizon: horizon + 1)
+    argv = ["compare", "--trace", "A", "-D", "30m", "--policy", "hold,managed", "--max-nodes", "20", "--format", "json", "--workers", "1"]
     assert main(argv) == 1
     captured = capsys.readouterr()
     runs = {r["name"]: r for r in json.loads(captured.out)["runs"]}
