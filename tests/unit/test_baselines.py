@@ -5,6 +5,7 @@ of steps and nodes (and, for the smallest fixed size, against the twin's fixed r
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -331,49 +332,10 @@ def test_the_smallest_fixed_size_meets_every_deadline_on_the_twin_and_one_node_f
         assert not meets(nodes - 1)
 
 
-def managed_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int) -> ClusterTwin:
-    """Managed scaling's rule evaluated at every 10-s tick from 0, no tick skipped: what the
-    baseline's jumps from event to event must reproduce (written before managed-dampened, and left so)."""
-    twin = ClusterTwin(config, now_s=-config.provision_s)
-    if min_nodes:
-        twin.resize(-config.provision_s, min_nodes)
-    ordered, added, tick = sorted(jobs, key=lambda j: j.submit_s), 0, 0
-    while True:
-        now_s = tick * 10.0
-        while added < len(ordered) and ordered[added].submit_s <= now_s:
-            j = ordered[added]
-            twin.add_step(j.submit_s, f"s-{j.job_id}", j.job_id, j.length_s, j.submit_s, j.deadline_s)
-            added += 1
-        twin.advance(now_s)
-        counts = twin.counts()
-        if added == len(ordered) and counts["waiting"] == 0:
-            break
-        up, demand = counts["booting"] + counts["idle"] + counts["busy"], counts["busy"] + counts["pending"]
-        if demand > up and up < max_nodes:
-            twin.resize(now_s, min(max_nodes, demand))
-        elif counts["idle"] and up > max(min_nodes, demand):
-            twin.remove_idle(now_s, min(counts["idle"], up - max(min_nodes, demand)))
-        tick += 1
-    twin.finish(now_s)
-    return twin
-
-
-@settings(max_examples=200, deadline=None)
-@given(config_strategy, jobs_strategy, bounds_strategy)
-def test_managed_jumping_between_events_is_managed_evaluated_every_10_s(config, rows, bounds):
-    jobs = as_jobs(rows)
-    jumping = run_baseline("managed", jobs, config, min_nodes=bounds[0], max_nodes=bounds[1], start_s=0.0)
-    ticking = managed_at_every_tick(jobs, config, *bounds)
-    assert removed(jumping) == removed(ticking)
-    assert runs(jumping) == runs(ticking)
-    assert jumping.bill().scale_events == ticking.bill().scale_events
-
-
-def dampened_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int, dampen_s: float) -> ClusterTwin:
-    """managed-dampened's rule at every 10-s tick, its pending work counted here from the steps
-    themselves (not the twin's count): the steps never started, in the order added, as many as step
-    concurrency lets start, w nodes each, those added at least dampen_s before the tick. No baseline
-    drains a busy node, so no run is killed and none waits to run again."""
+def at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, rule: Callable[[ClusterTwin, float, dict], None]) -> ClusterTwin:
+    """A scaling rule evaluated at every 10-s tick from 0, no tick skipped: what a baseline's jumps
+    from event to event must reproduce. ``rule(twin, now_s, counts)`` acts at each tick, after the
+    jobs submitted by then are added and the twin has played up to it, until none waits."""
     twin = ClusterTwin(config, now_s=-config.provision_s)
     if min_nodes:
         twin.resize(-config.provision_s, min_nodes)
@@ -388,6 +350,43 @@ def dampened_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, 
         counts = twin.counts()
         if added == len(ordered) and counts["waiting"] == 0:
             break
+        rule(twin, now_s, counts)
+        tick += 1
+    twin.finish(now_s)
+    return twin
+
+
+def managed_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int) -> ClusterTwin:
+    """Managed scaling's rule at every tick (its text as written before managed-dampened)."""
+
+    def rule(twin: ClusterTwin, now_s: float, counts: dict) -> None:
+        up, demand = counts["booting"] + counts["idle"] + counts["busy"], counts["busy"] + counts["pending"]
+        if demand > up and up < max_nodes:
+            twin.resize(now_s, min(max_nodes, demand))
+        elif counts["idle"] and up > max(min_nodes, demand):
+            twin.remove_idle(now_s, min(counts["idle"], up - max(min_nodes, demand)))
+
+    return at_every_tick(jobs, config, min_nodes, rule)
+
+
+@settings(max_examples=200, deadline=None)
+@given(config_strategy, jobs_strategy, bounds_strategy)
+def test_managed_jumping_between_events_is_managed_evaluated_every_10_s(config, rows, bounds):
+    jobs = as_jobs(rows)
+    jumping = run_baseline("managed", jobs, config, min_nodes=bounds[0], max_nodes=bounds[1], start_s=0.0)
+    ticking = managed_at_every_tick(jobs, config, *bounds)
+    assert removed(jumping) == removed(ticking)
+    assert runs(jumping) == runs(ticking)
+    assert jumping.bill().scale_events == ticking.bill().scale_events
+
+
+def dampened_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int, dampen_s: float) -> ClusterTwin:
+    """managed-dampened's rule at every tick, its pending work counted here from the steps themselves
+    (not the twin's count): the steps never started, in the order added, as many as step concurrency
+    lets start, w nodes each, those added at least dampen_s before the tick. No baseline drains a
+    busy node, so no run is killed and none waits to run again."""
+
+    def rule(twin: ClusterTwin, now_s: float, counts: dict) -> None:
         running = sum(1 for step in twin.steps.values() if step.start_s is not None and step.end_s is None)
         startable = [step for step in twin.steps.values() if step.start_s is None][: max(0, config.step_concurrency - running)]
         every = sum(step.width for step in startable)
@@ -397,9 +396,8 @@ def dampened_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, 
             twin.resize(now_s, min(max_nodes, counts["busy"] + counted))
         elif counts["idle"] and up > max(min_nodes, counts["busy"] + every):
             twin.remove_idle(now_s, min(counts["idle"], up - max(min_nodes, counts["busy"] + every)))
-        tick += 1
-    twin.finish(now_s)
-    return twin
+
+    return at_every_tick(jobs, config, min_nodes, rule)
 
 
 @settings(max_examples=200, deadline=None)
