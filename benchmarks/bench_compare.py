@@ -66,7 +66,7 @@ def timed(*argv: str) -> tuple[float, dict]:
 def show(title: str, seconds: float, document: dict) -> None:
     print(f"{title}: {seconds:.1f} s ({document['jobs']:,} jobs, {len(document['runs'])} runs)")
     for run in document["runs"]:
-        print(f"  D={run['deadline_slots']:>3} {run['name']:<13} {run['node_hours']:>10,.1f} node-h {run['energy_kwh']:>9,.1f} kWh")
+        print(f"  D={run['deadline_slots']:>3} {run['name']:<16} {run['node_hours']:>10,.1f} node-h {run['energy_kwh']:>9,.1f} kWh")
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ The product's policies run through the daemon's own slot loop (:class:`~autoscal
 on a shadow store, a simulated clock and :class:`~autoscaler.adapters.twin.TwinCluster`), the way
 ``run --replay --dry-run`` does, except that a job enters the store at the first slot boundary at or
 after its submit time, as a live daemon sees it (a job cannot start before it is submitted). The
-baselines an operator would run instead (``fixed``, ``managed``, ``custom-rules``,
+baselines an operator would run instead (``fixed``, ``managed``, ``managed-dampened``, ``custom-rules``,
 :mod:`autoscaler.core.baselines`) play on the twin directly; ``bound`` is the offline LP with the
 twin's costs (:mod:`autoscaler.core.twin_bound`). Each (run, deadline) is one task; tasks run in
 worker processes, each given the inputs once.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autoscaler.core.baselines import BASELINES as BASELINE_NAMES
-from autoscaler.core.baselines import nodes_over_time
+from autoscaler.core.baselines import MANAGED_DAMPEN_S, nodes_over_time
 from autoscaler.core.compare import TwinFigures, cumulative_use, twin_figures
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job
@@ -41,7 +41,8 @@ DEFAULT_RUNS = (*ONLINE_POLICIES, *BASELINE_NAMES, BOUND)
 class CompareInputs:
     """What every task needs, given to each worker once: the trace's jobs (submit times from the
     trace's start; ``deadline_s`` = submit + length, the deadline at D = 0: :meth:`jobs_at` adds D), its window in slots, the settings (the controller's and the power model), the
-    twin, the node range, and the carbon signal per slot (None: no kgCO2)."""
+    twin, the node range, the carbon signal per slot (None: no kgCO2), fixed's size (None: the
+    smallest that meets every deadline) and managed-dampened's wait, s."""
 
     jobs: tuple[Job, ...]
     window_slots: int
@@ -51,6 +52,7 @@ class CompareInputs:
     max_nodes: int
     g_per_kwh: np.ndarray | None = None
     fixed_nodes: int | None = None
+    managed_dampen_s: float = MANAGED_DAMPEN_S
 
     def jobs_at(self, deadline_slots: int) -> tuple[Job, ...]:
         """The jobs with D slots of slack: deadline = submit + length + D x slot_s."""
@@ -180,7 +182,13 @@ def run_task(inputs: CompareInputs, name: str, deadline_slots: int) -> RunResult
             if fixed_nodes is None:
                 fixed_nodes, meets = smallest_fixed_nodes(jobs, inputs.twin, max_nodes=inputs.max_nodes, start_s=0.0)
             note = f"{count_text(fixed_nodes, 'node')} always on" + ("" if meets else f": even --max-nodes {inputs.max_nodes:,} misses a deadline")
-        twin = run_baseline(name, jobs, inputs.twin, min_nodes=inputs.min_nodes, max_nodes=inputs.max_nodes, start_s=0.0, fixed_nodes=fixed_nodes)
+        dampen_s = None
+        if name == "managed-dampened":
+            dampen_s = inputs.managed_dampen_s
+            note = f"a step asks for a node once it has waited {inputs.managed_dampen_s:g} s"
+        twin = run_baseline(
+            name, jobs, inputs.twin, min_nodes=inputs.min_nodes, max_nodes=inputs.max_nodes, start_s=0.0, fixed_nodes=fixed_nodes, dampen_s=dampen_s
+        )
     else:
         try:
             twin = policy_on_twin(inputs, name, deadline_slots)

@@ -354,12 +354,12 @@ def ratios_png(ratios: list[dict], n: int, source: str) -> bytes:
     return _png(fig, plt)
 
 
-COMPARE_PLOTTED = ("hold", "managed", "fixed")
+COMPARE_PLOTTED = ("hold", "managed", "managed-dampened", "fixed")
 """The runs whose nodes compare.png draws: the default policy and the two an operator would run instead."""
 
 
 def compare_png(results: dict, deadlines: list[int], slot_s: float, with_carbon: bool) -> bytes:
-    """compare.png: one column per deadline; the nodes up over time of hold, managed and fixed, and
+    """compare.png: one column per deadline; the nodes up over time of hold, managed, managed-dampened and fixed, and
     every run's cumulative kWh (and kgCO2eq with a carbon signal) (``results``: {(name, D):
     autoscaler.app.compare.RunResult}; the bound and runs that did not finish have no curves)."""
     import matplotlib

@@ -12,10 +12,12 @@ Times are seconds from the trace's start (slot 0 starts at 0).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from autoscaler.core.baselines import MANAGED_VARIANTS
 from autoscaler.core.twin import ClusterTwin
 
 FIGURE_UNITS = {
@@ -131,3 +133,11 @@ def cumulative_use(twin: ClusterTwin, slot_s: float, n_slots: int, g_per_kwh: np
 def against(value: float, reference: float) -> float | None:
     """``value`` against ``reference`` in %: +10 is 10 % more; None when the reference is 0."""
     return None if reference == 0 else 100.0 * (value / reference - 1.0)
+
+
+def strongest_managed(rows: Iterable[TwinFigures | None]) -> TwinFigures | None:
+    """The row every other is set against, among one deadline's rows (None: a run that did not
+    finish): the managed variant (:data:`~autoscaler.core.baselines.MANAGED_VARIANTS`) with the least
+    kWh among those that finished, the first of them on a tie; None when none did."""
+    finished = [row for row in rows if row is not None and row.name in MANAGED_VARIANTS]
+    return min(finished, key=lambda row: (row.energy_kwh, MANAGED_VARIANTS.index(row.name)), default=None)

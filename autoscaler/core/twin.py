@@ -440,21 +440,42 @@ class ClusterTwin:
         """What a scaler reads now: nodes ``booting``, ``idle`` (usable, no job), ``busy`` and
         ``draining``; ``pending``, the nodes the steps that nodes would start now need (killed runs
         to run again, and never-started steps that step_concurrency lets start; w each: YARN's
-        ContainerPending in nodes); steps ``waiting`` (every step added, not running and not ended)."""
-        free = max(0, self.config.step_concurrency - self._started)
-        if self._widest == 1:
-            pending = len(self._reruns) + min(len(self._waiting), free)
-        else:
-            starting = itertools.chain(self._reruns, itertools.islice(self._waiting, free))
-            pending = sum(self.steps[step_id].width for step_id in starting)
+        ContainerPending in nodes, :meth:`pending_nodes`); steps ``waiting`` (every step added, not
+        running and not ended)."""
         return {
             "booting": len(self._booting),
             "idle": len(self._idle),
             "busy": len(self._busy),
             "draining": len(self._draining),
-            "pending": pending,
+            "pending": self.pending_nodes()[0],
             "waiting": len(self._reruns) + len(self._waiting),
         }
+
+    def pending_nodes(self, waited_s: float = 0.0) -> tuple[int, float | None]:
+        """(nodes, counted_from_s): the nodes (w each) of the steps that nodes would start now (killed
+        runs to run again, and never-started steps that step_concurrency lets start) that were added
+        at least ``waited_s`` seconds ago (``added_s + waited_s <= now_s``; with 0, every one: YARN's
+        ContainerPending in nodes), and when the first of the others will have waited that long, s
+        (None when none waits less). A killed run counts from when its step was added."""
+        free = max(0, self.config.step_concurrency - self._started)
+        if waited_s == 0.0 and self._widest == 1:
+            return len(self._reruns) + min(len(self._waiting), free), None
+        nodes, counted_from_s = 0, None
+        for step_id in self._reruns:
+            step = self.steps[step_id]
+            if step.added_s + waited_s <= self.now_s:
+                nodes += step.width
+            elif counted_from_s is None or step.added_s + waited_s < counted_from_s:
+                counted_from_s = step.added_s + waited_s
+        # Never-started steps wait in the order they were added, at non-decreasing times: those
+        # counted are a prefix, and the first one past it is the next to be counted.
+        for step_id in itertools.islice(self._waiting, free):
+            step = self.steps[step_id]
+            if step.added_s + waited_s > self.now_s:
+                counted_from_s = step.added_s + waited_s if counted_from_s is None else min(counted_from_s, step.added_s + waited_s)
+                break
+            nodes += step.width
+        return nodes, counted_from_s
 
     @property
     def next_event_s(self) -> float | None:

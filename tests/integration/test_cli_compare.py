@@ -14,7 +14,7 @@ from autoscaler.app.cli import main
 from autoscaler.app.traces import SHIPPED
 
 TRACE_A = Path(__file__).parents[2] / "autoscaler" / "data" / SHIPPED["A"].file_name
-EVERY_RUN = ("hold", "gcp-u", "vfw", "follow", "gcp", "fixed", "managed", "custom-rules", "bound")
+EVERY_RUN = ("hold", "gcp-u", "vfw", "follow", "gcp", "fixed", "managed", "managed-dampened", "custom-rules", "bound")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_every_run_at_every_deadline_does_the_same_work_and_none_beats_the_bound
             assert r["energy_kwh"] >= bound["energy_kwh"] - 1e-6, name
             assert r["cost_usd"] == pytest.approx(r["node_hours"] * doc["twin"]["price_per_node_hour_usd"], rel=1e-9)
         # The baselines release every job when it is submitted: none late.
-        for name in ("fixed", "managed", "custom-rules"):
+        for name in ("fixed", "managed", "managed-dampened", "custom-rules"):
             assert at_d[name]["jobs_released_late"] == 0, name
 
 
@@ -131,6 +131,89 @@ def test_the_table_sets_each_run_against_managed_and_names_the_fixed_size(three_
     assert "(%) against managed" in out
     assert re.search(r"hold\s*│\s*[\d,.]+ \([+-]\d+\.\d%\)", out)
     assert re.search(r"fixed: \d+ nodes always on", out)
+
+
+def test_the_json_names_per_deadline_the_managed_variant_with_the_least_kwh_and_keeps_the_figures_raw(document):
+    doc, _ = document
+    by_deadline = doc["reference"]["by_deadline"]
+    assert [r["deadline_slots"] for r in by_deadline] == doc["deadline_slots"]
+    assert "least energy_kwh" in doc["reference"]["rule"] and doc["managed_dampen_s"] == 120.0
+    for entry in by_deadline:
+        variants = {r["name"]: r["energy_kwh"] for r in doc["runs"] if r["deadline_slots"] == entry["deadline_slots"] and r["name"].startswith("managed")}
+        assert set(variants) == {"managed", "managed-dampened"}
+        assert entry["name"] == min(variants, key=variants.get)
+    assert all("against" not in key for run in doc["runs"] for key in run)  # no percentages in the JSON
+
+
+def _table_and_json(argv: list[str], capsys) -> tuple[str, dict]:
+    assert main([*argv, "--workers", "1"]) == 0
+    table = capsys.readouterr().out
+    assert main([*argv, "--workers", "1", "--format", "json"]) == 0
+    return table, json.loads(capsys.readouterr().out)
+
+
+def test_the_table_lists_managed_dampened_and_its_title_names_the_reference_it_is_set_against(three_hours, capsys):
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,managed-dampened"]
+    table, doc = _table_and_json(argv, capsys)
+    kwh = {r["name"]: r["energy_kwh"] for r in doc["runs"]}
+    strongest = min(("managed", "managed-dampened"), key=kwh.get)
+    other = ({"managed", "managed-dampened"} - {strongest}).pop()
+    assert doc["reference"]["by_deadline"] == [{"deadline_slots": 12, "deadline_s": 3600.0, "name": strongest}]
+    assert f"(%) against {strongest}, the managed variant (managed or managed-dampened) with the least kWh" in table
+    assert re.search(rf"│ {strongest}\s*│\s*[\d,.]+\s*│", table)  # the reference: no (%)
+    assert re.search(rf"│ {other}\s*│\s*[\d,.]+ \(\+\d+\.\d%\)", table)  # the other: above it
+    assert "managed-dampened: a step asks for a node once it has waited 120 s" in table
+
+
+def test_with_no_wait_the_tie_goes_to_managed_and_without_the_dampened_run_managed_is_the_reference(three_hours, capsys):
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "managed,managed-dampened", "--managed-dampen-s", "0"]
+    table, doc = _table_and_json(argv, capsys)
+    managed, dampened = doc["runs"]
+    assert (managed["energy_kwh"], managed["node_hours"]) == (dampened["energy_kwh"], dampened["node_hours"])
+    assert doc["reference"]["by_deadline"][0]["name"] == "managed" and "(%) against managed, the managed" in table
+    table, doc = _table_and_json(["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed"], capsys)
+    assert doc["reference"]["by_deadline"][0]["name"] == "managed" and "(%) against managed, the managed" in table
+    _, doc = _table_and_json(["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold"], capsys)
+    assert doc["reference"]["by_deadline"][0]["name"] is None
+
+
+def test_dampened_with_no_wait_bills_workload_a_as_managed_did_before_it_existed(capsys):
+    # Workload A at D = 2 h under managed, as `compare --format json` printed it at commit 3f9db85,
+    # before managed-dampened: with --managed-dampen-s 0 both runs give those figures to the last bit.
+    argv = ["compare", "--trace", "A", "-D", "2h", "--policy", "managed,managed-dampened", "--managed-dampen-s", "0", "--format", "json"]
+    assert main([*argv, "--workers", "1"]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [r["name"] for r in runs] == ["managed", "managed-dampened"]
+    for run in runs:
+        figures = (run["node_hours"], run["energy_kwh"], run["scale_events"], run["peak_nodes"], run["wait_p95_s"])
+        assert figures == (850.4702798733703, 72.52224908232654, 2776, 89, 251.0), run["name"]
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "inf", "1e9"])
+def test_a_bad_managed_dampen_s_is_refused_naming_the_flag_before_the_trace_is_read(value, tmp_path, capsys):
+    out = tmp_path / "out"
+    missing = tmp_path / "no-such-trace.tsv"
+    assert main(["compare", "--trace", str(missing), "--out", str(out), f"--managed-dampen-s={value}"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--managed-dampen-s: expected a finite number of seconds >= 0 and <= 86,400 (a day), got" in err
+    assert "no-such-trace" not in err and not out.exists()
+
+
+def test_a_managed_dampen_s_that_is_not_a_number_is_refused_by_the_parser_naming_the_flag(tmp_path, capsys):
+    try:
+        code = main(["compare", "--trace", str(tmp_path / "no-such-trace.tsv"), "--managed-dampen-s", "two minutes"])
+    except SystemExit as exited:  # refused by argparse, before any work
+        code = exited.code
+    assert code == 2
+    assert "argument --managed-dampen-s: invalid float value: 'two minutes'" in capsys.readouterr().err
+
+
+def test_the_help_gives_managed_dampen_s_its_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--managed-dampen-s SECONDS managed-dampened: a step counts as pending work" in help_text
+    assert "only once it has waited this long, s; 0 is managed (default: 120.0)" in help_text
 
 
 @pytest.mark.parametrize(

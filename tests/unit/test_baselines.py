@@ -4,12 +4,15 @@ of steps and nodes (and, for the smallest fixed size, against the twin's fixed r
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.core.baselines import BASELINES, nodes_over_time, run_baseline, smallest_fixed_nodes
+from autoscaler.core.baselines import BASELINES, MANAGED_DAMPEN_S, nodes_over_time, run_baseline, smallest_fixed_nodes
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.twin import ClusterTwin, TwinConfig
@@ -37,8 +40,8 @@ def play(name: str, jobs: list[Job], **options) -> ClusterTwin:
     return run_baseline(name, jobs, config, start_s=0.0, **options)
 
 
-def test_the_baselines_are_fixed_managed_and_custom_rules():
-    assert BASELINES == ("fixed", "managed", "custom-rules")
+def test_the_baselines_are_fixed_managed_dampened_managed_and_custom_rules():
+    assert BASELINES == ("fixed", "managed", "managed-dampened", "custom-rules")
 
 
 # -- fixed ------------------------------------------------------------------------------------
@@ -108,6 +111,57 @@ def test_managed_asks_for_the_pending_work_at_once_up_to_max_nodes():
     assert sorted(runs(twin).values()) == [(330.0, 1330.0)] * 3 + [(1330.0, 2330.0)] * 2
 
 
+# -- managed, dampened ------------------------------------------------------------------------
+
+
+def test_dampened_adds_no_node_for_a_step_that_starts_within_dampen_s_where_managed_does():
+    jobs = [job("a", 0.0, 100.0), job("b", 10.0, 50.0)]
+    dampened = play("managed-dampened", jobs, min_nodes=1, max_nodes=3, dampen_s=120.0)
+    # node 0 (min_nodes) usable at 0 runs a to 100; b waits from 10 and starts at 100 on node 0,
+    # having waited 90 s < 120: never counted, no node asked for; node 0 goes when b ends at 150
+    assert runs(dampened) == {"a": (0.0, 100.0), "b": (100.0, 150.0)}
+    assert removed(dampened) == [(-330.0, 150.0)]
+    assert dampened.bill().billed_node_s == 480.0
+    # managed asks for b's node at the tick at 10; it is still booting when b starts on node 0 at 100,
+    # and goes then (the run ends at 100 with nothing waiting): 90 s billed for nothing
+    managed = play("managed", jobs, min_nodes=1, max_nodes=3)
+    assert runs(managed) == runs(dampened)
+    assert removed(managed) == [(-330.0, 150.0), (10.0, 100.0)]
+    assert managed.bill().billed_node_s == 480.0 + 90.0
+
+
+@pytest.mark.parametrize(("submit_s", "requested_s", "managed_requested_s"), [(10.0, 130.0, 10.0), (15.0, 140.0, 20.0)])
+def test_dampened_asks_for_a_node_at_the_first_tick_after_a_step_has_waited_dampen_s(submit_s, requested_s, managed_requested_s):
+    jobs = [job("a", 0.0, 600.0), job("b", submit_s, 50.0)]
+    twin = play("managed-dampened", jobs, min_nodes=1, max_nodes=3, dampen_s=120.0)
+    # b waits behind a (node 0 busy to 600); it has waited 120 s at submit + 120 (130 is a tick, 135
+    # is not: 140): a node asked for then, usable 330 s later, runs b for 50 s and goes when b ends
+    usable_s = requested_s + 330.0
+    assert runs(twin) == {"a": (0.0, 600.0), "b": (usable_s, usable_s + 50.0)}
+    assert removed(twin) == [(-330.0, 600.0), (requested_s, usable_s + 50.0)]
+    assert twin.bill().billed_node_s == 930.0 + 380.0
+    # managed asks at the first tick at or after the submission
+    assert removed(play("managed", jobs, min_nodes=1, max_nodes=3))[1][0] == managed_requested_s
+
+
+def test_dampened_keeps_an_idle_node_a_wide_step_not_yet_counted_will_start_on():
+    jobs = [job("a", 0.0, 1000.0), job("c", 0.0, 100.0), dataclasses.replace(job("b", 500.0, 100.0), nodes=2)]
+    twin = play("managed-dampened", jobs, min_nodes=0, max_nodes=3, dampen_s=120.0)
+    # a and c counted at 120: two nodes, usable at 450. c ends at 550: node 1 idle, b (2 nodes,
+    # waited 50 s) not yet counted; busy 1 + b's 2 is 3 > 2 up, so node 1 stays (removing by the
+    # counted demand, 1, would take it). b counted at 620: a third node, usable 950, b on nodes 1, 2.
+    assert runs(twin) == {"a": (450.0, 1450.0), "c": (450.0, 550.0), "b": (950.0, 1050.0)}
+    assert removed(twin) == [(120.0, 1450.0), (120.0, 1050.0), (620.0, 1050.0)]
+
+
+def test_dampened_defaults_to_its_constant_and_zero_is_managed_on_a_hand_case():
+    jobs = [job("a", 0.0, 600.0), job("b", 10.0, 50.0)]
+    assert removed(play("managed-dampened", jobs, min_nodes=1, max_nodes=3)) == removed(
+        play("managed-dampened", jobs, min_nodes=1, max_nodes=3, dampen_s=MANAGED_DAMPEN_S)
+    )
+    assert removed(play("managed-dampened", jobs, min_nodes=1, max_nodes=3, dampen_s=0.0)) == [(-330.0, 600.0), (10.0, 390.0)]
+
+
 # -- custom rules -----------------------------------------------------------------------------
 
 
@@ -169,7 +223,7 @@ def test_nodes_over_time_of_a_twin_without_nodes_is_empty():
 @pytest.mark.parametrize(
     ("name", "options", "shown"),
     [
-        ("elastic", {}, "expected one of fixed, managed, custom-rules"),
+        ("elastic", {}, "expected one of fixed, managed, managed-dampened, custom-rules"),
         ("managed", {"min_nodes": 4, "max_nodes": 3}, "min_nodes 4 is above max_nodes 3"),
         ("managed", {"max_nodes": 0}, "max_nodes: expected a whole number >= 1, got 0"),
         ("managed", {"min_nodes": -1}, "min_nodes: expected a whole number >= 0, got -1"),
@@ -179,6 +233,12 @@ def test_nodes_over_time_of_a_twin_without_nodes_is_empty():
         ("fixed", {"fixed_nodes": 1, "min_nodes": 2}, "fixed_nodes 1: expected a size in 2..3"),
         ("fixed", {"start_s": 100.0}, "job 'a': submit_s 50.0 is not a finite time at or after the trace's start_s 100.0"),
         ("fixed", {"start_s": float("nan")}, "start_s: expected a finite time in s, got nan"),
+        ("managed", {"dampen_s": 30.0}, "dampen_s 30.0 is for the managed-dampened baseline only, not 'managed'"),
+        ("managed-dampened", {"dampen_s": -1.0}, "dampen_s: expected a finite number of seconds >= 0 and <= 86,400 (a day), got -1.0"),
+        ("managed-dampened", {"dampen_s": float("nan")}, "dampen_s: expected a finite number of seconds >= 0 and <= 86,400 (a day), got nan"),
+        ("managed-dampened", {"dampen_s": "120"}, "dampen_s: expected a finite number of seconds >= 0 and <= 86,400 (a day), got '120'"),
+        ("managed-dampened", {"dampen_s": True}, "got True"),
+        ("managed-dampened", {"dampen_s": 1e9}, "got 1000000000.0"),
     ],
 )
 def test_bad_input_is_refused_naming_it(name, options, shown):
@@ -272,9 +332,10 @@ def test_the_smallest_fixed_size_meets_every_deadline_on_the_twin_and_one_node_f
         assert not meets(nodes - 1)
 
 
-def managed_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int) -> ClusterTwin:
-    """Managed scaling's rule evaluated at every 10-s tick from 0, no tick skipped: what the
-    baseline's jumps from event to event must reproduce."""
+def at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, rule: Callable[[ClusterTwin, float, dict], None]) -> ClusterTwin:
+    """A scaling rule evaluated at every 10-s tick from 0, no tick skipped: what a baseline's jumps
+    from event to event must reproduce. ``rule(twin, now_s, counts)`` acts at each tick, after the
+    jobs submitted by then are added and the twin has played up to it, until none waits."""
     twin = ClusterTwin(config, now_s=-config.provision_s)
     if min_nodes:
         twin.resize(-config.provision_s, min_nodes)
@@ -283,20 +344,29 @@ def managed_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, m
         now_s = tick * 10.0
         while added < len(ordered) and ordered[added].submit_s <= now_s:
             j = ordered[added]
-            twin.add_step(j.submit_s, f"s-{j.job_id}", j.job_id, j.length_s, j.submit_s, j.deadline_s)
+            twin.add_step(j.submit_s, f"s-{j.job_id}", j.job_id, j.length_s, j.submit_s, j.deadline_s, j.nodes)
             added += 1
         twin.advance(now_s)
         counts = twin.counts()
         if added == len(ordered) and counts["waiting"] == 0:
             break
+        rule(twin, now_s, counts)
+        tick += 1
+    twin.finish(now_s)
+    return twin
+
+
+def managed_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int) -> ClusterTwin:
+    """Managed scaling's rule at every tick (its text as written before managed-dampened)."""
+
+    def rule(twin: ClusterTwin, now_s: float, counts: dict) -> None:
         up, demand = counts["booting"] + counts["idle"] + counts["busy"], counts["busy"] + counts["pending"]
         if demand > up and up < max_nodes:
             twin.resize(now_s, min(max_nodes, demand))
         elif counts["idle"] and up > max(min_nodes, demand):
             twin.remove_idle(now_s, min(counts["idle"], up - max(min_nodes, demand)))
-        tick += 1
-    twin.finish(now_s)
-    return twin
+
+    return at_every_tick(jobs, config, min_nodes, rule)
 
 
 @settings(max_examples=200, deadline=None)
@@ -308,3 +378,56 @@ def test_managed_jumping_between_events_is_managed_evaluated_every_10_s(config, 
     assert removed(jumping) == removed(ticking)
     assert runs(jumping) == runs(ticking)
     assert jumping.bill().scale_events == ticking.bill().scale_events
+
+
+def dampened_at_every_tick(jobs: list[Job], config: TwinConfig, min_nodes: int, max_nodes: int, dampen_s: float) -> ClusterTwin:
+    """managed-dampened's rule at every tick, its pending work counted here from the steps themselves
+    (not the twin's count): the steps never started, in the order added, as many as step concurrency
+    lets start, w nodes each, those added at least dampen_s before the tick. No baseline drains a
+    busy node, so no run is killed and none waits to run again."""
+
+    def rule(twin: ClusterTwin, now_s: float, counts: dict) -> None:
+        running = sum(1 for step in twin.steps.values() if step.start_s is not None and step.end_s is None)
+        startable = [step for step in twin.steps.values() if step.start_s is None][: max(0, config.step_concurrency - running)]
+        every = sum(step.width for step in startable)
+        counted = sum(step.width for step in startable if step.added_s + dampen_s <= now_s)
+        up = counts["booting"] + counts["idle"] + counts["busy"]
+        if counts["busy"] + counted > up and up < max_nodes:
+            twin.resize(now_s, min(max_nodes, counts["busy"] + counted))
+        elif counts["idle"] and up > max(min_nodes, counts["busy"] + every):
+            twin.remove_idle(now_s, min(counts["idle"], up - max(min_nodes, counts["busy"] + every)))
+
+    return at_every_tick(jobs, config, min_nodes, rule)
+
+
+@settings(max_examples=200, deadline=None)
+@given(config_strategy, jobs_strategy, bounds_strategy)
+def test_dampened_with_no_wait_is_managed_bill_for_bill(config, rows, bounds):
+    jobs = as_jobs(rows)
+    options = {"min_nodes": bounds[0], "max_nodes": bounds[1], "start_s": 0.0}
+    zero = run_baseline("managed-dampened", jobs, config, dampen_s=0.0, **options)
+    ticking = managed_at_every_tick(jobs, config, *bounds)
+    assert removed(zero) == removed(ticking) and runs(zero) == runs(ticking)
+    assert zero.bill() == run_baseline("managed", jobs, config, **options).bill()
+
+
+@st.composite
+def wide_jobs(draw, max_nodes: int) -> list[Job]:
+    """1 to 8 jobs on 1..max_nodes nodes each (wider ones would never start), submitted on or off the ticks."""
+    rows = draw(st.lists(st.tuples(seconds(2000.0), seconds(1500.0), st.integers(1, max_nodes)), min_size=1, max_size=8))
+    return [
+        Job(job_id=f"j{i}", name=f"j{i}", tenant="t", submit_s=s, deadline_s=s + length + 7200.0, length_s=length, step=StepSpec(args=("true",)), nodes=w)
+        for i, (s, length, w) in enumerate(rows)
+    ][::-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(config_strategy, bounds_strategy.flatmap(lambda b: st.tuples(st.just(b), wide_jobs(b[1]))), st.sampled_from([0.0, 10.0, 25.0, 120.0, 335.0]))
+def test_dampened_jumping_between_events_is_its_rule_evaluated_every_10_s(config, drawn, dampen_s):
+    bounds, jobs = drawn
+    jumping = run_baseline("managed-dampened", jobs, config, min_nodes=bounds[0], max_nodes=bounds[1], start_s=0.0, dampen_s=dampen_s)
+    ticking = dampened_at_every_tick(jobs, config, *bounds, dampen_s)
+    assert removed(jumping) == removed(ticking)
+    assert runs(jumping) == runs(ticking)
+    assert jumping.bill().scale_events == ticking.bill().scale_events
+    assert nodes_over_time(jumping)[1].max() <= bounds[1]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from autoscaler.core.compare import against, cumulative_use, released_late, twin_figures
+from autoscaler.core.compare import against, cumulative_use, released_late, strongest_managed, twin_figures
 from autoscaler.core.twin import ClusterTwin, TwinConfig
 
 SLOT_S = 300.0
@@ -98,3 +100,17 @@ def test_a_signal_that_stops_early_leaves_the_rest_out_and_counts_the_slots():
     figures = twin_figures("fixed", two_jobs_on_one_node(), 0, SLOT_S, np.array([100.0, 100.0, np.nan, np.nan]))
     assert figures.co2_kg == pytest.approx(2 * 100.0 * SLOT_S / 3600 * 100 / 1e6)
     assert figures.co2_uncovered_slots == 2
+
+
+def test_the_reference_is_the_managed_variant_with_the_least_kwh_among_those_that_finished():
+    row = twin_figures("managed", two_jobs_on_one_node(), 0, SLOT_S)
+
+    def named(name: str, kwh: float):
+        return dataclasses.replace(row, name=name, energy_kwh=kwh)
+
+    managed, dampened, hold = named("managed", 72.5), named("managed-dampened", 68.8), named("hold", 61.0)
+    assert strongest_managed([hold, managed, dampened]) is dampened  # hold is no reference, however low
+    assert strongest_managed([hold, named("managed", 60.0), dampened]).name == "managed"
+    assert strongest_managed([managed, None, hold]) is managed  # the dampened run did not finish
+    assert strongest_managed([named("managed-dampened", 72.5), managed]) is managed  # a tie: managed
+    assert strongest_managed([hold, None]) is None

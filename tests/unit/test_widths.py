@@ -174,7 +174,7 @@ def test_the_smallest_fixed_cluster_for_wide_jobs_is_at_least_the_widest_and_mee
         assert any(fewer.steps[f"s-{j.job_id}"].end_s > j.deadline_s + 1e-6 for j in jobs)
 
 
-@pytest.mark.parametrize("name", ["managed", "custom-rules"])
+@pytest.mark.parametrize("name", ["managed", "managed-dampened", "custom-rules"])
 def test_the_scaling_baselines_grow_to_a_wide_jobs_w_nodes_and_run_every_job(name):
     twin = TwinConfig(provision_s=60.0)
     jobs = [

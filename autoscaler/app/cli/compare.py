@@ -4,6 +4,7 @@ the cluster twin, for the same jobs: node-hours, $, kWh, kgCO2, jobs late, waits
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from pathlib import Path
 
@@ -27,17 +28,16 @@ from autoscaler.core.errors import ConfigError
 from autoscaler.core.readable import count_text, duration_text
 
 DEFAULT_DEADLINES = "30m,2h,6h"
-REFERENCE = "managed"
-"""The row every other is set against: what an EMR operator runs when not running us."""
 
 
 def add_parsers(commands) -> None:
     """The compare command."""
     from autoscaler.app.compare import BASELINE_NAMES, BOUND, DEFAULT_RUNS
+    from autoscaler.core.baselines import MANAGED_DAMPEN_S, MANAGED_VARIANTS
 
     compare = commands.add_parser(
         "compare",
-        help="every policy against EMR managed scaling, a fixed cluster and custom rules, on the cluster twin",
+        help="every policy against EMR managed scaling (plain and dampened), a fixed cluster and custom rules, on the cluster twin",
         description="Run the trace's jobs through each policy (the daemon's slot loop) and each baseline an EMR "
         "operator would pick instead, on the same cluster twin (nodes usable --provision-s after the request, "
         "graceful decommission, per-second billing), and print per run and deadline: node-hours, $, kWh, "
@@ -45,8 +45,11 @@ def add_parsers(commands) -> None:
         f"to start, peak nodes and scale events; beside them '{BOUND}', the offline LP with the twin's costs, "
         "which no policy can beat. Baselines: fixed (always on: the fewest nodes that meet every deadline, or "
         "--fixed-nodes), managed (EMR managed scaling: every job released at submission, nodes added for pending "
-        "work every 10 s, idle nodes removed), custom-rules (the console's default rules: +1 node when "
-        "YARNMemoryAvailablePercentage < 15, -1 when > 75, 300 s period and cooldown).",
+        "work every 10 s, idle nodes removed), managed-dampened (the same, with a step counted as pending only "
+        "once it has waited --managed-dampen-s: EMR Advanced Scaling's utilization-optimized end, approximated), "
+        "custom-rules (the console's default rules: +1 node when YARNMemoryAvailablePercentage < 15, -1 when > 75, "
+        f"300 s period and cooldown). The (%) are against the strongest managed variant at each deadline: of "
+        f"{' and '.join(MANAGED_VARIANTS)}, the one with the least kWh; the table's title names it.",
     )
     compare.add_argument("--trace", default=None, help=f"SWIM trace (.tsv): {TRACE_NAMES_HELP} (default: A)")
     compare.add_argument(
@@ -63,9 +66,13 @@ def add_parsers(commands) -> None:
     compare.add_argument("--max-nodes", type=positive_int, default=None, help="most task nodes, every run (default: the config's cluster.max_nodes)")
     compare.add_argument("--min-nodes", type=non_negative_int, default=None, help="fewest task nodes of managed and custom-rules (default: the config's cluster.min_nodes)")
     compare.add_argument("--fixed-nodes", type=positive_int, default=None, help="fixed: this many nodes always on (default: the fewest that meet every deadline, at most --max-nodes)")
+    compare.add_argument(
+        "--managed-dampen-s", type=float, default=MANAGED_DAMPEN_S, metavar="SECONDS",
+        help="managed-dampened: a step counts as pending work (asks for a node) only once it has waited this long, s; 0 is managed",
+    )  # fmt: skip
     compare.add_argument("--workers", type=positive_int, default=None, help="processes running the runs side by side (default: the machine's cores)")
     compare.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
-    compare.add_argument("--out", type=Path, default=None, help="folder for compare.json and compare.png (nodes over time of hold, managed and fixed; cumulative kWh and kgCO2)")
+    compare.add_argument("--out", type=Path, default=None, help="folder for compare.json and compare.png (nodes over time of hold, managed, managed-dampened and fixed; cumulative kWh and kgCO2)")
     add_containers_argument(compare)
     add_twin_arguments(compare.add_argument_group("the cluster twin", "how the twin's EMR TASK group behaves and bills (autoscaler.core.twin)"))
     compare.set_defaults(handler=_run_compare)
@@ -77,7 +84,9 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.app.config import refuse_carbon_objective, with_objective
     from autoscaler.app.render import compare_png, json_text
     from autoscaler.app.replay_daemon import twin_inputs
+    from autoscaler.core.baselines import checked_dampen_s
 
+    managed_dampen_s = checked_dampen_s(args.managed_dampen_s, "--managed-dampen-s")
     settings = with_objective(compose.settings(args.config, cluster_required=False), args.objective)
     refuse_carbon_objective(settings, "compare")
     slot_s = settings.slot_s
@@ -100,6 +109,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     costs = settings.derived_costs(twin.price_per_node_hour)
     note_shadowed_file(args.trace, "--trace", err)
     inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window, err, args.containers_per_node)
+    inputs = dataclasses.replace(inputs, managed_dampen_s=managed_dampen_s)
     err.print(costs_text(costs), style="dim", markup=False, highlight=False)
     for d in deadlines:
         if d * slot_s < twin.provision_s:
@@ -244,13 +254,27 @@ def _against(value, reference) -> str:
     return "" if pct is None else f"{pct:+.1f}%"
 
 
+def _reference(results: dict, deadline_slots: int):
+    """The figures every run at D is set against: the strongest managed variant that finished
+    (autoscaler.core.compare.strongest_managed), or None when none ran."""
+    from autoscaler.core.compare import strongest_managed
+
+    return strongest_managed(r.figures for (_, d), r in results.items() if d == deadline_slots)
+
+
 def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool) -> Table:
-    """One deadline's runs as a table, each figure with its difference from managed (when it ran)."""
+    """One deadline's runs as a table, each figure with its difference from the strongest managed
+    variant (when one ran), which the title names."""
+    from autoscaler.core.baselines import MANAGED_VARIANTS
+
     rows = [r for (_, d), r in results.items() if d == deadline_slots]
-    reference = next((r.figures for r in rows if r.name == REFERENCE and r.figures is not None), None)
+    reference = _reference(results, deadline_slots)
     notes = [f"{r.name}: {r.note}" for r in rows if r.note] + [f"{r.name}: did not finish ({r.error})" for r in rows if r.error]
+    against = ""
+    if reference is not None:
+        against = f"; (%) against {reference.name}, the managed variant ({' or '.join(MANAGED_VARIANTS)}) with the least kWh"
     table = Table(
-        title=f"D = {_deadline_words(deadline_slots, slot_s)}, on the cluster twin" + (f"; (%) against {REFERENCE}" if reference else ""),
+        title=f"D = {_deadline_words(deadline_slots, slot_s)}, on the cluster twin{against}",
         caption="; ".join(notes) or None,
     )
     headers = ["run", "node-hours", "$", "kWh"] + (["kgCO2"] if with_carbon else [])
@@ -263,7 +287,7 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
             table.add_row(result.name, *(["did not finish"] + [""] * (len(headers) - 2)))
             continue
 
-        def with_change(value, ref, digits: int = 1, is_reference: bool = result.name == REFERENCE) -> str:
+        def with_change(value, ref, digits: int = 1, is_reference: bool = reference is not None and result.name == reference.name) -> str:
             change = "" if reference is None or is_reference else _against(value, ref)
             return _number(value, digits) + (f" ({change})" if change else "")
 
@@ -282,7 +306,9 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
 
 
 def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[int]) -> dict:
-    """The JSON document: the inputs and one object per run and deadline (keys with their units)."""
+    """The JSON document: the inputs, one object per run and deadline (keys with their units, the
+    figures raw), and per deadline the run the table's (%) are against."""
+    from autoscaler.core.baselines import MANAGED_VARIANTS
     from autoscaler.core.compare import FIGURE_UNITS
 
     twin = inputs.twin
@@ -296,6 +322,7 @@ def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[i
         "deadline_s": [d * slot_s for d in deadlines],
         "min_nodes": inputs.min_nodes,
         "max_nodes": inputs.max_nodes,
+        "managed_dampen_s": inputs.managed_dampen_s,
         "twin": {
             "provision_s": twin.provision_s,
             "decommission_timeout_s": twin.decommission_timeout_s,
@@ -307,6 +334,14 @@ def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[i
             "busy_power_w": twin.busy_power_w,
         },
         "units": FIGURE_UNITS,
+        "reference": {
+            "rule": f"per deadline, the managed variant ({' or '.join(MANAGED_VARIANTS)}) with the least energy_kwh among those that "
+            "finished; the table's (%) are against it (null: none ran)",
+            "by_deadline": [
+                {"deadline_slots": d, "deadline_s": d * slot_s, "name": None if (ref := _reference(results, d)) is None else ref.name}
+                for d in deadlines
+            ],
+        },
         "runs": [
             (r.figures.to_dict() if r.figures is not None else {"name": name, "deadline_slots": d})
             | {"deadline_s": d * slot_s, "note": r.note, "error": r.error}
