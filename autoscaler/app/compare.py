@@ -205,6 +205,8 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
     """The twin's lower bound over the jobs' whole true work: the LP over the slots their runs cover
     (at most :data:`BOUND_SLOTS_PER_WINDOW` windows), and the work past those at its busy cost alone.
     Slots the carbon signal does not cover count no CO2, as in every run's kgCO2."""
+    from autoscaler.core.errors import InfeasibleError
+    from autoscaler.core.policies.offline import smallest_max_servers
     from autoscaler.core.twin_bound import twin_load, twin_lower_bound
 
     slot_s, twin = inputs.settings.slot_s, inputs.twin
@@ -216,7 +218,19 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
     weights = None
     if inputs.g_per_kwh is not None:
         weights = np.nan_to_num(_padded(inputs.g_per_kwh, n_slots + deadline_slots), nan=0.0)
-    bound = twin_lower_bound(load, deadline_slots, slot_s, twin, weights)
+    cap = usable_nodes(jobs, inputs.max_nodes, twin.step_concurrency)
+    flags = "--max-nodes" if cap == inputs.max_nodes else "--max-nodes and --step-concurrency"
+    try:
+        bound = twin_lower_bound(load, deadline_slots, slot_s, twin, weights, max_nodes=cap)
+        note = f"{BOUND_NOTE} within the cap of {count_text(cap, 'usable node')} ({flags})"
+    except InfeasibleError:
+        needed = math.ceil(smallest_max_servers(load, deadline_slots) - 1e-9)
+        bound = twin_lower_bound(load, deadline_slots, slot_s, twin, weights)
+        note = (
+            f"{BOUND_NOTE}; the deadlines need at least {count_text(needed, 'node')}, more than the cap of {cap:,} "
+            f"({flags}): no run within it meets them all, so this bound is without the cap and a run that "
+            f"misses deadlines may fall below it; give --max-nodes {needed:,} or more to meet them"
+        )
     beyond_h = max(0.0, float(true_s.sum()) / 3600.0 - float(load.sum()) * slot_s / 3600.0)
     beyond_kwh = beyond_h * twin.busy_power_w / 1000.0
     co2 = bound.co2_kg
@@ -228,7 +242,7 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
         bound.energy_kwh + beyond_kwh, co2, None, bound.busy_node_hours + beyond_h,
         None, None, None, None, None, None, None, None,
     )  # fmt: skip
-    return RunResult(BOUND, deadline_slots, figures, note=BOUND_NOTE)
+    return RunResult(BOUND, deadline_slots, figures, note=note)
 
 
 def _padded(values: np.ndarray, n: int) -> np.ndarray:

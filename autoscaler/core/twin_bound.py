@@ -136,6 +136,7 @@ def twin_lower_bound(
     slot_s: float,
     config: TwinConfig,
     g_per_kwh: np.ndarray | None = None,
+    max_nodes: float | None = None,
 ) -> TwinBound:
     """The twin's costs minimised by LP (3) of the deferral paper over n_slots + D slots, every unit
     of work released in slot t done by slot t + D (see the module's docstring for why no run of the
@@ -154,11 +155,16 @@ def twin_lower_bound(
     :func:`autoscaler.core.policies.offline.solve_offline`). Returns a TwinBound; with no work
     every figure is 0 and nothing is solved.
 
+    ``max_nodes``: the cap M on usable nodes (m_t <= M in every slot, LP (3)'s M), None: none. Under
+    a cap the bound holds for the runs that meet every deadline within it; InfeasibleError when the
+    deadlines need more than M (:func:`autoscaler.core.policies.offline.smallest_max_servers` says
+    how many): no run within the cap meets them all, and a run that misses some is not bounded.
+
     Raises ConfigError for a load that is not 1-D, empty, or has a value that is not finite and
     >= 0; a ``deadline_slots`` that is not a whole number >= 0 (or n_slots + D past MAX_SLOTS); a
     bad ``slot_s``; a ``g_per_kwh`` of another shape or with a NaN, infinite or negative value.
     Raises SolverError (with the solver's status) when an LP is not solved to optimality: a
-    bound is never made up. (LP (3) without a cap M is always feasible: no InfeasibleError.)
+    bound is never made up. (LP (3) without a cap M is always feasible.)
     """
     slot_s = _positive_seconds("slot_s", slot_s)
     curve = workload_from_curve(load, slot_s=slot_s, source="twin_lower_bound load").released
@@ -174,8 +180,11 @@ def twin_lower_bound(
     busy_energy_wh = config.busy_power_w * busy_node_hours
     if not curve.any():
         return TwinBound(deadline_slots, 0.0, 0.0, 0.0, None if signal is None else 0.0, 0.0)
-    hours = CostParams(e0=slot_s / S_PER_HOUR, e1=0.0, beta=config.provision_s / (2 * S_PER_HOUR))
-    energy = CostParams(e0=idle_w * slot_s / S_PER_HOUR, e1=extra_w * slot_s / S_PER_HOUR, beta=idle_w * config.provision_s / (2 * S_PER_HOUR))
+    cap = None if max_nodes is None else float(max_nodes)
+    hours = CostParams(e0=slot_s / S_PER_HOUR, e1=0.0, beta=config.provision_s / (2 * S_PER_HOUR), max_servers=cap)
+    energy = CostParams(
+        e0=idle_w * slot_s / S_PER_HOUR, e1=extra_w * slot_s / S_PER_HOUR, beta=idle_w * config.provision_s / (2 * S_PER_HOUR), max_servers=cap
+    )
     schedule = plan(curve, deadline_slots, hours)
     node_hours = schedule_cost(schedule.capacity, schedule.assigned, hours).total
     # The energy LP is the node-hour LP times idle_w (the same beta/e0) plus busy's extra over the

@@ -125,6 +125,32 @@ def test_a_policy_that_cannot_drain_its_queue_is_a_row_that_says_so_and_the_othe
     assert "warning: hold at D = 30 min (6 slots) did not finish" in captured.err
 
 
+def test_under_a_cap_below_what_the_deadlines_need_the_bound_names_the_smallest_cap_that_works(three_hours, capsys):
+    argv = ["compare", "--trace", str(three_hours), "-D", "30m", "--policy", "hold,bound", "--max-nodes", "2", "--format", "json", "--workers", "1"]
+    assert main(argv) == 0
+    runs = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    note = runs["bound"]["note"]
+    needed = int(re.search(r"the deadlines need at least (\d+) nodes?, more than the cap of 2", note).group(1))
+    assert f"give --max-nodes {needed} or more" in note
+    # Checked by the LP itself on the same load: feasible at that cap, infeasible one node below.
+    from autoscaler.app.cli.compare import _inputs
+    from autoscaler.app.config import Settings
+    from autoscaler.core.errors import InfeasibleError
+    from autoscaler.core.twin import TwinConfig
+    from autoscaler.core.twin_bound import twin_load, twin_lower_bound
+
+    inputs = _inputs(str(three_hours), Settings(), TwinConfig(), None, 0, 2, None, 6, None, None)
+    jobs = inputs.jobs_at(6)
+    load = twin_load(jobs, inputs.twin, 300.0, 0.0, inputs.window_slots)
+    twin_lower_bound(load, 6, 300.0, inputs.twin, max_nodes=needed)
+    with pytest.raises(InfeasibleError):
+        twin_lower_bound(load, 6, 300.0, inputs.twin, max_nodes=needed - 1)
+    # Within a cap the deadlines fit, the bound says it holds within it.
+    assert main([*argv[:-4], "--max-nodes", str(needed + 5), "--format", "json", "--workers", "1"]) == 0
+    runs = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert f"within the cap of {needed + 5} usable nodes (--max-nodes)" in runs["bound"]["note"]
+
+
 def test_the_table_sets_each_run_against_managed_and_names_the_fixed_size(three_hours, capsys):
     assert main(["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,managed,fixed", "--workers", "1"]) == 0
     out = capsys.readouterr().out

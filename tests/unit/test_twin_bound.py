@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core.cost import schedule_cost
-from autoscaler.core.errors import ConfigError
+from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostParams, Job, StepSpec
 from autoscaler.core.policies.offline import plan
 from autoscaler.core.twin import ClusterTwin, TwinConfig
@@ -143,6 +143,48 @@ def test_with_a_slot_of_deferral_half_a_node_runs_four_slots_on_half_a_boot():
     # work over 4 slots has some m_t >= 1/2, so it starts at least half a node: the LP's fraction.
     bound = twin_lower_bound(np.array([1.0, 0.0, 1.0]), 1, SLOT_S, TwinConfig())
     assert bound.node_hours == pytest.approx((2 * 300.0 + 0.5 * 330.0) / 3600.0, rel=REL)
+
+
+def test_a_cap_below_the_deadlines_need_is_infeasible_and_one_at_it_binds_the_bound():
+    # L = (0, 0, 0, 0, 10), D = 0: the last slot needs 10 nodes, whatever came before.
+    load = np.array([0.0, 0.0, 0.0, 0.0, 10.0])
+    with pytest.raises(InfeasibleError):
+        twin_lower_bound(load, 0, SLOT_S, TwinConfig(), max_nodes=9.5)
+    assert twin_lower_bound(load, 0, SLOT_S, TwinConfig(), max_nodes=10).node_hours == pytest.approx((10 * 300.0 + 10 * 330.0) / 3600.0, rel=REL)
+
+
+def test_a_cap_under_the_uncapped_optimum_raises_the_bound_by_what_it_forbids():
+    # L = (1, 0, 1), D = 1: uncapped, half a node over four slots (above). Capped at 1/4 the work
+    # (2 node-slots) cannot be done within 4 slots: infeasible. Capped at 1/2, the same schedule.
+    load = np.array([1.0, 0.0, 1.0])
+    with pytest.raises(InfeasibleError):
+        twin_lower_bound(load, 1, SLOT_S, TwinConfig(), max_nodes=0.25)
+    capped = twin_lower_bound(load, 1, SLOT_S, TwinConfig(), max_nodes=0.5)
+    assert capped.node_hours == pytest.approx((2 * 300.0 + 0.5 * 330.0) / 3600.0, rel=REL)
+    # D = 0 and a cap of 1: the gap slot is kept on or not exactly as uncapped (m never passes 1).
+    assert twin_lower_bound(load, 0, SLOT_S, TwinConfig(), max_nodes=1).node_hours == pytest.approx(
+        twin_lower_bound(load, 0, SLOT_S, TwinConfig()).node_hours, rel=REL
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    load=st.lists(st.floats(0.0, 8.0), min_size=1, max_size=12).filter(lambda values: sum(values) > 0),
+    deadline_slots=st.integers(0, 3),
+    extra=st.floats(0.0, 4.0),
+)
+def test_a_cap_never_lowers_the_bound_and_the_smallest_feasible_cap_is_the_offline_one(load, deadline_slots, extra):
+    from autoscaler.core.policies.offline import smallest_max_servers
+
+    load = np.array(load)
+    needed = smallest_max_servers(load, deadline_slots)
+    free = twin_lower_bound(load, deadline_slots, SLOT_S, TwinConfig())
+    capped = twin_lower_bound(load, deadline_slots, SLOT_S, TwinConfig(), max_nodes=needed * (1 + 1e-6) + extra)
+    assert capped.node_hours >= free.node_hours * (1 - REL) - 1e-9
+    assert capped.energy_kwh >= free.energy_kwh * (1 - REL) - 1e-9
+    if needed > 1e-3:
+        with pytest.raises(InfeasibleError):
+            twin_lower_bound(load, deadline_slots, SLOT_S, TwinConfig(), max_nodes=needed * 0.99)
 
 
 def test_co2_weights_each_slot_and_prices_a_boot_at_the_lowest_signal():
