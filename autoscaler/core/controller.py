@@ -305,16 +305,17 @@ def _with_carbon(
 
 
 def _arrival_nodes(policy_state, deadline_slots: int) -> float | None:
-    """The recent rate of work arriving, nodes' worth: the mean L_t over the last D+1 slots (or those
-    seen, if fewer) that the policy's state keeps (hold's, or the carbon-blind hold inside hold+carbon's); None for a policy
-    that keeps no load history."""
+    """The rate of work arriving that the cap must leave room for, nodes' worth: the peak L_t over the
+    last D+1 slots (or those seen, if fewer) that the policy's state keeps (hold's, or the
+    carbon-blind hold inside hold+carbon's); None for a policy that keeps no load history. The peak,
+    not the mean: work held back now meets the next peak, and a mean rising through the day let hold
+    defer the night's work into a saturated day (FB-2009 at 20 nodes)."""
     hold = getattr(policy_state, "hold", policy_state)
     recent = getattr(hold, "recent_load", None)
     seen = min(getattr(hold, "slots", 0), deadline_slots + 1, 0 if recent is None else len(recent))
     if not seen:
         return None
-    # Over the slots seen: before the first slot there was no load, not a load of 0.
-    return float(np.mean(recent[:seen]))
+    return float(np.max(recent[:seen]))
 
 
 def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig, policy_reason: tuple[str, str]) -> tuple[str, str]:

@@ -10,6 +10,7 @@ overload the jobs that can still be on time go first, then the overdue, each by 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -102,8 +103,8 @@ def dispatch(
     slot; or one of ``released_due`` (released in their start-by slot by the decision of
     ``last_slot``) still queued. ``last_slot`` None: ``slot - 1``.
 
-    ``arrival_nodes``: the recent rate of work arriving, nodes' worth (e.g. hold's mean L over the last
-    D+1 slots; None: not known, taken as 0). Under "node-seconds" the slot is also overloaded when the
+    ``arrival_nodes``: the recent rate of work arriving, nodes' worth (the controller gives the peak of
+    hold's L over the last D+1 slots; None: not known, taken as 0). Under "node-seconds" the slot is also overloaded when the
     queued work cannot all start by its start-by slots on ``max_nodes`` less ``arrival_nodes``
     (``_cap_binds``): deferral needs spare capacity later, and at the cap there is none.
 
@@ -289,22 +290,38 @@ def dispatch(
 
 
 def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeLimits, arrival_nodes: float = 0.0) -> bool:
-    """Whether the queued work (EDF order) cannot all start by its start-by slots on the nodes that the
-    arriving work leaves spare, ``max_nodes`` - ``arrival_nodes``: for some queued job, the node
-    seconds of it and of every job before it (each its whole length x w), with ``running_s``, exceed
-    that spare node time from this slot to the end of the job's start-by slot. Work keeps arriving at
-    about ``arrival_nodes`` a slot; held back, the queued work can later run only on what that leaves,
-    so where it does not fit, a node left idle now is capacity the deadlines needed: the slot is
-    treated as overloaded and every usable node is fed. GCP-OPT (7)'s prefix density
+    """Whether the queued work (EDF order) cannot all run from its start-by slots on the nodes that the
+    arriving work leaves spare, ``max_nodes`` - ``arrival_nodes``: at the end of some queued job's
+    start-by slot s, the node seconds every job due by then must have had, min(its length, the
+    slots from its start-by slot to s) x w (it must start by its start-by slot, and a long job holds
+    its nodes on after), with ``running_s``, exceed that spare node time from this slot to s. Work
+    keeps arriving at about ``arrival_nodes`` a slot; held back, the queued work can later run only on
+    what that leaves, so where it does not fit, a node left idle now is capacity the deadlines needed:
+    the slot is treated as overloaded and every usable node is fed. GCP-OPT (7)'s prefix density
     (``flat_capacity``) against the spare nodes; always true once the arrivals alone fill
-    ``max_nodes``. O(queued)."""
+    ``max_nodes``. O(queued log queued)."""
     spare_s = (limits.max_nodes - arrival_nodes) * limits.slot_s
     if spare_s <= 0:
         return True
-    work_s = running_s
+    slot_s = limits.slot_s
+    due_s = running_s  # node seconds due by the end of the horizon slot
+    horizon = slot
+    going: list[tuple[float, int]] = []  # (slot position its length ends at, nodes) of the jobs due that hold nodes on
     for job in queued:
-        work_s += max(job.length_s, 0.0) * job.nodes
-        if work_s > (max(start_by_slot(job, limits), slot) - slot + 1) * spare_s + 1e-6:
+        start_by = max(start_by_slot(job, limits), slot)
+        if start_by > horizon:
+            # Jobs due before keep their nodes from the old horizon to this one, until their length ends.
+            # (slot positions: a job's length ends at ``ends``; the horizon slot h ends at h + 1.)
+            while going and going[0][0] <= start_by + 1:
+                ends, nodes = heapq.heappop(going)
+                due_s += max(0.0, ends - (horizon + 1)) * slot_s * nodes
+            due_s += sum(nodes for _, nodes in going) * (start_by - horizon) * slot_s
+            horizon = start_by
+        length_s = max(job.length_s, 0.0)
+        due_s += min(length_s, slot_s) * job.nodes
+        if length_s > slot_s:
+            heapq.heappush(going, (start_by + length_s / slot_s, job.nodes))
+        if due_s > (horizon - slot + 1) * spare_s + 1e-6:
             return True
     return False
 

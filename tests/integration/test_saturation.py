@@ -209,3 +209,31 @@ def test_fb_2009_at_20_nodes_drains_with_no_more_node_hours_or_overran_jobs_than
         assert ours["jobs"] == managed["jobs"], name
         assert ours["node_hours"] <= managed["node_hours"], name
         assert ours["jobs_finished_after_deadline"] <= managed["jobs_finished_after_deadline"], name
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spec=st.lists(st.tuples(st.one_of(st.floats(1.0, 2000.0), st.sampled_from([30.0, 300.0, 600.0])), st.integers(0, 8), st.sampled_from([1, 1, 2])), min_size=1, max_size=8),
+    max_nodes=st.integers(1, 5),
+    slot=st.integers(0, 3),
+    running_s=st.sampled_from([0.0, 150.0, 600.0]),
+    arrival_nodes=st.sampled_from([0.0, 0.5, 2.0, 6.0]),
+)
+def test_the_cap_binds_ahead_exactly_when_some_horizon_holds_more_due_work_than_the_spare_nodes(spec, max_nodes, slot, running_s, arrival_nodes):
+    # By brute force over every horizon h: each job due by h (start-by slot s <= h) must have had
+    # min(length, (h - s + 1) slots) x w by the end of h; against (max_nodes - arrivals) x the slots to h.
+    from autoscaler.core.edf import start_by_slot
+    from autoscaler.core.release import _cap_binds
+
+    lim = limits(max_nodes)
+    jobs = sorted(
+        (Job(f"j{i}", "n", "t", 0.0, s * TAU + 1.0 + length, length, StepSpec(), nodes=w) for i, (length, s, w) in enumerate(spec)),
+        key=lambda j: start_by_slot(j, lim),
+    )
+    starts = [max(start_by_slot(j, lim), slot) for j in jobs]
+    spare_s = (max_nodes - arrival_nodes) * TAU
+    expected = spare_s <= 0 or any(
+        running_s + sum(min(j.length_s, (h - s + 1) * TAU) * j.nodes for j, s in zip(jobs, starts) if s <= h) > (h - slot + 1) * spare_s + 1e-6
+        for h in set(starts)
+    )
+    assert _cap_binds(jobs, slot, running_s, lim, arrival_nodes) == expected
