@@ -25,6 +25,7 @@ from autoscaler.app.cli.arguments import (
 from autoscaler.app.cli.trace_inputs import note_shadowed_file
 from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.model import DEFAULT_MAX_NODES
 from autoscaler.core.readable import count_text, duration_text
 
 DEFAULT_DEADLINES = "30m,2h,6h"
@@ -63,7 +64,7 @@ def add_parsers(commands) -> None:
     compare.add_argument("--window", type=positive_int, default=None, help="slots of the trace to run (default: its day, as replay, unless more than 1 %% of its jobs come later: then the whole days it spans, 2016 slots of 300 s for a week)")
     compare.add_argument("--config", type=Path, default=None, help="settings TOML (slot_s, costs, power model, cluster.min_nodes/max_nodes; default: the defaults)")
     add_objective_argument(compare, None, " (default: the config's objective, else energy); the baselines do not decide by it", paper_costs="the config's e0, e1, beta")
-    compare.add_argument("--max-nodes", type=positive_int, default=None, help="most task nodes, every run (default: the config's cluster.max_nodes)")
+    compare.add_argument("--max-nodes", type=positive_int, default=None, help=f"most task nodes, every run (default: the config's cluster.max_nodes, {DEFAULT_MAX_NODES} unless set)")
     compare.add_argument("--min-nodes", type=non_negative_int, default=None, help="fewest task nodes of managed and custom-rules (default: the config's cluster.min_nodes)")
     compare.add_argument("--fixed-nodes", type=positive_int, default=None, help="fixed: this many nodes always on (default: the fewest that meet every deadline, at most --max-nodes)")
     compare.add_argument(
@@ -272,7 +273,8 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
     notes = [f"{r.name}: {r.note}" for r in rows if r.note] + [f"{r.name}: did not finish ({r.error})" for r in rows if r.error]
     against = ""
     if reference is not None:
-        against = f"; (%) against {reference.name}, the managed variant ({' or '.join(MANAGED_VARIANTS)}) with the least kWh"
+        ran = [name for name in MANAGED_VARIANTS if (name, deadline_slots) in results]
+        against = f"; (%) against {reference.name}" + (f", the managed variant ({' or '.join(ran)}) with the least kWh" if len(ran) > 1 else "")
     table = Table(
         title=f"D = {_deadline_words(deadline_slots, slot_s)}, on the cluster twin{against}",
         caption="; ".join(notes) or None,
