@@ -180,16 +180,13 @@ def dispatch(
         tenants = queue.queued_tenants()
         taken: set[str] = set()
 
-        def fair_pass(
-            free: float, cost: Callable[[Job], float], unit: float, charge: Callable[[Job], float], pass_waits, overdue: bool = True,
-            starts_in_slot: bool = False,
-        ) -> list[Job]:  # fmt: skip
+        def fair_pass(free: float, cost: Callable[[Job], float], unit: float, pass_waits, overdue: bool = True, starts_in_slot: bool = False) -> list[Job]:
             chosen: list[Job] = []
             for bounds in ({"start_by_from": slot}, {"start_by_before": slot})[: 2 if overdue else 1]:
                 queues = {t: (j for j in present(queue.tenant_queued(t, **bounds)) if j.job_id not in taken) for t in tenants}
-                got = _fair_release(queues, held, free - sum(cost(j) for j in chosen), shares, limits, pass_waits, cost, unit, charge, starts_in_slot)
+                got = _fair_release(queues, held, free - sum(cost(j) for j in chosen), shares, limits, pass_waits, cost, unit, starts_in_slot)
                 for job in got:
-                    held[job.tenant] += charge(job)
+                    held[job.tenant] += cost(job)
                     taken.add(job.job_id)
                 chosen += got
             return chosen
@@ -207,17 +204,17 @@ def dispatch(
             def seconds(job: Job) -> float:
                 return need_s(job, limits.slot_s)
 
-            release = fair_pass(limits.max_nodes * limits.slot_s - running_s, seconds, limits.slot_s, seconds, waits, starts_in_slot=True)
+            release = fair_pass(limits.max_nodes * limits.slot_s - running_s, seconds, limits.slot_s, waits, starts_in_slot=True)
             # Steps EMR still holds PENDING (state "released": not yet started) are ahead already. Only
             # jobs that can still be on time go ahead while any is queued: an overdue job ahead in
             # EMR's queue would hold the next slot's on-time jobs behind it.
             pending_s = sum(need_s(j, limits.slot_s) for j in queue.running() if j.state == "released")
             on_time_left = any(j.job_id not in taken for t in tenants for j in present(queue.tenant_queued(t, start_by_from=slot)))
             ahead_s = OVERLOAD_AHEAD_SLOTS * limits.max_nodes * limits.slot_s - pending_s
-            release += fair_pass(ahead_s, _narrow_seconds(limits.slot_s), limits.slot_s, seconds, None, overdue=not on_time_left, starts_in_slot=True)
+            release += fair_pass(ahead_s, _narrow_seconds(limits.slot_s), limits.slot_s, None, overdue=not on_time_left, starts_in_slot=True)
         else:
             held = Counter(queue.running_by_tenant())
-            release = fair_pass(limits.max_nodes - busy, _width, 1.0, _width, waits)
+            release = fair_pass(limits.max_nodes - busy, _width, 1.0, waits)
     elif by_time:
         release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.due_margin_slots, limits, waits)
     else:
@@ -307,6 +304,7 @@ def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeL
     due_s = running_s  # node seconds due by the end of the horizon slot
     horizon = slot
     going: list[tuple[float, int]] = []  # (slot position its length ends at, nodes) of the jobs due that hold nodes on
+    going_nodes = 0
     for job in queued:
         start_by = max(start_by_slot(job, limits), slot)
         if start_by > horizon:
@@ -314,13 +312,15 @@ def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeL
             # (slot positions: a job's length ends at ``ends``; the horizon slot h ends at h + 1.)
             while going and going[0][0] <= start_by + 1:
                 ends, nodes = heapq.heappop(going)
+                going_nodes -= nodes
                 due_s += max(0.0, ends - (horizon + 1)) * slot_s * nodes
-            due_s += sum(nodes for _, nodes in going) * (start_by - horizon) * slot_s
+            due_s += going_nodes * (start_by - horizon) * slot_s
             horizon = start_by
         length_s = max(job.length_s, 0.0)
         due_s += min(length_s, slot_s) * job.nodes
         if length_s > slot_s:
             heapq.heappush(going, (start_by + length_s / slot_s, job.nodes))
+            going_nodes += job.nodes
         if due_s > (horizon - slot + 1) * spare_s + 1e-6:
             return True
     return False
@@ -516,7 +516,6 @@ def _fair_release(
     waits: list[tuple[Job, int]] | None = None,
     cost: Callable[[Job], float] = _width,
     unit: float = 1.0,
-    charge: Callable[[Job], float] | None = None,
     starts_in_slot: bool = False,
 ) -> list[Job]:
     """``fair_release`` on each tenant's queued jobs in EDF order (read lazily) and what each holds;
@@ -524,10 +523,9 @@ def _fair_release(
     ``Job.nodes``; under node-seconds its node seconds, ``need_s``, and ``held`` and ``free_nodes`` are
     node seconds too, ``unit`` = slot_s of them a node); a tenant whose next job needs more than is
     left gets none more this slot (the job is appended to ``waits`` with the whole nodes left).
-    ``charge``: what a job adds to its tenant's ``held`` (None: its ``cost``). ``starts_in_slot``: a
+    ``starts_in_slot``: a
     one-node job is taken while any of ``free_nodes`` is left, not only when it fits whole: it starts
     within the slot, on the node time that would otherwise idle to its end."""
-    charge = cost if charge is None else charge
     held = Counter(held)
     heads: dict[str, tuple[tuple, Job]] = {}
     for tenant, jobs in queues.items():
@@ -553,7 +551,7 @@ def _fair_release(
             del heads[tenant]
             continue
         chosen.append(heads[tenant])
-        held[tenant] += charge(job)
+        held[tenant] += need
         free -= need
         following = next(queues[tenant], None)
         if following is None:
