@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+from collections import deque
 
 from autoscaler.adapters.fakes import FakeCluster
 from autoscaler.core import defaults
@@ -43,6 +44,8 @@ class ShadowStore:
         self._recent: list[tuple[float, str]] = []  # (released_s, step id), oldest first
         self._intents: dict[int, dict] = {}
         self._runs: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (tenant, name) -> runs recorded here
+        # (end_s, length_s, run_s, learned) of the newest runs recorded here
+        self._planned_runs: deque[tuple[float, float, float, bool]] = deque(maxlen=defaults.LENGTH_ERROR_RUNS)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -126,6 +129,12 @@ class ShadowStore:
         # The real store's are earlier than any the shadow ran (a dry run starts from it): they come first.
         return (real + runs_ended_by(self._runs.get((tenant, name), []), ended_by_s, limit))[-limit:]
 
+    def recent_runs(self, limit: int = defaults.LENGTH_ERROR_RUNS) -> list[tuple[float, float, bool]]:
+        """The real store's newest runs and those the shadow recorded, newest ``limit``, oldest first."""
+        real = self._real.recent_runs(limit) if self._real is not None else []
+        here = [(length_s, run_s, learned) for _, length_s, run_s, learned in sorted(self._planned_runs, key=lambda run: run[0])]
+        return (real + here)[-limit:]
+
     def set_runs(self, runs: dict[str, tuple[float, float]]) -> None:
         """What ``SqliteJobStore.set_runs`` writes, kept in memory."""
         self._record_runs(self._sync(), runs)
@@ -146,6 +155,7 @@ class ShadowStore:
             if job is not None:
                 jobs[job_id] = dataclasses.replace(job, run_start_s=float(start_s), run_end_s=float(end_s))
                 self._runs.setdefault((job.tenant, job.name), []).append((float(start_s), float(end_s)))
+                self._planned_runs.append((float(end_s), job.length_s, float(end_s) - float(start_s), job.prior_length_s is not None))
 
     # -- the slot's record, in memory ----------------------------------------------------------
 

@@ -85,7 +85,7 @@ from autoscaler.adapters.store_schema import (
     to_json,
     whole_number,
 )
-from autoscaler.core.defaults import LEARNED_RUNS, PRUNE_ROWS_PER_COMMIT
+from autoscaler.core.defaults import LEARNED_RUNS, LENGTH_ERROR_RUNS, PRUNE_ROWS_PER_COMMIT
 from autoscaler.core.errors import StoreError
 from autoscaler.core.model import JOB_STATES, Job
 
@@ -309,6 +309,20 @@ class SqliteJobStore:
                 params,
             ).fetchall()
         return frozenset(row[0] for row in rows)
+
+    def recent_runs(self, limit: int = LENGTH_ERROR_RUNS) -> list[tuple[float, float, bool]]:
+        """(length_s, run time s, learned) of the ``limit`` newest done jobs with a run, by run end,
+        oldest first (read at start-up only: no index orders the done jobs by run end, so a store of a
+        million jobs takes a scan of its done ones)."""
+        limit = whole_number(limit, "limit", self.path, minimum=1)
+        with self._transaction() as conn:
+            rows = conn.execute(
+                """SELECT length_s, run_end_s - run_start_s, prior_length_s IS NOT NULL FROM jobs
+                   WHERE state = 'done' AND run_start_s IS NOT NULL AND run_end_s IS NOT NULL
+                   ORDER BY run_end_s DESC, seq DESC LIMIT ?""",
+                (limit,),
+            ).fetchall()
+        return [(float(length_s), float(run_s), bool(learned)) for length_s, run_s, learned in reversed(rows)]
 
     def load_state(self) -> dict | None:
         """The controller state saved by the last ``commit_slot`` (as JSON gives it back: tuples

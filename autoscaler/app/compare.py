@@ -240,7 +240,7 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
     figures = TwinFigures(
         BOUND, deadline_slots, bound.node_hours + beyond_h, (bound.node_hours + beyond_h) * twin.price_per_node_hour,
         bound.energy_kwh + beyond_kwh, co2, None, bound.busy_node_hours + beyond_h,
-        None, None, None, None, None, None, None, None,
+        None, None, None, None, None, None, None, None, None, None, None,
     )  # fmt: skip
     return RunResult(BOUND, deadline_slots, figures, note=note)
 

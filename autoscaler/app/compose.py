@@ -86,12 +86,14 @@ def controller_config(
 def runner(settings: Settings, config: ControllerConfig, store, cluster, clock, **options) -> SlotRunner:
     """The slot runner on these adapters, with the settings' power model and retention; ``options``
     are SlotRunner's other fields (and override those)."""
+    from autoscaler.core.learned import LengthErrors
     from energy.power import power_model
 
     chosen = {
         "policy_name": config.policy_name,
         "power_model": power_model(settings.report.power_model),
         "retention_s": settings.retention_days * 86400.0,
+        "length_errors": LengthErrors(quantile=settings.jobs.length_error_quantile),
     }
     return SlotRunner(config=config, store=store, cluster=cluster, clock=clock, **(chosen | options))
 

@@ -185,11 +185,14 @@ class CarbonSettings(BaseModel):
 
 class JobsSettings(BaseModel):
     """``[jobs]``: how a submitted job's length is planned. ``length_quantile``: a job whose name has run
-    before is planned at this quantile of its past run times (``autoscaler.core.learned``; 0.9 = p90)."""
+    before is planned at this quantile of its past run times (``autoscaler.core.learned``; 0.9 = p90).
+    ``length_error_quantile``: a job's start is planned with room for this quantile of finished jobs'
+    run time / planned length (``autoscaler.core.learned.LengthErrors``; 0.999 = p99.9; 0: no room)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     length_quantile: float = Field(default=defaults.LENGTH_QUANTILE, gt=0, le=1)
+    length_error_quantile: float = Field(default=defaults.LENGTH_ERROR_QUANTILE, ge=0, le=1)
 
 
 class Settings(BaseSettings):

@@ -43,6 +43,7 @@ from autoscaler.core import defaults
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.core.edf import JobQueue
 from autoscaler.core.errors import ActuationError
+from autoscaler.core.learned import LengthErrors
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
 
@@ -103,6 +104,9 @@ class SlotRunner:
     ``carbon_feed``: the ``[carbon]`` signal (:class:`~autoscaler.adapters.carbon_feed.CarbonFeed`)
     whose window each slot hands to ``tick`` when ``config.carbon`` (hold+carbon); a slot without a
     usable signal is hold's decision, logged (``carbon_signal_fallback``) and counted.
+    ``length_errors``: how far finished runs were off their planned lengths; each job joining the
+    queue gets its start margin from it (``Job.start_margin_s``), and each run seen finished is
+    recorded in it (rebuilt from the store's newest runs whenever the store is read afresh).
     """
 
     config: ControllerConfig
@@ -116,6 +120,7 @@ class SlotRunner:
     on_decision: Callable[[dict], None] | None = None
     retention_s: float | None = DEFAULT_RETENTION_S
     carbon_feed: SignalFeed | None = None
+    length_errors: LengthErrors = field(default_factory=LengthErrors)
     _queue: JobQueue | None = None  # the active jobs, between slots; None: read the store afresh
     _fresh: bool = True  # the next slot lists every step added since the newest recorded one
     _state: PolicyState | None = None
@@ -207,7 +212,11 @@ class SlotRunner:
         # next jobs_after (adding it twice replaces it), never skipped.
         self._seq = self.store.max_seq()
         jobs = self.store.active_jobs()
-        self._queue = JobQueue.of(jobs, self.config.slot_s, self.config.epoch_s)
+        errors = dataclasses.replace(self.length_errors)  # empty, with the same quantile and window
+        for length_s, run_s, learned in self.store.recent_runs(errors.runs):
+            errors.record(length_s, run_s, learned)
+        self.length_errors = errors
+        self._queue = JobQueue.of([errors.with_margin(job) for job in jobs], self.config.slot_s, self.config.epoch_s)
         saved = self.store.load_state()
         self._state = PolicyState.from_json(saved) if saved else PolicyState()
 
@@ -216,7 +225,7 @@ class SlotRunner:
         the states the steps show (the store is told at record)."""
         for job in self.store.jobs_after(self._seq):
             self._seq = max(self._seq, job.seq or 0)
-            self._queue.add(job)
+            self._queue.add(self.length_errors.with_margin(job))
         steps = self._recent_steps() if fresh else self._reconcile()
         if fresh:
             self._uncertain.clear()
@@ -242,6 +251,9 @@ class SlotRunner:
             if (run := status.run) is not None and (job := self._queue.get(job_id)) is not None and job.run_end_s is None
         }
         overran = {job_id: job.tenant for job_id, (_, end_s) in runs.items() if end_s > (job := self._queue.get(job_id)).deadline_s}
+        for job_id, (start_s, end_s) in runs.items():
+            job = self._queue.get(job_id)
+            self.length_errors.record(job.length_s, end_s - start_s, job.prior_length_s is not None)
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
             # When a RUNNING step started: what it still needs in the slot is counted from then.

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from autoscaler.core.baselines import MANAGED_VARIANTS
-from autoscaler.core.twin import ClusterTwin
+from autoscaler.core.twin import ClusterTwin, StepRun
 
 FIGURE_UNITS = {
     "node_hours": "node-hours billed (per second, 60 s minimum per node)",
@@ -30,6 +30,9 @@ FIGURE_UNITS = {
     "jobs": "jobs run",
     "jobs_released_late": "jobs released after their start-by slot (deadline - estimated length)",
     "jobs_finished_after_deadline": "jobs that overran: their step ended after their deadline",
+    "overran_too_long": "of those, jobs that ran longer than their deadline left from submission: late whatever runs them",
+    "overran_held": "of those, jobs released with less time left than they ran (held back, or waiting for a slot's decision)",
+    "overran_waited": "of those, the rest: released in time for the length they ran, then waited for a node (or were killed and run again)",
     "wait_p50_s": "median seconds from submission to the step's first start",
     "wait_p95_s": "95th percentile of the same",
     "peak_nodes": "most nodes up at once (booting, idle, busy or draining)",
@@ -56,6 +59,9 @@ class TwinFigures:
     jobs: int | None
     jobs_released_late: int | None
     jobs_finished_after_deadline: int | None
+    overran_too_long: int | None
+    overran_held: int | None
+    overran_waited: int | None
     wait_p50_s: float | None
     wait_p95_s: float | None
     peak_nodes: int | None
@@ -72,6 +78,26 @@ def released_late(added_s: float, deadline_s: float, estimate_s: float, slot_s: 
     return math.floor(added_s / slot_s + 1e-9) > math.floor((deadline_s - estimate_s) / slot_s + 1e-9)
 
 
+def overran_causes(steps: Iterable[StepRun]) -> tuple[int, int, int]:
+    """Why the steps that ended after their deadline did: (too long, held, waited), which sum to them.
+    Too long: the job's true length exceeds deadline - submit, so it overruns even started at once.
+    Held: not too long, but added as a step with less than its true length left (added + true >
+    deadline): held back by the policy, or waiting for the slot loop's next decision. Waited: the
+    rest, added in time for the length it ran, then late from waiting PENDING for a node or from a
+    run killed at a decommission and run again. Times s; checkable from each step's own record."""
+    too_long = held = waited = 0
+    for step in steps:
+        if step.end_s is None or step.end_s <= step.deadline_s + 1e-6:
+            continue
+        if step.submit_s + step.true_s > step.deadline_s + 1e-6:
+            too_long += 1
+        elif step.added_s + step.true_s > step.deadline_s + 1e-6:
+            held += 1
+        else:
+            waited += 1
+    return too_long, held, waited
+
+
 def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: float, g_per_kwh: np.ndarray | None = None) -> TwinFigures:
     """The row of a finished twin (call ``twin.finish`` first). ``g_per_kwh``: the carbon signal per
     slot of ``slot_s`` from 0, shape (n_slots,), NaN where it does not cover (those slots' energy is
@@ -80,6 +106,7 @@ def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: floa
     submit time to its step's first start."""
     bill = twin.bill()
     steps = list(twin.steps.values())
+    too_long, held, waited = overran_causes(steps)
     started = [step for step in steps if step.start_s is not None]
     waits = np.array([step.start_s - step.submit_s for step in started]) if started else np.zeros(1)
     co2_kg = uncovered = None
@@ -100,6 +127,9 @@ def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: floa
         jobs=len(steps),
         jobs_released_late=sum(released_late(s.added_s, s.deadline_s, s.estimate_s, slot_s) for s in steps),
         jobs_finished_after_deadline=sum(1 for s in steps if s.end_s is not None and s.end_s > s.deadline_s + 1e-6),
+        overran_too_long=too_long,
+        overran_held=held,
+        overran_waited=waited,
         wait_p50_s=float(np.percentile(waits, 50)),
         wait_p95_s=float(np.percentile(waits, 95)),
         peak_nodes=bill.peak_nodes,

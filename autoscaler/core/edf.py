@@ -294,8 +294,9 @@ def slot_of(time_s: float, grid: SlotGrid) -> int:
 
 
 def start_by_slot(job: Job, grid: SlotGrid) -> int:
-    """Latest slot a job may start in and still finish by its deadline: the slot of deadline - length."""
-    return slot_of(job.deadline_s - job.length_s, grid)
+    """Latest slot a job may start in and still finish by its deadline: the slot of deadline - length,
+    less the job's ``start_margin_s`` (the room its length's learned error asks for; 0 by default)."""
+    return slot_of(job.deadline_s - job.length_s - job.start_margin_s, grid)
 
 
 def release_by_slot(job: Job, limits: NodeLimits) -> int:

@@ -10,6 +10,11 @@ what a name never seen before is planned at.
 Only runs that ended at or before the time the job is planned at count (``ended_by_s``): a replay
 sees no run the daemon could not yet have seen, so replay = live.
 
+A planned length is still a guess: a name's p90 runs longer one time in ten, and a length given by hand
+or by the size model is off by 2x or more for many jobs. :class:`LengthErrors` learns how far off
+(finished jobs' run time / planned length) and gives each new job a start margin, so that a job held
+back to its start-by slot still has room for a run as long as the error's p99.
+
 The quantile is nearest-rank: the ceil(q n)-th smallest of n run times, a run time that happened
 (p90 of 6 runs is the 6th smallest, the longest; p50 of 6 the 3rd), checkable by hand. At least
 :data:`~autoscaler.core.defaults.LEARNED_MIN_RUNS` runs (one) are needed; the newest
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import deque
 from collections.abc import Iterable, Sequence
 
 from autoscaler.core import defaults
@@ -89,3 +95,73 @@ def planned(job: Job, run_lengths_s: Sequence[float], quantile: float = defaults
         length_source=f"{quantile_label(quantile)} of {len(run_lengths_s)} run{'s' if len(run_lengths_s) != 1 else ''}",
     )
 
+
+
+RATIO_TOLERANCE = 1e-6
+"""A ratio within this of 1 is a run as long as planned: a step's end - start in float seconds is the
+length only to rounding, and no margin is planned for rounding."""
+
+
+@dataclasses.dataclass
+class LengthErrors:
+    """How far finished jobs ran from the lengths they were planned at, and the room a new job's start is
+    given for it: ``start_margin_s`` = (r - 1) x length_s when r > 1, where r is the nearest-rank
+    ``quantile`` of run time / planned length over the newest ``runs`` finished jobs (0 below
+    ``min_runs`` of them, or when r <= 1: lengths planned long enough already).
+
+    Two pools, as the error differs: jobs planned at a learned length (their name's past runs,
+    ``prior_length_s`` set) and jobs planned at the length they came with (``--length-s`` or the §V-A
+    size model). A job of ``length_s`` <= 0 tells nothing and is not recorded.
+
+    Why: deferral holds a job back to its start-by slot, deadline - length; one that then runs r times
+    its planned length ends (r - 1) x length after its deadline, where released at once it may have
+    made it. The deadline stays the job's: only the slot it is due from moves earlier (``Job.start_margin_s``,
+    ``autoscaler.core.edf.start_by_slot``), so at most about 1 - ``quantile`` of the jobs held back to
+    the last moment overrun for a length planned short. Raises ConfigError on a quantile outside (0, 1]
+    or ``runs`` / ``min_runs`` not whole numbers >= 1. A ``quantile`` of 0 plans no margin (off).
+    """
+
+    quantile: float = defaults.LENGTH_ERROR_QUANTILE
+    runs: int = defaults.LENGTH_ERROR_RUNS
+    min_runs: int = defaults.LENGTH_ERROR_MIN_RUNS
+
+    def __post_init__(self) -> None:
+        if self.quantile != 0 or isinstance(self.quantile, bool):
+            self.quantile = check_quantile(self.quantile, "length_error_quantile")
+        for name in ("runs", "min_runs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"LengthErrors: {name} must be a whole number >= 1, got {value!r}")
+        self._ratios: dict[bool, deque[float]] = {False: deque(maxlen=self.runs), True: deque(maxlen=self.runs)}
+        self._ratio: dict[bool, float | None] = {}
+
+    def record(self, length_s: float, run_s: float, learned: bool = False) -> None:
+        """One finished run: planned at ``length_s``, ran ``run_s`` (EMR's step end - start), s;
+        ``learned``: planned at a learned length. A length under a second or a value that is not a
+        finite number >= 0 is skipped (the ratio of a run of microseconds is the clock's rounding)."""
+        if not (math.isfinite(length_s) and math.isfinite(run_s)) or length_s < 1.0 or run_s < 0:
+            return
+        self._ratios[bool(learned)].append(run_s / length_s)
+        self._ratio.pop(bool(learned), None)
+
+    def ratio(self, learned: bool = False) -> float | None:
+        """The ``quantile`` of run time / planned length of the pool's newest runs (nearest rank), or
+        None with fewer than ``min_runs`` in it (or with ``quantile`` 0: off)."""
+        learned = bool(learned)
+        if self.quantile == 0:
+            return None
+        if learned not in self._ratio:
+            ratios = self._ratios[learned]
+            self._ratio[learned] = nearest_rank(ratios, self.quantile) if len(ratios) >= self.min_runs else None
+        return self._ratio[learned]
+
+    def margin_s(self, job: Job) -> float:
+        """The start margin for ``job``, s: (r - 1) x its ``length_s`` when its pool's ratio r > 1 (by
+        more than a clock's rounding, ``RATIO_TOLERANCE``), else 0."""
+        ratio = self.ratio(job.prior_length_s is not None)
+        return 0.0 if ratio is None or ratio <= 1.0 + RATIO_TOLERANCE else (ratio - 1.0) * max(job.length_s, 0.0)
+
+    def with_margin(self, job: Job) -> Job:
+        """``job`` with its ``start_margin_s`` set (:meth:`margin_s`)."""
+        margin_s = self.margin_s(job)
+        return job if margin_s == job.start_margin_s else dataclasses.replace(job, start_margin_s=margin_s)

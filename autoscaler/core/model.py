@@ -267,6 +267,9 @@ class Job:
     ``run_end_s``: when its step started and ended on the cluster (EMR's step timeline), once known.
     ``seq``: the job's place in the store's order of arrival (1, 2, ...; set by the store, None for a
     job not read from one); the daemon reads only the jobs after the last it has seen. Not compared.
+    ``start_margin_s``: seconds before (deadline - length) by which the job is started, to allow for a
+    length that runs longer than planned (``autoscaler.core.learned.LengthErrors``: the slot loop sets
+    it when the job joins its queue; 0: none). Not stored, not compared.
     """
 
     job_id: str
@@ -287,6 +290,7 @@ class Job:
     run_start_s: float | None = None
     run_end_s: float | None = None
     seq: int | None = field(default=None, compare=False)
+    start_margin_s: float = field(default=0.0, compare=False)
 
     @property
     def submitted_length_s(self) -> float:

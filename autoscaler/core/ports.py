@@ -203,6 +203,11 @@ class JobStore(Protocol):
         ``name`` whose run ended at or before ``ended_by_s``, oldest first: what a learned length is
         drawn from (``autoscaler.core.learned``)."""
 
+    def recent_runs(self, limit: int = defaults.LENGTH_ERROR_RUNS) -> list[tuple[float, float, bool]]:
+        """(planned length_s, run time s, planned at a learned length) of the ``limit`` newest done
+        jobs with a run recorded, by run end, oldest first: what the length error a new job's start
+        margin is drawn from is rebuilt from at start-up (``autoscaler.core.learned.LengthErrors``)."""
+
     def decisions(self, first_slot: int | None = None, last_slot: int | None = None) -> list[dict]:
         """The decision log, oldest first; only ``first_slot <= slot <= last_slot`` when given."""
 

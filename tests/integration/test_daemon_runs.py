@@ -42,3 +42,20 @@ def test_finished_runs_are_stored_and_a_run_past_its_deadline_is_logged_and_coun
     assert [line["overran"] for line in slot_lines] == [0, 0, 1]  # "fits" ends in slot 1, in time; "overruns" is seen ended in slot 2
     assert slot_lines[2]["overran_jobs"] == ["overruns"] and "overran_jobs" not in slot_lines[1]
     assert telemetry.registry.get_sample_value("autoscaler_jobs_overran_total", {"tenant": "ads"}) == 1.0
+
+
+def test_a_restarted_runner_gives_new_jobs_the_margin_the_stored_runs_show(tmp_path):
+    """20 done runs of 3 x their 100-s length in the store: a runner started on it (a restart) reads
+    them back, so a new 200-s job gets (3 - 1) x 200 = 400 s of start margin."""
+    clock = SimulatedClock(10_000.0)
+    config = ControllerConfig(policy="hold", deadline_slots=12, slot_s=300.0, max_nodes=10)
+    old = [Job(f"old{i}", "etl", "ads", 0.0, 5000.0, 100.0, StepSpec(args=("true",))) for i in range(20)]
+    new = Job("new", "etl", "ads", 10_000.0, 20_000.0, 200.0, StepSpec(args=("true",)))
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        store.submit_many(old)
+        store.commit_slot(1, {}, {}, {"slot": 1}, states={j.job_id: "done" for j in old}, runs={j.job_id: (1000.0, 1300.0) for j in old})
+        store.submit_many([new])
+        runner = SlotRunner(config=config, store=store, cluster=FakeCluster(clock), clock=clock)
+        runner.run_slot()
+        assert runner.length_errors.ratio() == 3.0
+        assert runner.queue.get("new").start_margin_s == 400.0

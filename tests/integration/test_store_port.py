@@ -132,3 +132,16 @@ def test_runs_of_done_jobs_are_the_lengths_learned_from(job_store):
     assert job_store.run_lengths_s("analytics", "etl", 1e9, limit=1) == [900.0]
     assert job_store.run_lengths_s("analytics", "load", 1e9) == [100.0]
     assert job_store.run_lengths_s("other-tenant", "etl", 1e9) == []
+
+
+def test_recent_runs_are_the_newest_done_runs_with_their_planned_lengths(job_store):
+    """What the length error is rebuilt from at start-up: (planned length, run time, learned) of done
+    jobs with a run, by run end, oldest first; a failed job's run and a job without one never count."""
+    jobs = [job("a", 100.0), dataclasses.replace(job("b", 200.0), prior_length_s=50.0), job("c", 300.0), job("d", 400.0)]
+    job_store.submit_many(jobs)
+    runs = {"a": (1000.0, 3000.0), "b": (1500.0, 2000.0), "c": (100.0, 150.0)}
+    job_store.commit_slot(1, {}, {}, {"slot": 1}, states={"a": "done", "b": "done", "c": "failed", "d": "done"}, runs=runs)
+
+    length_s = {j.job_id: j.length_s for j in jobs}
+    assert job_store.recent_runs() == [(length_s["b"], 500.0, True), (length_s["a"], 2000.0, False)]
+    assert job_store.recent_runs(limit=1) == [(length_s["a"], 2000.0, False)]

@@ -134,6 +134,8 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         for d in deadlines:
             out.print(_table(results, d, slot_s, carbon is not None))
+        if (why := _overran_table(results, deadlines, slot_s)) is not None:
+            out.print(why)
     for result in results.values():
         f = result.figures
         if result.error is not None:
@@ -304,6 +306,29 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
         waits = "" if f.wait_p50_s is None else f"{f.wait_p50_s:,.0f} / {f.wait_p95_s:,.0f}"
         cells += [_number(f.jobs_released_late, 0), _number(f.jobs_finished_after_deadline, 0), waits, _number(f.peak_nodes, 0), _number(f.scale_events, 0)]
         table.add_row(*cells)
+    return table
+
+
+def _overran_table(results: dict, deadlines: list[int], slot_s: float) -> Table | None:
+    """Why jobs overran, per run and deadline (autoscaler.core.compare.overran_causes), or None when
+    no run's job overran."""
+    rows = [
+        (d, result)
+        for d in deadlines
+        for (_, at), result in results.items()
+        if at == d and result.figures is not None and result.figures.jobs_finished_after_deadline
+    ]
+    if not rows:
+        return None
+    table = Table(title="Why jobs overran (ended after their deadline)")
+    headers = ("D", "run", "overran", "longer than the deadline allowed", "released too late for their run", "waited for a node")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("D", "run") else "right", overflow="fold")
+    for d, result in rows:
+        f = result.figures
+        table.add_row(
+            duration_text(d * slot_s), result.name, f"{f.jobs_finished_after_deadline:,}", f"{f.overran_too_long:,}", f"{f.overran_held:,}", f"{f.overran_waited:,}"
+        )
     return table
 
 

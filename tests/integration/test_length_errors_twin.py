@@ -1,0 +1,43 @@
+"""Held back, a job whose length runs longer than planned still makes its deadline when finished runs
+have shown how far lengths run over: the slot loop gives each new job a start margin of (r - 1) x
+its length, r the error's p99.9 (``autoscaler.core.learned.LengthErrors``). On the twin each job here
+runs exactly three times its planned length, so every time is worked by hand."""
+
+from __future__ import annotations
+
+from autoscaler.app.compare import CompareInputs, policy_on_twin
+from autoscaler.app.config import Settings
+from autoscaler.core.model import Job, StepSpec
+from autoscaler.core.twin import TwinConfig
+
+
+def job(i: int, submit_s: float, planned_s: float, true_s: float, slack_s: float) -> Job:
+    # The twin runs a job for its submitted length (prior_length_s) x the error (none here): true_s.
+    return Job(f"j{i:03d}", f"j{i:03d}", "t", submit_s, submit_s + planned_s + slack_s, planned_s, StepSpec(args=("true",)), prior_length_s=true_s)
+
+
+def burst_after_warm_up(warm_up_true_s: float) -> list:
+    """24 jobs planned at 100 s at 0, due at once, that run ``warm_up_true_s``; then at 1 h 200 jobs
+    planned at 300 s that run 900 s, with 2 h of slack (deadline 3600 + 300 + 7200 = 11,100 s).
+    Returns the burst's steps after hold ran them on the twin."""
+    jobs = [job(i, 0.0, 100.0, warm_up_true_s, 0.0) for i in range(24)]
+    jobs += [job(100 + i, 3600.0, 300.0, 900.0, 7200.0) for i in range(200)]
+    inputs = CompareInputs(tuple(jobs), 72, Settings(deadline_slots=24), TwinConfig(provision_s=0.0), 0, 500)
+    twin = policy_on_twin(inputs, "hold", 0)
+    return [step for step in twin.steps.values() if step.job_id >= "j100"]
+
+
+def test_runs_seen_three_times_their_length_give_the_burst_room_to_run_three_times_its_own():
+    # 24 runs of ratio 3: r = 3, margin 2 x 300 = 600 s, start-by 11,100 - 300 - 600 = 10,200 s
+    # (slot 34): every job starts by 10,200 and runs 900 s, ending by 11,100.
+    burst = burst_after_warm_up(300.0)
+    assert max(step.added_s for step in burst) <= 10_200.0
+    assert all(step.end_s <= step.deadline_s for step in burst)
+
+
+def test_runs_seen_on_time_give_no_room_and_held_jobs_overrun():
+    # The same burst after runs of ratio 1: no margin, start-by 10,800 s (slot 36). Hold spreads the
+    # burst over its deadline, so the jobs it holds to a start-by past 10,200 end after 11,100.
+    burst = burst_after_warm_up(100.0)
+    assert max(step.added_s for step in burst) > 10_200.0
+    assert sum(step.end_s > step.deadline_s for step in burst) > 0
