@@ -109,6 +109,19 @@ def test_under_a_length_error_the_bound_counts_the_same_true_work_as_every_run(t
         assert runs[name]["node_hours"] >= runs["bound"]["node_hours"] - 1e-6
 
 
+def test_why_jobs_overran_adds_up_and_the_table_shows_it(three_hours, capsys):
+    argv = ["compare", "--trace", str(three_hours), "-D", "30m", "--policy", "hold,managed", "--length-error", "1.5"]
+    table, document = _table_and_json(argv, capsys)
+    overran = 0
+    for run in document["runs"]:
+        causes = (run["overran_too_long"], run["overran_held"], run["overran_waited"])
+        assert sum(causes) == run["jobs_finished_after_deadline"]
+        overran += run["jobs_finished_after_deadline"]
+        lines = [line for line in table.splitlines() if line.startswith("│ 30 min") and f" {run['name']} " in line]
+        assert [[cell.strip() for cell in line.split("│")[3:-1]] for line in lines] == [[f"{n:,}" for n in (run["jobs_finished_after_deadline"], *causes)]]
+    assert overran > 0 and "Why jobs overran" in table
+
+
 def test_a_policy_that_cannot_drain_its_queue_is_a_row_that_says_so_and_the_others_stand(capsys, monkeypatch):
     # At 20 nodes Workload A takes about 32 hours; a loop cut at its horizon plus one slot (as if it
     # had stopped releasing) cannot drain it.

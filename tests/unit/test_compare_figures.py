@@ -114,3 +114,27 @@ def test_the_reference_is_the_managed_variant_with_the_least_kwh_among_those_tha
     assert strongest_managed([managed, None, hold]) is managed  # the dampened run did not finish
     assert strongest_managed([named("managed-dampened", 72.5), managed]) is managed  # a tie: managed
     assert strongest_managed([hold, None]) is None
+
+
+def test_why_jobs_overran_is_read_off_each_steps_own_times():
+    """One node usable at once, four jobs of 600 s true length:
+    "long" has 500 s from submission to deadline: too long whatever runs it;
+    "held" is submitted at 0, deadline 1,000, but added at 600 (it needed 600 s from 400): held;
+    "queued" is added at 0 with deadline 1,100 but waits for the node until 1,200: waited;
+    "fine" is added at 1,800, runs 1,800-2,400, deadline 3,000: in time."""
+    from autoscaler.core.compare import overran_causes
+
+    twin = ClusterTwin(TwinConfig(provision_s=0.0))
+    twin.resize(0.0, 1)
+    twin.add_step(0.0, "s-long", "long", 600.0, submit_s=0.0, deadline_s=500.0)  # runs 0-600
+    twin.add_step(0.0, "s-queued", "queued", 600.0, submit_s=0.0, deadline_s=1100.0)  # runs 600-1,200
+    twin.advance(600.0)
+    twin.add_step(600.0, "s-held", "held", 600.0, submit_s=0.0, deadline_s=1000.0)  # runs 1,200-1,800
+    twin.advance(1800.0)
+    twin.add_step(1800.0, "s-fine", "fine", 600.0, submit_s=1800.0, deadline_s=3000.0)
+    twin.finish(1800.0)
+    ends = {step.job_id: step.end_s for step in twin.steps.values()}
+    assert ends == {"long": 600.0, "queued": 1200.0, "held": 1800.0, "fine": 2400.0}
+    assert overran_causes(twin.steps.values()) == (1, 1, 1)
+    row = twin_figures("x", twin, 0, SLOT_S)
+    assert (row.jobs_finished_after_deadline, row.overran_too_long, row.overran_held, row.overran_waited) == (3, 1, 1, 1)
