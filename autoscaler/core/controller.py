@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -149,6 +149,8 @@ def tick(
             hold=state.hold.restarted() if gap and state.hold is not None else None,
             carbon=state.carbon.restarted() if gap and state.carbon is not None else None,
             follow_watch=state.follow_watch if gap else FollowWatch(),
+            # The arrivals seen stay, each at its slot: an undecided slot's are unknown, taken as none.
+            recent_arrivals=((0.0,) * max(0, slot - state.last_slot - 1) + state.recent_arrivals)[: arrival_history_slots(config)],
         )
         future = rebuild_future(queue.jobs(), slot, config, submitted_now=False)
         joining = queue.submitted_in(slot, slot)
@@ -182,6 +184,7 @@ def tick(
     capacity, work, carbon = step.capacity, step.assigned, step.carbon
     policy_reason = (step.reason, step.why)
     load = float(arrivals.sum())
+    recent_arrivals = ((load,) + state.recent_arrivals)[: arrival_history_slots(config)]
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, arrived, slot, config)
     dispatched = dispatch(
         slot,
@@ -194,7 +197,7 @@ def tick(
         released_due=state.released_due,
         work_model=config.work_model,
         holding_nodes=state.last_nodes if slot == state.last_slot + 1 else None,
-        arrival_nodes=_arrival_nodes(states.get(rule.state_field) if rule.state_field else None, config.deadline_slots),
+        arrival_nodes=arrival_forecast(recent_arrivals, config.deadline_slots, day_slots(config), config.max_nodes),
     )
     books = rule.state_field if rule.state_field in ("hold", "carbon") and states[rule.state_field] is not None else None
     if books is not None and config.work_model != WORK_MODELS[0]:
@@ -264,6 +267,7 @@ def tick(
         released_due=released_due,
         carbon=states["carbon"],
         last_nodes=decision.nodes,
+        recent_arrivals=recent_arrivals,
     )
 
 
@@ -304,18 +308,60 @@ def _with_carbon(
     )
 
 
-def _arrival_nodes(policy_state, deadline_slots: int) -> float | None:
-    """The rate of work arriving that the cap must leave room for, nodes' worth: the peak L_t over the
-    last D+1 slots (or those seen, if fewer) that the policy's state keeps (hold's, or the
-    carbon-blind hold inside hold+carbon's); None for a policy that keeps no load history. The peak,
-    not the mean: work held back now meets the next peak, and a mean rising through the day let hold
-    defer the night's work into a saturated day (FB-2009 at 20 nodes)."""
-    hold = getattr(policy_state, "hold", policy_state)
-    recent = getattr(hold, "recent_load", None)
-    seen = min(getattr(hold, "slots", 0), deadline_slots + 1, 0 if recent is None else len(recent))
-    if not seen:
+DAY_S = 86400.0
+"""Seconds in a day: the period of the load the arrival forecast looks back over."""
+
+
+def day_slots(config: ControllerConfig) -> int:
+    """Slots in a day (at least one): how far back the same time of day lies."""
+    return max(1, round(DAY_S / config.slot_s))
+
+
+def arrival_history_slots(config: ControllerConfig) -> int:
+    """How many slots' arrivals ``PolicyState.recent_arrivals`` keeps: a day and D+1 slots, so that
+    the day before holds every slot of the D+1 ahead."""
+    return day_slots(config) + config.deadline_slots + 1
+
+
+def arrival_forecast(recent_arrivals: Sequence[float], deadline_slots: int, day_slots: int, max_nodes: float | None = None) -> np.ndarray | None:
+    """The work expected to arrive in each of the slots t..t+D, nodes' worth, shape (D+1,): at least the
+    peak L of the last D+1 slots (``recent_arrivals``: L of this slot and those before, newest first),
+    and, once a day has been seen, at least what arrived at the same time of day the day before
+    (L_{t+k-day}); and all of ``max_nodes`` in every slot when the day before saturated the cap
+    within 2D slots of this time of day (its arrivals, run through ``max_nodes`` nodes from D+1 slots
+    before, left a backlog). None before any slot. The cap must leave room for it
+    (``release._cap_binds``).
+
+    The peak, not the mean: work held back now meets the next peak, and a mean rising through the
+    day let hold defer the night's work into a saturated day (FB-2009 at 20 nodes). The day before:
+    a load that fills the cap every afternoon starts its climb in the morning, when the last D+1
+    slots' peak is still low; work held back through the morning was still queued when the cap
+    filled, a backlog added to the afternoon's, and overran where managed scaling, which never holds
+    back, met every deadline (a week of weekday peaks at 100 nodes, 2 h: 4,076 jobs overran)."""
+    if not len(recent_arrivals):
         return None
-    return float(np.max(recent[:seen]))
+    recent = np.asarray(recent_arrivals, dtype=float)
+    forecast = np.full(deadline_slots + 1, float(recent[: deadline_slots + 1].max()))
+    back = day_slots - np.arange(deadline_slots + 1)  # recent[day - k] arrived at (t + k) - day
+    seen = (back >= 0) & (back < len(recent))
+    forecast[seen] = np.maximum(forecast[seen], recent[back[seen]])
+    if max_nodes is not None and len(recent) > day_slots and _saturated_ahead(recent, deadline_slots, day_slots, max_nodes):
+        forecast[:] = np.maximum(forecast, max_nodes)
+    return forecast
+
+
+def _saturated_ahead(recent: np.ndarray, deadline_slots: int, day_slots: int, max_nodes: float) -> bool:
+    """Whether the day before, from D+1 slots before this time of day (or the oldest kept) to 2D slots
+    after it, the arrivals (``recent``, newest first) run through ``max_nodes`` nodes left a backlog
+    in a slot from this time of day on: b_{s+1} = max(0, b_s + L_s - max_nodes), from b = 0."""
+    oldest = min(len(recent) - 1, day_slots + deadline_slots + 1)
+    newest = max(0, day_slots - 2 * deadline_slots)
+    backlog = 0.0
+    for index in range(oldest, newest - 1, -1):
+        backlog = max(0.0, backlog + float(recent[index]) - max_nodes)
+        if backlog > 1e-9 and index <= day_slots:
+            return True
+    return False
 
 
 def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig, policy_reason: tuple[str, str]) -> tuple[str, str]:

@@ -67,7 +67,9 @@ class PolicyState:
     (its release failed) has missed it. ``carbon``: hold+carbon's state (its own queue and the hold
     it runs beside), for hold with ``ControllerConfig.carbon``; then ``hold`` is None.
     ``last_nodes``: the task nodes the last decision asked for (None: not known, as after downtime);
-    under node-seconds no more jobs than that can be holding a node now.
+    under node-seconds no more jobs than that can be holding a node now. ``recent_arrivals``: L, the
+    work that arrived in each slot decided, newest first, for a day and D+1 slots
+    (``controller.arrival_forecast``).
     """
 
     last_slot: int = -1
@@ -87,6 +89,7 @@ class PolicyState:
     released_due: frozenset[str] = frozenset()
     carbon: CarbonState | None = None
     last_nodes: int | None = None
+    recent_arrivals: tuple[float, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -108,6 +111,7 @@ class PolicyState:
             "follow_watch": dataclasses.asdict(self.follow_watch),
             "carbon": self.carbon.to_json() if self.carbon else None,
             "last_nodes": self.last_nodes,
+            "recent_arrivals": list(self.recent_arrivals),
         }
 
     @classmethod
@@ -133,6 +137,7 @@ class PolicyState:
             follow_watch=FollowWatch(**document["follow_watch"]) if document.get("follow_watch") else FollowWatch(),
             carbon=CarbonState.from_json(document["carbon"]) if document.get("carbon") else None,
             last_nodes=int(document["last_nodes"]) if document.get("last_nodes") is not None else None,
+            recent_arrivals=tuple(float(x) for x in document.get("recent_arrivals", ())),
         )
 
 

@@ -13,8 +13,10 @@ import bisect
 import heapq
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, start_by_slot
 from autoscaler.core.model import Job
@@ -76,7 +78,7 @@ def dispatch(
     released_due: Iterable[str] = (),
     work_model: str = "job-slots",
     holding_nodes: int | None = None,
-    arrival_nodes: float | None = None,
+    arrival_nodes: float | Sequence[float] | None = None,
 ) -> Dispatch:
     """Turn m_t (``capacity``, servers) into whole nodes and the jobs to release in ``slot`` (EDF,
     non-preemptive; paper: deferral, §V-B).
@@ -103,8 +105,9 @@ def dispatch(
     slot; or one of ``released_due`` (released in their start-by slot by the decision of
     ``last_slot``) still queued. ``last_slot`` None: ``slot - 1``.
 
-    ``arrival_nodes``: the recent rate of work arriving, nodes' worth (the controller gives the peak of
-    hold's L over the last D+1 slots; None: not known, taken as 0). Under "node-seconds" the slot is also overloaded when the
+    ``arrival_nodes``: the work expected to arrive, nodes' worth: one rate for every slot ahead, or
+    one per slot from this one on (the last repeated beyond); the controller gives its forecast
+    (``autoscaler.core.controller.arrival_forecast``); None: not known, taken as 0. Under "node-seconds" the slot is also overloaded when the
     queued work cannot all start by its start-by slots on ``max_nodes`` less ``arrival_nodes``
     (``_cap_binds``): deferral needs spare capacity later, and at the cap there is none.
 
@@ -168,7 +171,7 @@ def dispatch(
     # slots on the nodes the arriving work leaves spare (_cap_binds), every usable node is fed now.
     overloaded = queued > 0 and (
         nodes_wanted > limits.max_nodes
-        or (by_time and _cap_binds(present(queue.queued()), slot, running_s, limits, arrival_nodes or 0.0))
+        or (by_time and _cap_binds(present(queue.queued()), slot, running_s, limits, 0.0 if arrival_nodes is None else arrival_nodes))
     )
     policy_nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
     overdue = count_by(slot - 1)
@@ -286,21 +289,30 @@ def dispatch(
     )
 
 
-def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeLimits, arrival_nodes: float = 0.0) -> bool:
+def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeLimits, arrival_nodes: float | Sequence[float] = 0.0) -> bool:
     """Whether the queued work (EDF order) cannot all run from its start-by slots on the nodes that the
     arriving work leaves spare, ``max_nodes`` - ``arrival_nodes``: at the end of some queued job's
     start-by slot s, the node seconds every job due by then must have had, min(its length, the
     slots from its start-by slot to s) x w (it must start by its start-by slot, and a long job holds
-    its nodes on after), with ``running_s``, exceed that spare node time from this slot to s. Work
-    keeps arriving at about ``arrival_nodes`` a slot; held back, the queued work can later run only on
-    what that leaves, so where it does not fit, a node left idle now is capacity the deadlines needed:
-    the slot is treated as overloaded and every usable node is fed. GCP-OPT (7)'s prefix density
-    (``flat_capacity``) against the spare nodes; always true once the arrivals alone fill
-    ``max_nodes``. O(queued log queued)."""
-    spare_s = (limits.max_nodes - arrival_nodes) * limits.slot_s
-    if spare_s <= 0:
-        return True
+    its nodes on after), with ``running_s``, exceed the spare node time from this slot to s. Work
+    keeps arriving (``arrival_nodes``: one rate, or one per slot from this one, the last repeated);
+    held back, the queued work can later run only on what that leaves, so where it does not fit, a
+    node left idle now is capacity the deadlines needed: the slot is treated as overloaded and every
+    usable node is fed. GCP-OPT (7)'s prefix density (``flat_capacity``) against the spare nodes;
+    always true once the arrivals alone fill ``max_nodes`` in this slot. O(queued log queued + the
+    slots ahead)."""
     slot_s = limits.slot_s
+    forecast = np.atleast_1d(np.asarray(arrival_nodes, dtype=float))
+    spare_by = np.cumsum((limits.max_nodes - forecast) * slot_s)  # spare node time from this slot to the end of slot + k
+
+    def spare_s(horizon: int) -> float:
+        ahead = horizon - slot
+        if ahead < len(spare_by):
+            return float(spare_by[ahead])
+        return float(spare_by[-1]) + (ahead - len(spare_by) + 1) * (limits.max_nodes - float(forecast[-1])) * slot_s
+
+    if spare_s(slot) <= 0:
+        return True
     due_s = running_s  # node seconds due by the end of the horizon slot
     horizon = slot
     going: list[tuple[float, int]] = []  # (slot position its length ends at, nodes) of the jobs due that hold nodes on
@@ -321,7 +333,7 @@ def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeL
         if length_s > slot_s:
             heapq.heappush(going, (start_by + length_s / slot_s, job.nodes))
             going_nodes += job.nodes
-        if due_s > (horizon - slot + 1) * spare_s + 1e-6:
+        if due_s > spare_s(horizon) + 1e-6:
             return True
     return False
 
