@@ -197,7 +197,7 @@ def tick(
         released_due=state.released_due,
         work_model=config.work_model,
         holding_nodes=state.last_nodes if slot == state.last_slot + 1 else None,
-        arrival_nodes=arrival_forecast(recent_arrivals, config.deadline_slots, day_slots(config), config.max_nodes),
+        arrival_nodes=arrival_forecast(recent_arrivals, config.deadline_slots, day_slots(config), config.max_nodes) if policy.cap_ahead else None,
     )
     books = rule.state_field if rule.state_field in ("hold", "carbon") and states[rule.state_field] is not None else None
     if books is not None and config.work_model != WORK_MODELS[0]:
