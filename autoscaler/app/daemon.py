@@ -250,10 +250,12 @@ class SlotRunner:
             for job_id, status in steps.items()
             if (run := status.run) is not None and (job := self._queue.get(job_id)) is not None and job.run_end_s is None
         }
-        overran = {job_id: job.tenant for job_id, (_, end_s) in runs.items() if end_s > (job := self._queue.get(job_id)).deadline_s}
+        overran: dict[str, str] = {}
         for job_id, (start_s, end_s) in runs.items():
             job = self._queue.get(job_id)
             self.length_errors.record(job.length_s, end_s - start_s, job.prior_length_s is not None)
+            if end_s > job.deadline_s:
+                overran[job_id] = job.tenant
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
             # When a RUNNING step started: what it still needs in the slot is counted from then.

@@ -126,7 +126,7 @@ def twin_figures(name: str, twin: ClusterTwin, deadline_slots: int, slot_s: floa
         busy_node_hours=bill.work_node_s / 3600.0,
         jobs=len(steps),
         jobs_released_late=sum(released_late(s.added_s, s.deadline_s, s.estimate_s, slot_s) for s in steps),
-        jobs_finished_after_deadline=sum(1 for s in steps if s.end_s is not None and s.end_s > s.deadline_s + 1e-6),
+        jobs_finished_after_deadline=too_long + held + waited,
         overran_too_long=too_long,
         overran_held=held,
         overran_waited=waited,

@@ -13,7 +13,7 @@ sees no run the daemon could not yet have seen, so replay = live.
 A planned length is still a guess: a name's p90 runs longer one time in ten, and a length given by hand
 or by the size model is off by 2x or more for many jobs. :class:`LengthErrors` learns how far off
 (finished jobs' run time / planned length) and gives each new job a start margin, so that a job held
-back to its start-by slot still has room for a run as long as the error's p99.
+back to its start-by slot still has room for a run as long as the error's p99.9.
 
 The quantile is nearest-rank: the ceil(q n)-th smallest of n run times, a run time that happened
 (p90 of 6 runs is the 6th smallest, the longest; p50 of 6 the 3rd), checkable by hand. At least
@@ -96,7 +96,6 @@ def planned(job: Job, run_lengths_s: Sequence[float], quantile: float = defaults
     )
 
 
-
 RATIO_TOLERANCE = 1e-6
 """A ratio within this of 1 is a run as long as planned: a step's end - start in float seconds is the
 length only to rounding, and no margin is planned for rounding."""
@@ -111,7 +110,7 @@ class LengthErrors:
 
     Two pools, as the error differs: jobs planned at a learned length (their name's past runs,
     ``prior_length_s`` set) and jobs planned at the length they came with (``--length-s`` or the §V-A
-    size model). A job of ``length_s`` <= 0 tells nothing and is not recorded.
+    size model). A run of a job planned under a second tells nothing and is not recorded.
 
     Why: deferral holds a job back to its start-by slot, deadline - length; one that then runs r times
     its planned length ends (r - 1) x length after its deadline, where released at once it may have
@@ -126,7 +125,8 @@ class LengthErrors:
     min_runs: int = defaults.LENGTH_ERROR_MIN_RUNS
 
     def __post_init__(self) -> None:
-        if self.quantile != 0 or isinstance(self.quantile, bool):
+        off = self.quantile == 0 and not isinstance(self.quantile, bool)
+        if not off:
             self.quantile = check_quantile(self.quantile, "length_error_quantile")
         for name in ("runs", "min_runs"):
             value = getattr(self, name)
