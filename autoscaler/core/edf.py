@@ -349,8 +349,8 @@ class JobQueue:
     the jobs that change, the jobs released and O(log n), not the queue.
 
     Queued jobs sit in a ``sortedcontainers.SortedList`` in EDF order, keyed by (start-by slot,
-    deadline_s, submit_s, job_id) (``edf_key``), and once more per tenant; released and running jobs
-    in a dict. Two more sorted indexes hold every active job by ``Job.seq`` (the store's order of
+    deadline_s, submit_s, job_id) (``edf_key``), and per tenant twice: in EDF order and by deadline
+    (``tenant_by_deadline``, the order overload releases in); released and running jobs in a dict. Two more sorted indexes hold every active job by ``Job.seq`` (the store's order of
     arrival, for ``arrived_after``) and by submit_s (``submitted_in``). Adding, updating or removing
     a job costs O(log n). Iterators (``queued``, ``tenant_queued``) must be used up before the queue
     is changed.
@@ -371,6 +371,7 @@ class JobQueue:
         self._keys: dict[str, tuple] = {}  # queued job id -> EDF key
         self._edf = SortedList()
         self._by_tenant: dict[str, SortedList] = {}
+        self._by_tenant_deadline: dict[str, SortedList] = {}  # (deadline_s, submit_s, job_id) of queued jobs
         self._running: dict[str, Job] = {}
         self._running_by_tenant: Counter[str] = Counter()  # nodes held: the running jobs' w
         self._running_nodes = 0
@@ -403,6 +404,7 @@ class JobQueue:
                 queue._running_nodes += job.nodes
         queue._edf = SortedList(queue._keys.values())
         queue._by_tenant = {tenant: SortedList(keys) for tenant, keys in by_tenant.items()}
+        queue._by_tenant_deadline = {tenant: SortedList((deadline, submit, job_id) for _, deadline, submit, job_id in keys) for tenant, keys in by_tenant.items()}
         queue._by_seq = SortedList((job.seq, job_id) for job_id, job in queue._jobs.items() if job.seq is not None)
         queue._by_submit = SortedList((job.submit_s, job_id) for job_id, job in queue._jobs.items())
         return queue
@@ -466,6 +468,7 @@ class JobQueue:
             key = self._keys[job.job_id] = _edf_key(job, self)
             self._edf.add(key)
             self._by_tenant.setdefault(job.tenant, SortedList()).add(key)
+            self._by_tenant_deadline.setdefault(job.tenant, SortedList()).add((job.deadline_s, job.submit_s, job.job_id))
             self._wide_queued += job.nodes > 1
         else:
             self._running[job.job_id] = job
@@ -480,6 +483,10 @@ class JobQueue:
             tenant.remove(key)
             if not tenant:
                 del self._by_tenant[job.tenant]
+            by_deadline = self._by_tenant_deadline[job.tenant]
+            by_deadline.remove((job.deadline_s, job.submit_s, job.job_id))
+            if not by_deadline:
+                del self._by_tenant_deadline[job.tenant]
             self._wide_queued -= job.nodes > 1
         else:
             del self._running[job.job_id]
@@ -554,6 +561,15 @@ class JobQueue:
         start = 0 if start_by_from is None else keys.bisect_left((start_by_from,))
         stop = len(keys) if start_by_before is None else keys.bisect_left((start_by_before,))
         return (self._jobs[key[3]] for key in keys.islice(start, stop))
+
+    def tenant_by_deadline(self, tenant: str, start_by_from: int | None = None, start_by_before: int | None = None) -> Iterator[Job]:
+        """A tenant's queued jobs by deadline (deadline_s, submit_s, job_id), only those whose start-by
+        slot is in [``start_by_from``, ``start_by_before``) when given: O(1) to start and O(1) for each
+        job passed over."""
+        for _, _, job_id in self._by_tenant_deadline.get(tenant, ()):
+            start_by = self._keys[job_id][0]
+            if (start_by_from is None or start_by >= start_by_from) and (start_by_before is None or start_by < start_by_before):
+                yield self._jobs[job_id]
 
     def due_count(self, slot: int) -> int:
         """Queued jobs whose start-by slot is <= ``slot``: O(log n)."""

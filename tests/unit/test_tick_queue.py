@@ -221,17 +221,19 @@ def old_dispatch(
     overloaded = nodes_wanted > config.max_nodes and bool(queued)
     nodes = min(config.max_nodes, max(config.min_nodes, wanted))
     if overloaded:
-        # Added to the copy: the jobs that can still be on time first, then the overdue.
-        can = [j for j in queued if start_by_slot(j, config) >= slot]
+        # Added to the copy: the jobs that can still be on time first, then the overdue; each by
+        # deadline (Jackson's rule), not by start-by slot.
+        can = sorted((j for j in queued if start_by_slot(j, config) >= slot), key=_deadline_key)
         release = old_fair_release(can, running, config.max_nodes - len(running), dominant_shares or {}, config)
         chosen = [j for j in can if j.job_id in release]
-        overdue = [j for j in queued if start_by_slot(j, config) < slot]
+        overdue = sorted((j for j in queued if start_by_slot(j, config) < slot), key=_deadline_key)
         release += old_fair_release(overdue, running + chosen, config.max_nodes - len(running) - len(release), dominant_shares or {}, config)
     else:
         release = _edf_release(queued, len(running), nodes, slot + config.release_margin_slots, config)
     nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
     released = set(release)
-    late = [j.job_id for j in queued if j.job_id in released and start_by_slot(j, config) < slot]
+    by_id = {j.job_id: j for j in queued}
+    late = [job_id for job_id in release if start_by_slot(by_id[job_id], config) < slot]  # in release order
     held = [j for j in queued if j.job_id not in released]
     at_risk = sum(1 for j in held if start_by_slot(j, config) <= slot + 1)
     # Released in its start-by slot is in time; held through it, or released after it, is missed.
@@ -266,6 +268,10 @@ def _edf_key(job: Job, config: ControllerConfig) -> tuple:
     return (start_by_slot(job, config), job.deadline_s, job.submit_s, job.job_id)
 
 
+def _deadline_key(job: Job) -> tuple:
+    return (job.deadline_s, job.submit_s, job.job_id)
+
+
 def _edf_release(queued: list[Job], running: int, nodes: int, due_by: int, config: ControllerConfig) -> list[str]:
     """EDF onto the policy's ``nodes``; a job whose start-by slot is by ``due_by`` also onto extra nodes up to the maximum.
 
@@ -285,13 +291,13 @@ def old_fair_release(
 ) -> list[str]:
     """Give ``free_nodes`` nodes to queued jobs, tenant by tenant, in proportion to dominant shares.
 
-    ``queued`` is in EDF order. Each free node goes to the tenant with queued jobs whose nodes
+    ``queued`` is by deadline. Each free node goes to the tenant with queued jobs whose nodes
     held (running plus released now) per unit of dominant share is least, ties to the tenant
-    whose next job's start-by slot is earliest; that tenant's earliest-deadline job takes it.
+    whose next job's deadline is earliest; that tenant's earliest-deadline job takes it.
     This is weighted fair queueing with the dynamic DRF shares as weights (paper: dynamic DRF
     note, §2), work-conserving: a tenant with nothing queued leaves its part to the others.
     Tenants of weight 0 are served only when no tenant of positive weight has jobs queued.
-    Returns job ids in EDF order.
+    Returns job ids by deadline.
     """
     held = Counter(j.tenant for j in running)
     queues: dict[str, deque[Job]] = {}
@@ -302,7 +308,7 @@ def old_fair_release(
     def load(tenant: str) -> tuple[float, tuple]:
         weight = dominant_shares.get(tenant, 0.0)
         # A share within rounding of 0 (what is left after the first n, e.g. 4e-17) is 0.
-        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _edf_key(queues[tenant][0], config))
+        return (held[tenant] / weight if weight > SHARE_TOLERANCE else math.inf, _deadline_key(queues[tenant][0]))
 
     for _ in range(max(0, free_nodes)):
         if not queues:
