@@ -312,15 +312,6 @@ DAY_S = 86400.0
 """Seconds in a day: the period of the load the arrival forecast looks back over."""
 
 
-COLD_START_GROWTH = 2.0
-"""Until the day before is known, a slot ahead is forecast to fill the cap once this many times the
-last D+1 slots' peak reaches it: the load may still double. A hedge, not a bound (FB-2009 A rises 8x
-from its first two hours to its evening; B 1.4x). Measured on FB-2009: at 20 nodes and 12 h, jobs
-overran under hold 1,411 -> 295 (managed scaling 417); at 100 nodes, where the cap never binds, it
-costs 0.3-1.3 points of hold's lead over managed scaling (A) and 0.1-0.7 (B); at 500 nodes nothing.
-Doubling the forecast instead (room = cap - 2 x peak) cost up to 2.8 points at 100 nodes."""
-
-
 def day_slots(config: ControllerConfig) -> int:
     """Slots in a day (at least one): how far back the same time of day lies."""
     return max(1, round(DAY_S / config.slot_s))
@@ -336,8 +327,7 @@ def arrival_forecast(recent_arrivals: Sequence[float], deadline_slots: int, day_
     """The work expected to arrive in each of the slots t..t+D, nodes' worth, shape (D+1,): at least the
     peak L of the last D+1 slots (``recent_arrivals``: L of this slot and those before, newest first),
     and, once a day has been seen, at least what arrived at the same time of day the day before
-    (L_{t+k-day}); a slot whose time of day the day before is not known (the daemon's first day)
-    all of ``max_nodes`` once ``COLD_START_GROWTH`` times that peak reaches it; and all of ``max_nodes`` in every slot when the day before saturated the cap
+    (L_{t+k-day}); and all of ``max_nodes`` in every slot when the day before saturated the cap
     within 2D slots of this time of day (its arrivals, run through ``max_nodes`` nodes from D+1 slots
     before, left a backlog). None before any slot. The cap must leave room for it
     (``release._cap_binds``).
@@ -347,20 +337,20 @@ def arrival_forecast(recent_arrivals: Sequence[float], deadline_slots: int, day_
     a load that fills the cap every afternoon starts its climb in the morning, when the last D+1
     slots' peak is still low; work held back through the morning was still queued when the cap
     filled, a backlog added to the afternoon's, and overran where managed scaling, which never holds
-    back, met every deadline (a week of weekday peaks at 100 nodes, 2 h: 4,076 jobs overran). Before a
-    day is seen, the peak so far may be the night's: FB-2009 A climbs from 7 nodes' worth in its first
-    two hours to 55 by evening, and at 20 nodes and 12 h hold deferred the night's work into a day at
-    the cap (1,411 jobs overran; managed scaling 417); with the cap assumed from twice the peak, 295."""
+    back, met every deadline (a week of weekday peaks at 100 nodes, 2 h: 4,076 jobs overran).
+
+    Before a day is seen the peak so far may be the night's. Taking the whole cap there once twice
+    the peak reached it cut FB-2009 A's overruns at 20 nodes and 12 h, but a single burst's peak then
+    filled a 500-node cap and hold ran as follow (+20 to +28 % kWh against managed scaling on a
+    load of heavy bursts, where it had been -23 %); releasing by deadline under overload
+    (``release.deadline_key``) cut those overruns on its own (1,411 -> 10), so there is no such rule."""
     if not len(recent_arrivals):
         return None
     recent = np.asarray(recent_arrivals, dtype=float)
-    peak = float(recent[: deadline_slots + 1].max())
-    forecast = np.full(deadline_slots + 1, peak)
+    forecast = np.full(deadline_slots + 1, float(recent[: deadline_slots + 1].max()))
     back = day_slots - np.arange(deadline_slots + 1)  # recent[day - k] arrived at (t + k) - day
     seen = (back >= 0) & (back < len(recent))
     forecast[seen] = np.maximum(forecast[seen], recent[back[seen]])
-    if max_nodes is not None and COLD_START_GROWTH * peak >= max_nodes:
-        forecast[~seen] = max_nodes
     if max_nodes is not None and len(recent) > day_slots and _saturated_ahead(recent, deadline_slots, day_slots, max_nodes):
         forecast[:] = np.maximum(forecast, max_nodes)
     return forecast

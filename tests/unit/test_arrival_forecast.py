@@ -1,13 +1,12 @@
 """The work the cap must leave room for, slot by slot (``controller.arrival_forecast``): the last D+1
-slots' peak, the day before at the same time of day, the whole cap before the day before is known
-once twice the peak reaches it, and the whole cap where the day before's arrivals saturated it near
-this time of day. Worked by hand on 10-slot "days"."""
+slots' peak, the day before at the same time of day, and the whole cap where the day before's
+arrivals saturated it near this time of day. Worked by hand on 10-slot "days"."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from autoscaler.core.controller import COLD_START_GROWTH, arrival_forecast
+from autoscaler.core.controller import arrival_forecast
 from autoscaler.core.edf import JobQueue
 from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.release import dispatch
@@ -18,20 +17,6 @@ DAY = 10
 def test_before_a_day_is_seen_the_forecast_is_the_recent_peak():
     assert arrival_forecast((), 2, DAY) is None
     np.testing.assert_array_equal(arrival_forecast((1.0, 4.0, 2.0, 9.0), 2, DAY), [4.0, 4.0, 4.0])  # peak of the newest 3
-
-
-def test_before_the_day_before_is_known_the_cap_is_taken_to_bind_once_twice_the_peak_reaches_it():
-    # The newest 3 slots' peak is 4 (COLD_START_GROWTH = 2): a cap of 8 is reached by 2 x 4, a cap
-    # of 9 is not; without a cap there is nothing to reach.
-    assert COLD_START_GROWTH == 2.0
-    recent = (1.0, 4.0, 2.0, 9.0)
-    np.testing.assert_array_equal(arrival_forecast(recent, 2, DAY, max_nodes=8), [8.0, 8.0, 8.0])
-    np.testing.assert_array_equal(arrival_forecast(recent, 2, DAY, max_nodes=9), [4.0, 4.0, 4.0])
-    np.testing.assert_array_equal(arrival_forecast(recent, 2, DAY), [4.0, 4.0, 4.0])
-    # 9 slots kept, day of 10: slot t + k of yesterday is recent[10 - k]; only k = 2 (recent[8] = 1)
-    # is known, so only slots t and t + 1 are taken at the cap.
-    partly = (1.0, 4.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
-    np.testing.assert_array_equal(arrival_forecast(partly, 2, DAY, max_nodes=8), [8.0, 8.0, 4.0])
 
 
 def test_the_day_before_raises_the_slots_ahead_to_what_arrived_then():
