@@ -112,13 +112,20 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
     from autoscaler.app.replay_daemon import replay_end_slot
 
     settings = inputs.settings
+    jobs = inputs.jobs_at(deadline_slots)
+    # The daemon plans with the nodes the steps can use: EMR runs at most step_concurrency steps at
+    # once, so nodes beyond them idle (a 2-day load at 500 nodes and 256 steps: hold asked for all 500
+    # through its peaks, 244 of them idle, +39 % kWh against managed scaling).
     config = compose.controller_config(
-        settings, policy=policy, deadline_slots=deadline_slots, max_nodes=inputs.max_nodes, price_per_node_hour=inputs.twin.price_per_node_hour
+        settings,
+        policy=policy,
+        deadline_slots=deadline_slots,
+        max_nodes=usable_nodes(jobs, inputs.max_nodes, inputs.twin.step_concurrency),
+        price_per_node_hour=inputs.twin.price_per_node_hour,
     )
     # The daemon is told how long the twin's nodes take to boot, as an operator sets provision_s for EMR.
     config = dataclasses.replace(config, provision_s=inputs.twin.provision_s)
     slot_s = config.slot_s
-    jobs = inputs.jobs_at(deadline_slots)
     with contextlib.ExitStack() as stack:
         store = compose.replay_store(None, stack)
         clock = compose.replay_clock(0.0)

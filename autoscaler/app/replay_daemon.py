@@ -183,14 +183,15 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                 "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
                 "for a temporary one"
             )
-        runner = compose.runner(settings, config, store, cluster, clock, dry_run=args.dry_run, on_decision=decisions_file, retention_s=None)
-        horizon = window_slots + deadline_slots
-        end_slot = replay_end_slot(horizon)
         # On the twin, fewer steps at once than nodes bound the work as the nodes would (one-node jobs;
-        # a step of w nodes takes w of them).
+        # a step of w nodes takes w of them), and the daemon plans on them: nodes beyond idle.
         cap, cap_flag = max_nodes, "--max-nodes"
         if twin is not None and twin.step_concurrency < max_nodes and all(job.nodes == 1 for job in jobs):
             cap, cap_flag = twin.step_concurrency, "--step-concurrency"
+            config = dataclasses.replace(config, max_nodes=cap)
+        runner = compose.runner(settings, config, store, cluster, clock, dry_run=args.dry_run, on_decision=decisions_file, retention_s=None)
+        horizon = window_slots + deadline_slots
+        end_slot = replay_end_slot(horizon)
         check = _DrainCheck(jobs, end_slot, horizon, cap, slot_s, cap_flag)
         submitted = 0
         started = time.perf_counter()

@@ -386,3 +386,15 @@ def test_a_trace_longer_than_compare_runs_is_refused_naming_the_trace_not_a_flag
     err = " ".join(capsys.readouterr().err.split())
     assert f"{trace}: its jobs are submitted up to 999,999,999 s" in err and "give --window" in err
     assert "--window 3,333,600" not in err
+
+
+def test_our_runs_plan_on_the_nodes_the_step_concurrency_lets_work(three_hours, capsys):
+    # One-node jobs, at most 4 steps at once: a node beyond the 4th never runs a job. Before the daemon
+    # was told, hold and follow asked for up to the 40 of --max-nodes through A's bursts, and billed the
+    # idle ones; now no more than 4, while every job still runs.
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,follow,managed", "--max-nodes", "40", "--step-concurrency", "4"]
+    assert main([*argv, "--format", "json", "--workers", "1"]) == 0
+    runs = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    for name in ("hold", "follow"):
+        assert runs[name]["jobs"] == runs["managed"]["jobs"], name
+        assert runs[name]["peak_nodes"] <= 4, name
