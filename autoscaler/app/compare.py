@@ -227,6 +227,16 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
         weights = np.nan_to_num(_padded(inputs.g_per_kwh, n_slots + deadline_slots), nan=0.0)
     cap = usable_nodes(jobs, inputs.max_nodes, twin.step_concurrency)
     flags = "--max-nodes" if cap == inputs.max_nodes else "--max-nodes and --step-concurrency"
+
+    def raise_to(nodes: int) -> str:
+        # The flag that binds is the one to raise: the steps at once when they are fewer than the nodes.
+        if cap == inputs.max_nodes:
+            return f"--max-nodes {nodes:,} or more"
+        steps = math.ceil(nodes / max(1, cap // max(1, twin.step_concurrency)))
+        if nodes <= inputs.max_nodes:
+            return f"--step-concurrency {steps:,} or more"
+        return f"--max-nodes {nodes:,} or more and --step-concurrency {steps:,} or more"
+
     try:
         bound = twin_lower_bound(load, deadline_slots, slot_s, twin, weights, max_nodes=cap)
         note = f"{BOUND_NOTE} within the cap of {count_text(cap, 'usable node')} ({flags})"
@@ -236,7 +246,7 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
         note = (
             f"{BOUND_NOTE}; the deadlines need at least {count_text(needed, 'node')}, more than the cap of {cap:,} "
             f"({flags}): no run within it meets them all, so this bound is without the cap and a run that "
-            f"misses deadlines may fall below it; give --max-nodes {needed:,} or more to meet them"
+            f"misses deadlines may fall below it; give {raise_to(needed)} to meet them"
         )
     beyond_h = max(0.0, float(true_s.sum()) / 3600.0 - float(load.sum()) * slot_s / 3600.0)
     beyond_kwh = beyond_h * twin.busy_power_w / 1000.0

@@ -398,3 +398,15 @@ def test_our_runs_plan_on_the_nodes_the_step_concurrency_lets_work(three_hours, 
     for name in ("hold", "follow"):
         assert runs[name]["jobs"] == runs["managed"]["jobs"], name
         assert runs[name]["peak_nodes"] <= 4, name
+
+
+def test_a_bound_held_back_by_the_step_concurrency_says_to_raise_it_not_the_nodes(three_hours, capsys):
+    # 40 nodes but 2 steps at once: the cap is 2 usable nodes. The LP itself names the least cap that
+    # meets the deadlines (N feasible, N - 1 not: test above); with one-node jobs it is N steps at once.
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "bound", "--max-nodes", "40", "--step-concurrency", "2"]
+    assert main([*argv, "--format", "json", "--workers", "1"]) == 0
+    note = json.loads(capsys.readouterr().out)["runs"][0]["note"]
+    needed = int(note.split("the deadlines need at least ")[1].split(" node")[0])
+    assert 2 < needed <= 40
+    assert f"give --step-concurrency {needed} or more to meet them" in note
+    assert "--max-nodes" not in note.split("give ")[1]
