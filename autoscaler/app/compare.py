@@ -232,7 +232,7 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
         # The flag that binds is the one to raise: the steps at once when they are fewer than the nodes.
         if cap == inputs.max_nodes:
             return f"--max-nodes {nodes:,} or more"
-        steps = math.ceil(nodes / max(1, cap // max(1, twin.step_concurrency)))
+        steps = math.ceil(nodes / max((job.nodes for job in jobs), default=1))  # each step runs on its w nodes
         if nodes <= inputs.max_nodes:
             return f"--step-concurrency {steps:,} or more"
         return f"--max-nodes {nodes:,} or more and --step-concurrency {steps:,} or more"

@@ -350,8 +350,9 @@ class JobQueue:
 
     Queued jobs sit in a ``sortedcontainers.SortedList`` in EDF order, keyed by (start-by slot,
     deadline_s, submit_s, job_id) (``edf_key``), and per tenant twice: in EDF order and by deadline
-    (``tenant_by_deadline``, the order overload releases in); released and running jobs in a dict. Two more sorted indexes hold every active job by ``Job.seq`` (the store's order of
-    arrival, for ``arrived_after``) and by submit_s (``submitted_in``). Adding, updating or removing
+    (``tenant_by_deadline``, the order overload releases in); released and running jobs in a dict.
+    Two more sorted indexes hold every active job by ``Job.seq`` (the store's order of arrival, for
+    ``arrived_after``) and by submit_s (``submitted_in``). Adding, updating or removing
     a job costs O(log n). Iterators (``queued``, ``tenant_queued``) must be used up before the queue
     is changed.
 
