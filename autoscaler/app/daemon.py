@@ -43,7 +43,7 @@ from autoscaler.core import defaults
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.core.edf import JobQueue
 from autoscaler.core.errors import ActuationError
-from autoscaler.core.learned import LengthErrors
+from autoscaler.core.learned import RATIO_TOLERANCE, LengthErrors
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
 
@@ -127,6 +127,7 @@ class SlotRunner:
     _seq: int = 0  # the newest job read from the store
     _uncertain: dict = field(default_factory=dict)  # job id -> when its add failed (Unix s)
     _degraded: bool = False  # this slot could not read or change something on EMR
+    _margin_ratios: dict = field(default_factory=dict)  # learned? -> the length-error ratio queued jobs' margins were last widened to
 
     @property
     def queue(self) -> JobQueue | None:
@@ -217,6 +218,7 @@ class SlotRunner:
             errors.record(length_s, run_s, learned)
         self.length_errors = errors
         self._queue = JobQueue.of([errors.with_margin(job) for job in jobs], self.config.slot_s, self.config.epoch_s)
+        self._margin_ratios = {learned: ratio for learned in (False, True) if (ratio := errors.ratio(learned)) is not None}
         saved = self.store.load_state()
         self._state = PolicyState.from_json(saved) if saved else PolicyState()
 
@@ -256,6 +258,8 @@ class SlotRunner:
             self.length_errors.record(job.length_s, end_s - start_s, job.prior_length_s is not None)
             if end_s > job.deadline_s:
                 overran[job_id] = job.tenant
+        if runs:
+            self._widen_margins()
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
             # When a RUNNING step started: what it still needs in the slot is counted from then.
@@ -269,6 +273,30 @@ class SlotRunner:
             self._degraded = True
             group = None
         return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group, runs=runs, overran=overran)
+
+    def _widen_margins(self) -> None:
+        """Queued jobs take a wider start margin once the runs seen since they joined say lengths
+        err further (``LengthErrors.with_margin``); a margin never narrows while a job waits.
+
+        A job's margin is drawn when it joins the queue, from the runs finished by then. One held for
+        hours would otherwise keep the room of a morning's few runs: on FB-2009 with lengths off by
+        lognormal(0, 1), the jobs hold sent out later than follow or managed scaling and that then
+        overran were such jobs, released after start-by slots planned on a p99.9 of a few hundred
+        runs. O(queued jobs) when the ratio of a pool rises, nothing otherwise."""
+        ratios = {learned: self.length_errors.ratio(learned) for learned in (False, True)}
+        risen = {
+            learned
+            for learned, ratio in ratios.items()
+            if ratio is not None and ratio > max(self._margin_ratios.get(learned, 1.0), 1.0 + RATIO_TOLERANCE)
+        }
+        if not risen:
+            return
+        self._margin_ratios.update((learned, ratios[learned]) for learned in risen)
+        for job in list(self._queue.queued()):
+            if (job.prior_length_s is not None) in risen:
+                widened = self.length_errors.with_margin(job)
+                if widened.start_margin_s > job.start_margin_s:
+                    self._queue.add(widened)
 
     def _report_unknown_steps(self, steps: dict[str, StepStatus]) -> None:
         """Log and count our steps (named ``{prefix}<job id>``) for jobs the store does not hold, as

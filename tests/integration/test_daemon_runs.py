@@ -5,6 +5,8 @@ for its planned length, so every time here is worked out by hand."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from structlog.testing import capture_logs
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
@@ -59,3 +61,42 @@ def test_a_restarted_runner_gives_new_jobs_the_margin_the_stored_runs_show(tmp_p
         runner.run_slot()
         assert runner.length_errors.ratio() == 3.0
         assert runner.queue.get("new").start_margin_s == 400.0
+
+
+class _SlowerCluster(FakeCluster):
+    """The in-memory cluster, with each job's step running ``factor`` times its planned length."""
+
+    def __init__(self, clock, factor: dict[str, float]) -> None:
+        super().__init__(clock)
+        self.factor = factor
+
+    def add_step(self, job: Job) -> str:
+        return super().add_step(dataclasses.replace(job, length_s=job.length_s * self.factor.get(job.job_id, 1.0)))
+
+
+def test_a_waiting_job_takes_the_wider_margin_that_runs_finished_after_it_joined_show(tmp_path):
+    """20 stored runs at 2 x their length: "held" (300 s, deadline far off) joins with (2 - 1) x 300 =
+    300 s of margin. 20 jobs due at once then run 6 x their 100 s: once they are seen done (600 s on,
+    slot 2), the pool's p99.9 (its largest of 40) is 6, and "held", still queued, is given
+    (6 - 1) x 300 = 1,500 s, as a job joining then would be."""
+    clock = SimulatedClock(10_000.0)
+    config = ControllerConfig(policy="hold", deadline_slots=12, slot_s=300.0, max_nodes=50)
+    old = [Job(f"old{i}", "etl", "ads", 0.0, 5000.0, 100.0, StepSpec(args=("true",))) for i in range(20)]
+    held = Job("held", "etl", "ads", 10_000.0, 200_000.0, 300.0, StepSpec(args=("true",)))
+    quick = [Job(f"quick{i}", "etl", "ads", 10_000.0, 10_400.0, 100.0, StepSpec(args=("true",))) for i in range(20)]
+    cluster = _SlowerCluster(clock, {job.job_id: 6.0 for job in quick})
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        store.submit_many(old)
+        store.commit_slot(1, {}, {}, {"slot": 1}, states={j.job_id: "done" for j in old}, runs={j.job_id: (1000.0, 1200.0) for j in old})
+        store.submit_many([held, *quick])
+        runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock)
+        runner.run_slot()
+        assert runner.queue.get("held").start_margin_s == 300.0
+        assert {job.job_id for job in runner.queue.running()} == {job.job_id for job in quick}
+        margins = []
+        for slot in (1, 2):
+            clock.time_s = 10_000.0 + slot * 300.0
+            runner.run_slot()
+            margins.append(runner.queue.get("held").start_margin_s)
+        assert runner.length_errors.ratio() == 6.0
+    assert margins == [300.0, 1500.0]
