@@ -410,3 +410,12 @@ def test_a_bound_held_back_by_the_step_concurrency_says_to_raise_it_not_the_node
     assert 2 < needed <= 40
     assert f"give --step-concurrency {needed} or more to meet them" in note
     assert "--max-nodes" not in note.split("give ")[1]
+
+
+def test_a_step_concurrency_that_is_not_a_whole_number_is_refused_naming_emrs_range(tmp_path, capsys):
+    try:
+        code = main(["compare", "--trace", str(tmp_path / "no-such-trace.tsv"), "--step-concurrency", "abc"])
+    except SystemExit as exited:  # refused by argparse, before any work
+        code = exited.code
+    assert code == 2
+    assert "argument --step-concurrency: expected a whole number in 1..256 (EMR's StepConcurrencyLevel), got 'abc'" in capsys.readouterr().err

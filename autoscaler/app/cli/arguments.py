@@ -16,6 +16,7 @@ from autoscaler.core.errors import ConfigError
 from autoscaler.core.intake import parse_duration_s
 from autoscaler.core.model import MIB, CostParams, LengthModel
 from autoscaler.core.readable import number_text
+from autoscaler.core.twin import STEP_CONCURRENCY
 
 
 def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = math.inf):
@@ -27,7 +28,7 @@ def _number(convert, noun: str, minimum: float, strict: bool, maximum: float = m
         try:
             value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected {noun} {bound}, got {text!r}") from None
         if isinstance(value, int) and abs(value) > sys.float_info.max:
             # Every whole number the commands take is used beside floats; past this one it cannot be.
             raise argparse.ArgumentTypeError(f"expected {noun} {bound} that fits a float (below 1.8e308), got {text!r}")
@@ -45,6 +46,16 @@ positive_int = _number(int, "a whole number", 1, strict=False)
 boot_seconds = _number(float, "a number of seconds", 0.0, strict=False, maximum=3600.0)
 agent_count = _number(int, "a whole number", 1, strict=False, maximum=10_000_000)
 cost_value = _number(float, "a number", 0, strict=False, maximum=defaults.MAX_COST)
+
+
+def step_concurrency(text: str) -> int:
+    """An argparse type for ``--step-concurrency``: a whole number, or an error naming EMR's range (the
+    range itself is checked by TwinConfig, which names the flag)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number in 1..{STEP_CONCURRENCY} (EMR's StepConcurrencyLevel), got {text!r}") from None
+
 
 _DEADLINE_FORMS = "a whole number of slots >= 0 like 12, or a duration like 6h, 90m, 1h30m, 1d"
 
@@ -306,7 +317,7 @@ def add_twin_arguments(group) -> None:
     group.add_argument("--length-error", type=float, default=None, metavar="SIGMA", help="twin: true length = submitted length x lognormal(0, SIGMA) per job name, the same on every run of a name (default 0: the submitted length)")
     group.add_argument("--length-jitter", type=float, default=None, metavar="SIGMA", help="twin: and x lognormal(0, SIGMA) per run, drawn per job id, on top of --length-error's per job name (default 0)")
     group.add_argument("--seed", type=int, default=None, help="twin: seed of --length-error's and --length-jitter's draws (default 0)")
-    group.add_argument("--step-concurrency", type=int, default=None, help="twin: most steps running at once, EMR's StepConcurrencyLevel 1..256 (default 256)")
+    group.add_argument("--step-concurrency", type=step_concurrency, default=None, help=f"twin: most steps running at once, EMR's StepConcurrencyLevel 1..{STEP_CONCURRENCY} (default {STEP_CONCURRENCY})")
     group.add_argument("--price-per-node-hour", type=float, default=None, help="twin: $ per node-hour, billed per second with 60 s minimum (default 0.240: m5.xlarge EC2 0.192 + EMR 0.048, us-east-1 on demand)")
     group.add_argument("--carbon", default=None, metavar="SOURCE", help="twin: a carbon signal (file or URL) for the bill's kgCO2; the trace's start is placed at its first time; decisions stay carbon-blind")
     group.add_argument("--carbon-unit", default=None, help="twin: unit of a CSV --carbon (gCO2eq/kWh or lbs/MWh)")

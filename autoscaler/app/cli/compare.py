@@ -59,7 +59,7 @@ def add_parsers(commands) -> None:
     compare.add_argument("--trace", default=None, help=f"SWIM trace (.tsv): {TRACE_NAMES_HELP} (default: A)")
     compare.add_argument(
         "--deadline", "-D", default=DEFAULT_DEADLINES,
-        help="deadlines: a comma list of durations (30m,2h,6h) or slots, each a whole number of slots of the config's slot_s; a job's deadline is its submit time + its length + D",
+        help="deadlines: a comma list of durations (30m,2h,6h) or slots, each a whole number of slots of the config's slot_s, or a range of slots like 1-12; a job's deadline is its submit time + its length + D",
     )  # fmt: skip
     compare.add_argument(
         "--policy", default="all",
