@@ -240,13 +240,20 @@ def test_a_bad_managed_dampen_s_is_refused_naming_the_flag_before_the_trace_is_r
     assert "no-such-trace" not in err and not out.exists()
 
 
-def test_a_managed_dampen_s_that_is_not_a_number_is_refused_by_the_parser_naming_the_flag(tmp_path, capsys):
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--managed-dampen-s", "two minutes", "argument --managed-dampen-s: invalid float value: 'two minutes'"),
+        ("--step-concurrency", "abc", "argument --step-concurrency: expected a whole number in 1..256 (EMR's StepConcurrencyLevel), got 'abc'"),
+    ],
+)
+def test_a_value_that_is_not_a_number_is_refused_by_the_parser_naming_the_flag(tmp_path, capsys, flag, value, message):
     try:
-        code = main(["compare", "--trace", str(tmp_path / "no-such-trace.tsv"), "--managed-dampen-s", "two minutes"])
+        code = main(["compare", "--trace", str(tmp_path / "no-such-trace.tsv"), flag, value])
     except SystemExit as exited:  # refused by argparse, before any work
         code = exited.code
     assert code == 2
-    assert "argument --managed-dampen-s: invalid float value: 'two minutes'" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_the_help_gives_managed_dampen_s_its_default(capsys):
@@ -411,11 +418,3 @@ def test_a_bound_held_back_by_the_step_concurrency_says_to_raise_it_not_the_node
     assert f"give --step-concurrency {needed} or more to meet them" in note
     assert "--max-nodes" not in note.split("give ")[1]
 
-
-def test_a_step_concurrency_that_is_not_a_whole_number_is_refused_naming_emrs_range(tmp_path, capsys):
-    try:
-        code = main(["compare", "--trace", str(tmp_path / "no-such-trace.tsv"), "--step-concurrency", "abc"])
-    except SystemExit as exited:  # refused by argparse, before any work
-        code = exited.code
-    assert code == 2
-    assert "argument --step-concurrency: expected a whole number in 1..256 (EMR's StepConcurrencyLevel), got 'abc'" in capsys.readouterr().err
