@@ -51,6 +51,7 @@ from autoscaler.app.compare import DEFAULT_RUNS
 from autoscaler.core import defaults
 from autoscaler.core.compare import against
 from autoscaler.core.errors import ConfigError
+from autoscaler.core.twin import MAX_LENGTH_ERROR_SIGMA
 
 MANAGED = "managed"
 RUNS = tuple(name for name in DEFAULT_RUNS if name in ("hold", "follow", "bound") or name.startswith(MANAGED))
@@ -205,6 +206,52 @@ def spread_table(groups: list[tuple[str, dict]]) -> Table:
     return table
 
 
+RESULTS = Path(__file__).resolve().parent / "results" / "spread.json"
+"""The whole grid's document (``--json``) as last run on this machine; README.md's spread figures are
+rendered from it by ``readme_figures.py`` (``markdown_figures``), as the grid takes about 35 minutes."""
+
+
+def _md_pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1f} %".replace("-", "−")
+
+
+def markdown_figures(document: dict) -> dict[str, str]:
+    """README.md's figures from a ``--json`` document: ``spread-range`` (min / median / max of hold's
+    kWh against the strongest managed variant over every case), ``spread-table`` (that spread over
+    all cases, by cap and by sigma, with the cases where hold is worse) and ``spread-worse`` (each
+    case where hold overran more jobs than managed, or used more kWh)."""
+    groups = spread_groups(document["cases"])
+    figures = dict(groups[0][1]["kwh_vs_managed_pct"] or {})
+    lines = [
+        "| over | cases | hold's kWh vs managed: min | median | max | more kWh than managed | more node-hours | more overran than managed | more overran than follow | hold did not finish |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for label, s in groups:
+        f = s["kwh_vs_managed_pct"] or {}
+        w = s["worse"]
+        lines.append(
+            f"| {label} | {s['cases']} | {_md_pct(f.get('min'))} | {_md_pct(f.get('median'))} | {_md_pct(f.get('max'))} | "
+            f"{w['kWh vs managed']} | {w['node-hours vs managed']} | {w['overran vs managed']} | {w['overran vs follow']} | {s['hold_not_finished']} |"
+        )
+    worse = [
+        row for row in document["cases"]
+        if (row["kwh_vs_managed_pct"] or 0.0) > 0.0
+        or None not in (row["overran_hold"], row["overran_managed"]) and row["overran_hold"] > row["overran_managed"]
+    ]  # fmt: skip
+    rows = ["| trace | max nodes | σ | D | hold's kWh vs managed | overran hold / follow / managed |", "|---|--:|--:|--:|--:|--:|"]
+    for row in worse:
+        overran = " / ".join("–" if row[f"overran_{n}"] is None else f"{row[f'overran_{n}']:,}" for n in ("hold", "follow", "managed"))
+        rows.append(
+            f"| {row['trace'].removesuffix('.tsv')} | {row['max_nodes']:,} | {row['sigma']:g} | {_deadline_text(row['deadline_s'])} | "
+            f"{_md_pct(row['kwh_vs_managed_pct'])} | {overran} |"
+        )
+    return {
+        "spread-range": f"{_md_pct(figures.get('min'))} / {_md_pct(figures.get('median'))} / {_md_pct(figures.get('max'))} over {groups[0][1]['compared']} cases",
+        "spread-table": "\n".join(lines),
+        "spread-worse": "\n".join(rows) if worse else "(none)",
+    }
+
+
 def _comma_list(text: str, convert, flag: str, expected: str, parser: argparse.ArgumentParser) -> list:
     """A comma list through ``convert`` (None: refused), refused with the flag named."""
     values = []
@@ -223,7 +270,7 @@ def _comma_list(text: str, convert, flag: str, expected: str, parser: argparse.A
 
 def _sigma(text: str) -> float | None:
     value = float(text)
-    return value if math.isfinite(value) and value >= 0.0 else None
+    return value if math.isfinite(value) and 0.0 <= value <= MAX_LENGTH_ERROR_SIGMA else None
 
 
 def _node_count(text: str) -> int | None:
@@ -236,7 +283,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[int
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, default=make_traces.UNSEEN_DIR, metavar="DIR", help="folder whose .tsv traces are run, each (default: the unseen set, %(default)s; its week is written there if missing)")
     parser.add_argument("--deadlines", default="30m,2h,6h,12h", metavar="LIST", help="compare --deadline: a comma list of durations or slots of 300 s (default %(default)s)")
-    parser.add_argument("--sigmas", default="0,0.5,1.0", metavar="LIST", help="compare --length-error values, a comma list of numbers >= 0 (default %(default)s)")
+    parser.add_argument("--sigmas", default="0,0.5,1.0", metavar="LIST", help=f"compare --length-error values, a comma list of numbers in [0, {MAX_LENGTH_ERROR_SIGMA:g}] (default %(default)s)")
     parser.add_argument("--max-nodes", default="500,100", metavar="LIST", help="compare --max-nodes values, a comma list of whole numbers >= 1 (default %(default)s: room, and the default cap, which binds)")
     parser.add_argument("--workers", type=int, default=None, metavar="N", help="compare --workers: processes per compare (default: the machine's cores)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write every case, the spread and the timing to this JSON file")
@@ -244,14 +291,15 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[int
     args = parser.parse_args(argv)
     if args.traces.resolve() != make_traces.UNSEEN_DIR.resolve():
         if not args.traces.is_dir():
-            parser.error(f"--traces {args.traces}: no such folder; give a folder of SWIM traces (.tsv)")
+            what = "a file, not a folder" if args.traces.exists() else "no such folder"
+            parser.error(f"--traces {args.traces}: {what}; give a folder of SWIM traces (.tsv)")
         if not sorted(args.traces.glob("*.tsv")):
             parser.error(f"--traces {args.traces}: holds no .tsv trace; give a folder of SWIM traces (.tsv)")
     try:
         deadlines = parse_deadlines(args.deadlines, defaults.SLOT_S, "--deadlines")
     except ConfigError as exc:
-        parser.error(f"--deadlines {args.deadlines}: {str(exc).removeprefix('--deadlines: ')}")
-    args.sigmas = _comma_list(args.sigmas, _sigma, "--sigmas", "a number >= 0", parser)
+        parser.error(str(exc))
+    args.sigmas = _comma_list(args.sigmas, _sigma, "--sigmas", f"a number in [0, {MAX_LENGTH_ERROR_SIGMA:g}] (compare's --length-error)", parser)
     args.max_nodes = _comma_list(args.max_nodes, _node_count, "--max-nodes", "a whole number >= 1", parser)
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers {args.workers}: expected a whole number >= 1")
