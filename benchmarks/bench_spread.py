@@ -298,7 +298,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[int
     try:
         deadlines = parse_deadlines(args.deadlines, defaults.SLOT_S, "--deadlines")
     except ConfigError as exc:
-        parser.error(str(exc))
+        said = str(exc)
+        parser.error(said if said.startswith(f"--deadlines {args.deadlines}") else f"--deadlines {args.deadlines}: {said.removeprefix('--deadlines: ')}")
     args.sigmas = _comma_list(args.sigmas, _sigma, "--sigmas", f"a number in [0, {MAX_LENGTH_ERROR_SIGMA:g}] (compare's --length-error)", parser)
     args.max_nodes = _comma_list(args.max_nodes, _node_count, "--max-nodes", "a whole number >= 1", parser)
     if args.workers is not None and args.workers < 1:

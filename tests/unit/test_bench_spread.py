@@ -29,6 +29,8 @@ def refusal(argv: list[str], capsys) -> str:
         ("--sigmas", "-0.5"),
         ("--sigmas", "nan"),
         ("--sigmas", "0,0"),
+        ("--sigmas", "6"),  # above compare's --length-error limit of 5
+        ("--deadlines", "7m"),
         ("--max-nodes", "0"),
         ("--max-nodes", "1.5"),
         ("--workers", "0"),
