@@ -115,6 +115,16 @@ WORSE = (
 )
 
 
+def _overran_more(row: dict, other: str) -> bool:
+    """Whether more of hold's jobs ended after their deadline than ``other``'s (both known)."""
+    return None not in (row["overran_hold"], row[f"overran_{other}"]) and row["overran_hold"] > row[f"overran_{other}"]
+
+
+def _overran_text(row: dict) -> str:
+    """Jobs that overran, hold / follow / managed (– where a run did not finish)."""
+    return " / ".join("–" if row[f"overran_{n}"] is None else f"{row[f'overran_{n}']:,}" for n in ("hold", "follow", "managed"))
+
+
 def spread(rows: list[dict]) -> dict:
     """Min / median / max of hold's kWh against managed (%) over the rows where both finished, and the
     rows where hold is worse (strictly more) than managed or follow in kWh, node-hours or overran."""
@@ -124,14 +134,12 @@ def spread(rows: list[dict]) -> dict:
         worse[f"{label} vs managed"] = sum(1 for row in rows if (row[managed_key] or 0.0) > 0.0)
         worse[f"{label} vs follow"] = sum(1 for row in rows if (row[follow_key] or 0.0) > 0.0)
     for other in ("managed", "follow"):
-        worse[f"overran vs {other}"] = sum(
-            1 for row in rows if None not in (row["overran_hold"], row[f"overran_{other}"]) and row["overran_hold"] > row[f"overran_{other}"]
-        )
+        worse[f"overran vs {other}"] = sum(1 for row in rows if _overran_more(row, other))
     any_worse = sum(
         1
         for row in rows
         if any((row[key] or 0.0) > 0.0 for _, *keys in WORSE for key in keys)
-        or any(None not in (row["overran_hold"], row[f"overran_{o}"]) and row["overran_hold"] > row[f"overran_{o}"] for o in ("managed", "follow"))
+        or any(_overran_more(row, other) for other in ("managed", "follow"))
     )
     return {
         "cases": len(rows),
@@ -163,7 +171,7 @@ def cases_table(rows: list[dict]) -> Table:
     previous = None
     for row in rows:
         key = (row["trace"], row["max_nodes"], row["sigma"])
-        overran = " / ".join("–" if row[f"overran_{n}"] is None else f"{row[f'overran_{n}']:,}" for n in ("hold", "follow", "managed"))
+        overran = _overran_text(row)
         cells = [
             row["trace"] if key != previous else "", f"{row['max_nodes']:,}" if key != previous else "", f"{row['sigma']:g}" if key != previous else "",
             _deadline_text(row["deadline_s"]), "–" if row["hold_kwh"] is None else f"{row['hold_kwh']:,.1f}",
@@ -212,7 +220,8 @@ rendered from it by ``readme_figures.py`` (``markdown_figures``), as the grid ta
 
 
 def _md_pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.1f} %".replace("-", "−")
+    """``_pct`` with the README's minus sign."""
+    return _pct(value).replace("-", "−")
 
 
 def markdown_figures(document: dict) -> dict[str, str]:
@@ -233,17 +242,12 @@ def markdown_figures(document: dict) -> dict[str, str]:
             f"| {label} | {s['cases']} | {_md_pct(f.get('min'))} | {_md_pct(f.get('median'))} | {_md_pct(f.get('max'))} | "
             f"{w['kWh vs managed']} | {w['node-hours vs managed']} | {w['overran vs managed']} | {w['overran vs follow']} | {s['hold_not_finished']} |"
         )
-    worse = [
-        row for row in document["cases"]
-        if (row["kwh_vs_managed_pct"] or 0.0) > 0.0
-        or None not in (row["overran_hold"], row["overran_managed"]) and row["overran_hold"] > row["overran_managed"]
-    ]  # fmt: skip
+    worse = [row for row in document["cases"] if (row["kwh_vs_managed_pct"] or 0.0) > 0.0 or _overran_more(row, "managed")]
     rows = ["| trace | max nodes | σ | D | hold's kWh vs managed | overran hold / follow / managed |", "|---|--:|--:|--:|--:|--:|"]
     for row in worse:
-        overran = " / ".join("–" if row[f"overran_{n}"] is None else f"{row[f'overran_{n}']:,}" for n in ("hold", "follow", "managed"))
         rows.append(
             f"| {row['trace'].removesuffix('.tsv')} | {row['max_nodes']:,} | {row['sigma']:g} | {_deadline_text(row['deadline_s'])} | "
-            f"{_md_pct(row['kwh_vs_managed_pct'])} | {overran} |"
+            f"{_md_pct(row['kwh_vs_managed_pct'])} | {_overran_text(row)} |"
         )
     return {
         "spread-range": f"{_md_pct(figures.get('min'))} / {_md_pct(figures.get('median'))} / {_md_pct(figures.get('max'))} over {groups[0][1]['compared']} cases",

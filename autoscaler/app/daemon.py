@@ -218,7 +218,7 @@ class SlotRunner:
             errors.record(length_s, run_s, learned)
         self.length_errors = errors
         self._queue = JobQueue.of([errors.with_margin(job) for job in jobs], self.config.slot_s, self.config.epoch_s)
-        self._margin_ratios = {learned: ratio for learned in (False, True) if (ratio := errors.ratio(learned)) is not None}
+        self._margin_ratios = self._pool_ratios()
         saved = self.store.load_state()
         self._state = PolicyState.from_json(saved) if saved else PolicyState()
 
@@ -283,20 +283,23 @@ class SlotRunner:
         lognormal(0, 1), the jobs hold sent out later than follow or managed scaling and that then
         overran were such jobs, released after start-by slots planned on a p99.9 of a few hundred
         runs. O(queued jobs) when the ratio of a pool rises, nothing otherwise."""
-        ratios = {learned: self.length_errors.ratio(learned) for learned in (False, True)}
         risen = {
-            learned
-            for learned, ratio in ratios.items()
-            if ratio is not None and ratio > max(self._margin_ratios.get(learned, 1.0), 1.0 + RATIO_TOLERANCE)
+            learned: ratio
+            for learned, ratio in self._pool_ratios().items()
+            if ratio > max(self._margin_ratios.get(learned, 1.0), 1.0 + RATIO_TOLERANCE)
         }
         if not risen:
             return
-        self._margin_ratios.update((learned, ratios[learned]) for learned in risen)
+        self._margin_ratios.update(risen)
         for job in list(self._queue.queued()):
             if (job.prior_length_s is not None) in risen:
                 widened = self.length_errors.with_margin(job)
                 if widened.start_margin_s > job.start_margin_s:
                     self._queue.add(widened)
+
+    def _pool_ratios(self) -> dict[bool, float]:
+        """{learned?: the length-error ratio of that pool}, for the pools with enough runs to have one."""
+        return {learned: ratio for learned in (False, True) if (ratio := self.length_errors.ratio(learned)) is not None}
 
     def _report_unknown_steps(self, steps: dict[str, StepStatus]) -> None:
         """Log and count our steps (named ``{prefix}<job id>``) for jobs the store does not hold, as
