@@ -90,3 +90,22 @@ def test_a_managed_variant_that_did_not_finish_is_not_the_reference():
     (row,) = bench_spread.case_rows(document, "t.tsv", 0.0, 100)
     assert row["managed_run"] == "managed" and row["not_finished"] == ["managed-dampened"]
     assert row["kwh_vs_managed_pct"] == pytest.approx(-19.0)
+
+
+def _case(trace: str, kwh_pct: float, overran: tuple[int, int, int]) -> dict:
+    return {
+        "trace": trace, "max_nodes": 100, "sigma": 0.0, "deadline_s": 7200.0, "not_finished": [],
+        "kwh_vs_managed_pct": kwh_pct, "node_hours_vs_managed_pct": kwh_pct, "kwh_vs_follow_pct": -1.0, "node_hours_vs_follow_pct": -1.0,
+        "overran_hold": overran[0], "overran_follow": overran[1], "overran_managed": overran[2],
+    }  # fmt: skip
+
+
+def test_the_readme_figures_give_the_spread_and_list_only_the_cases_where_hold_is_worse_than_managed():
+    # Three cases: -10 % and no overrun; -4 % with 2 overran against managed's 1; +2 % with none.
+    # Min / median / max -10 / -4 / +2; the last two are worse than managed, the first is not listed.
+    document = {"cases": [_case("a.tsv", -10.0, (0, 0, 0)), _case("b.tsv", -4.0, (2, 2, 1)), _case("c.tsv", 2.0, (0, 0, 0))]}
+    figures = bench_spread.markdown_figures(document)
+    assert figures["spread-range"] == "−10.0 % / −4.0 % / +2.0 % over 3 cases"
+    assert "| all cases | 3 | −10.0 % | −4.0 % | +2.0 % | 1 | 1 | 1 | 0 | 0 |" in figures["spread-table"]
+    listed = figures["spread-worse"].splitlines()[2:]
+    assert listed == ["| b | 100 | 0 | 2 h | −4.0 % | 2 / 2 / 1 |", "| c | 100 | 0 | 2 h | +2.0 % | 0 / 0 / 0 |"]
