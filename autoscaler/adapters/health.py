@@ -133,6 +133,11 @@ class Telemetry:
         else:
             self.slot_failed()
 
+    def released_between_slots(self, released: list[str], late: list[str]) -> None:
+        """Count jobs released between slots in the same counters as a slot's (released, late)."""
+        self.released.inc(len(released))
+        self.late.inc(len(late))
+
     def carbon_signal(self, value: float | None, unit: str = "", fallback: str = "") -> None:
         """Record a hold+carbon slot's signal: ``value`` in ``unit``, or None and the ``fallback``
         reason, which counts one slot in ``autoscaler_carbon_signal_fallback_total``."""

@@ -169,6 +169,29 @@ class ShadowStore:
         """The newest intent no ``commit_slot`` has settled, or None."""
         return self._intents[max(self._intents)] if self._intents else None
 
+    def commit_release(self, slot: int, released: dict[str, tuple[float, str]], *, states: dict[str, str] | None = None) -> None:
+        """What ``SqliteJobStore.commit_release`` would write, kept in memory."""
+        jobs = self._sync()
+        for job_id, job_state in (states or {}).items():
+            if job_id in jobs:
+                jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+        self._mark_released(jobs, released)
+        for settled in [s for s in self._intents if s <= int(slot)]:
+            del self._intents[settled]
+
+    def _mark_released(self, jobs: dict, released: dict[str, tuple[float, str]]) -> None:
+        """Released jobs as the SQL store marks them; then finished jobs leave the shadow."""
+        for job_id, (released_s, step_id) in released.items():
+            job = jobs.get(job_id)
+            if job is not None and (job.state == "queued" or job.step_id is None):
+                jobs[job_id] = dataclasses.replace(
+                    job, state="released" if job.state == "queued" else job.state, released_s=released_s, step_id=step_id
+                )
+                self._recent.append((released_s, step_id))
+        for job_id in [job_id for job_id, job in jobs.items() if job.state in FINAL_STATES]:
+            del jobs[job_id]
+        del self._recent[: max(0, len(self._recent) - 4096)]
+
     def commit_slot(
         self,
         slot: int,
@@ -187,16 +210,7 @@ class ShadowStore:
                 jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
         # A run counts only for a job done (as the SQL store's run_lengths_s asks state = 'done').
         self._record_runs(jobs, {job_id: run for job_id, run in (runs or {}).items() if job_id in jobs and jobs[job_id].state == "done"})
-        for job_id, (released_s, step_id) in released.items():
-            job = jobs.get(job_id)
-            if job is not None and (job.state == "queued" or job.step_id is None):
-                jobs[job_id] = dataclasses.replace(
-                    job, state="released" if job.state == "queued" else job.state, released_s=released_s, step_id=step_id
-                )
-                self._recent.append((released_s, step_id))
-        for job_id in [job_id for job_id, job in jobs.items() if job.state in FINAL_STATES]:
-            del jobs[job_id]
-        del self._recent[: max(0, len(self._recent) - 4096)]
+        self._mark_released(jobs, released)
         self._state = state
         self._last_slot = int(slot)
         self._decisions[int(slot)] = decision

@@ -402,14 +402,7 @@ class SqliteJobStore:
                 conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
             if run_rows:
                 conn.executemany("UPDATE jobs SET run_start_s = ?, run_end_s = ? WHERE job_id = ?", run_rows)
-            if released:
-                conn.executemany(
-                    """UPDATE jobs
-                       SET released_s = ?, step_id = ?,
-                           state = CASE WHEN state = 'queued' THEN 'released' ELSE state END
-                       WHERE job_id = ? AND (state = 'queued' OR step_id IS NULL)""",
-                    [(float(released_s), str(step_id), job_id) for job_id, (released_s, step_id) in released.items()],
-                )
+            _mark_released(conn, released)
             conn.execute(
                 "INSERT OR REPLACE INTO controller_state (id, slot, state) VALUES (1, ?, ?)",
                 (slot, to_json(state, f"controller state of slot {slot}", self.path)),
@@ -431,6 +424,22 @@ class SqliteJobStore:
                     "DELETE FROM decisions WHERE slot IN (SELECT slot FROM decisions WHERE slot < ? ORDER BY slot LIMIT ?)",
                     (prune_decisions_before_slot, prune_limit_rows),
                 )
+
+    def commit_release(self, slot: int, released: dict[str, tuple[float, str]], *, states: dict[str, str] | None = None) -> None:
+        """What a release between slots writes, in one transaction: ``states`` ({job id: state}, e.g.
+        'failed' for a step EMR refused), then ``released`` ({job id: (released_s, step_id)}) as
+        ``commit_slot`` marks them, and the intents of slot ``slot`` and earlier ones settled. The
+        slot's decision and the controller state are left as they are.
+
+        Unknown job ids are ignored. Raises StoreError, with nothing written, on a state not in
+        JOB_STATES, a ``slot`` that is not a whole number, or a store failure."""
+        slot = whole_number(slot, "slot", self.path)
+        updates = self._checked_states(states or {})
+        with self._transaction(write=True) as conn:
+            if updates:
+                conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
+            _mark_released(conn, released)
+            conn.execute("DELETE FROM intents WHERE slot <= ?", (slot,))
 
     def set_states(self, updates: dict[str, str]) -> None:
         """Set job states ({job id: state}, states from JOB_STATES), all in one transaction; unknown
@@ -591,6 +600,19 @@ class SqliteJobStore:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: SQLite could not switch to WAL mode (got {mode!r}); is it on a network file system?")
+
+
+def _mark_released(conn: sqlite3.Connection, released: dict[str, tuple[float, str]]) -> None:
+    """A queued job becomes 'released' with its release time and step id; a job already further
+    along keeps its state but gets them if it had no step id."""
+    if released:
+        conn.executemany(
+            """UPDATE jobs
+               SET released_s = ?, step_id = ?,
+                   state = CASE WHEN state = 'queued' THEN 'released' ELSE state END
+               WHERE job_id = ? AND (state = 'queued' OR step_id IS NULL)""",
+            [(float(released_s), str(step_id), job_id) for job_id, (released_s, step_id) in released.items()],
+        )
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -2,8 +2,9 @@
 
 The product's policies run through the daemon's own slot loop (:class:`~autoscaler.app.daemon.SlotRunner`
 on a shadow store, a simulated clock and :class:`~autoscaler.adapters.twin.TwinCluster`), the way
-``run --replay --dry-run`` does, except that a job enters the store at the first slot boundary at or
-after its submit time, as a live daemon sees it (a job cannot start before it is submitted). The
+``run --replay --dry-run`` does, except that a job enters the store at the daemon's first poll at or
+after its submit time, as a live daemon sees it (a job cannot start before it is submitted), and one
+already due is released there (``SlotRunner.release_between_slots``). The
 baselines an operator would run instead (``fixed``, ``managed``, ``managed-dampened``, ``custom-rules``,
 :mod:`autoscaler.core.baselines`) play on the twin directly; ``bound`` is the offline LP with the
 twin's costs (:mod:`autoscaler.core.twin_bound`). Each (run, deadline) is one task; tasks run in
@@ -104,8 +105,9 @@ def check_runs(names: Sequence[str]) -> list[str]:
 def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> ClusterTwin:
     """``policy`` through the daemon's slot loop on a fresh twin; returns the twin after every job has
     ended and every node is gone. The controller counts the twin's ``provision_s`` in its release
-    margin (``ControllerConfig.due_margin_slots``). A job is submitted at the first slot start at or after its submit
-    time; the loop runs until the horizon (window + D) and on while jobs are queued, at most as long
+    margin (``ControllerConfig.due_margin_slots``). A job is submitted at the daemon's first poll at or
+    after its submit time (``polls_between_slots``; with ``release_poll_s`` 0, the first slot start), and
+    released there if it is due; the loop runs until the horizon (window + D) and on while jobs are queued, at most as long
     again (``replay_daemon.replay_end_slot``; ConfigError beyond)."""
     from autoscaler.adapters.twin import TwinCluster
     from autoscaler.app import compose
@@ -143,6 +145,7 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
             if slot >= horizon and submitted == len(jobs) and (runner.queue is None or not runner.queue.queued_count):
                 break
             runner.run_slot()
+            submitted = polls_between_slots(runner, store, clock, jobs, submitted, (slot + 1) * slot_s, settings.release_poll_s)
         else:
             raise QueueNotDrained(
                 f"{runner.queue.queued_count if runner.queue else 0:,} jobs still queued at slot {slot:,}, past the horizon of "
@@ -151,6 +154,27 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
             )
         cluster.finish()
         return cluster.twin
+
+
+def polls_between_slots(runner, store, clock, jobs: Sequence[Job], submitted: int, boundary_s: float, poll_s: float) -> int:
+    """The daemon's polls between a slot and the next boundary (``boundary_s``), as ``run`` makes them
+    every ``poll_s`` (``release_poll_s``; 0: none): at each poll time (a multiple of ``poll_s``) before
+    the boundary by which jobs were submitted, those jobs enter ``store`` and the runner releases the
+    ones that cannot wait (``SlotRunner.release_between_slots``). ``jobs[submitted:]`` are the jobs
+    not yet in the store, by submit time; returns the new count submitted."""
+    if poll_s <= 0:
+        return submitted
+    while submitted < len(jobs):
+        poll_at_s = math.ceil(jobs[submitted].submit_s / poll_s) * poll_s
+        if poll_at_s >= boundary_s:
+            break
+        first = submitted
+        while submitted < len(jobs) and jobs[submitted].submit_s <= poll_at_s:
+            submitted += 1
+        clock.time_s = max(clock.time_s, poll_at_s)
+        store.submit_many(list(jobs[first:submitted]))
+        runner.release_between_slots()
+    return submitted
 
 
 def usable_nodes(jobs: Sequence[Job], max_nodes: int, step_concurrency: int) -> int:

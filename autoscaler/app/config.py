@@ -228,6 +228,9 @@ class Settings(BaseSettings):
     store_path: Path = Path("autoscaler.db")
     log_format: Literal["auto", "json", "console"] = "auto"
     misfire_grace_s: float = Field(default=60.0, gt=0)
+    release_poll_s: float = Field(default=defaults.RELEASE_POLL_S, ge=0, le=86_400)
+    """Between slots, how often the daemon looks for newly submitted jobs already due (they cannot
+    wait for the next slot) and releases them; 0: only at slot boundaries."""
     known_tenants: list[str] = Field(default_factory=list)
     """Tenants allowed to submit; empty accepts any tenant."""
     health_host: str = "127.0.0.1"

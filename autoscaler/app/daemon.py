@@ -41,9 +41,10 @@ import structlog
 
 from autoscaler.core import defaults
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
-from autoscaler.core.edf import JobQueue
+from autoscaler.core.edf import JobQueue, edf_key, release_by_slot
 from autoscaler.core.errors import ActuationError
 from autoscaler.core.learned import RATIO_TOLERANCE, LengthErrors
+from autoscaler.core.model import Job
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from energy.power import TABLE_III, PowerModel
 
@@ -188,6 +189,95 @@ class SlotRunner:
         whose rows cannot be read stops the start (StoreError) rather than failing every slot."""
         self._load()
 
+    def release_between_slots(self) -> list[str]:
+        """Release, now, the jobs submitted since the slot was decided that cannot wait for the next
+        one: those already due by the controller's own rule (``release_by_slot`` at or before the
+        decided slot: their start-by slot, less the slots a new node takes to boot, has come).
+        Returns their job ids as released, in EDF order.
+
+        A live daemon decides at slot boundaries, so a job submitted just after one would otherwise
+        wait up to a slot for its step, where EMR managed scaling sees the step the moment it is
+        added: with lengths off by lognormal(0, 1) and a 30-minute deadline, that wait was most of
+        the jobs hold ran past their deadline beyond managed scaling's. Jobs not due join the queue
+        for the next slot. If the jobs released want more nodes than the TASK group has free (its
+        requested nodes less those the released and running jobs hold), the group is raised by the
+        difference, at most to ``max_nodes``, as the next slot would for due jobs; the next slot
+        decides the nodes again.
+
+        Safe to repeat and to stop part-way, as a slot is: the intent is written first, a step EMR
+        refuses fails its job, one whose add failed otherwise is looked for at the next slot, and
+        the released jobs are recorded in one transaction (``JobStore.commit_release``). Nothing is
+        done before the first slot, nor when the slot of now is not decided yet (its slot will see
+        the jobs). Any failure makes the next slot read the store afresh, as a failed slot does.
+        """
+        if self._queue is None or self._state is None:
+            return []
+        now_s = self.clock.now_s()
+        slot = self.config.slot_of(now_s)
+        if slot != self._state.last_slot:
+            return []
+        try:
+            return self._release_between(now_s, slot)
+        except Exception:
+            self._queue = None
+            self._state = None
+            self._fresh = True
+            raise
+
+    def _release_between(self, now_s: float, slot: int) -> list[str]:
+        added = self._read_submitted()
+        urgent = sorted((job for job in added if release_by_slot(job, self.config) <= slot), key=lambda job: edf_key(job, self.config))
+        if not urgent:
+            return []
+        group = None
+        try:
+            group = self.cluster.task_group()
+        except ActuationError as error:
+            log.error("task_group_unknown", slot=slot, error=str(error))
+        nodes = None if group is None else group.requested
+        if group is not None:
+            free = max(0, group.requested - self._queue.running_nodes)
+            wanted = sum(job.nodes for job in urgent)
+            if wanted > free:
+                nodes = min(self.config.max_nodes, group.requested + wanted - free)
+        ids = [job.job_id for job in urgent]
+        self.store.record_intent(slot, ids, nodes if nodes is not None else 0)
+        if group is not None and nodes != group.requested:
+            try:
+                self.cluster.resize(nodes)
+            except ActuationError as error:
+                log.error("resize_failed", slot=slot, nodes=nodes, requested=group.requested, error=str(error))
+        released: dict[str, tuple[float, str]] = {}
+        refused: list[str] = []
+        for job in urgent:
+            try:
+                released[job.job_id] = (now_s, self.cluster.add_step(job))
+            except ActuationError as error:
+                log.error("release_failed", job_id=job.job_id, error=str(error), permanent=error.permanent)
+                if error.permanent:
+                    refused.append(job.job_id)
+                else:
+                    self._uncertain.setdefault(job.job_id, now_s)  # looked for before it is tried again
+        self.store.commit_release(slot, released, states=dict.fromkeys(refused, "failed"))
+        for job_id in refused:
+            self._queue.update(job_id, "failed")
+        for job_id, (released_s, step_id) in released.items():
+            self._queue.update(job_id, "released", released_s=released_s, step_id=step_id)
+        late = [job.job_id for job in urgent if job.job_id in released and start_by_slot(job, self.config) < slot]
+        log.info(
+            "released_between_slots",
+            slot=slot,
+            policy=self.policy_name,
+            jobs_released=len(released),
+            job_ids=list(released)[:UNKNOWN_STEPS_NAMED],
+            late=len(late),
+            nodes_requested=nodes,
+            dry_run=self.dry_run,
+        )
+        if self.telemetry is not None:
+            self.telemetry.released_between_slots(list(released), late)
+        return list(released)
+
     # -- 1. observe ---------------------------------------------------------------------------
 
     def _carbon_window(self, now_s: float) -> CarbonWindow | SignalUnavailable:
@@ -225,9 +315,7 @@ class SlotRunner:
     def _observe(self, now_s: float, fresh: bool) -> Observation:
         """The new submissions into the queue, then our steps and the TASK group. The queue takes
         the states the steps show (the store is told at record)."""
-        for job in self.store.jobs_after(self._seq):
-            self._seq = max(self._seq, job.seq or 0)
-            self._queue.add(self.length_errors.with_margin(job))
+        self._read_submitted()
         steps = self._recent_steps() if fresh else self._reconcile()
         if fresh:
             self._uncertain.clear()
@@ -273,6 +361,16 @@ class SlotRunner:
             self._degraded = True
             group = None
         return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group, runs=runs, overran=overran)
+
+    def _read_submitted(self) -> list[Job]:
+        """The jobs submitted since the newest read, into the queue with their start margins; returned as queued."""
+        added = []
+        for job in self.store.jobs_after(self._seq):
+            self._seq = max(self._seq, job.seq or 0)
+            job = self.length_errors.with_margin(job)
+            self._queue.add(job)
+            added.append(job)
+        return added
 
     def _widen_margins(self) -> None:
         """Queued jobs take a wider start margin once the runs seen since they joined say lengths
@@ -598,7 +696,16 @@ def next_boundary_s(now_s: float, slot_s: float, epoch_s: float) -> float:
     return epoch_s + (math.floor((now_s - epoch_s) / slot_s) + 1) * slot_s
 
 
-def run_slots(run_slot: Callable[[], object], clock: Clock, slot_s: float, epoch_s: float, misfire_grace_s: float, stop: threading.Event) -> None:
+def run_slots(
+    run_slot: Callable[[], object],
+    clock: Clock,
+    slot_s: float,
+    epoch_s: float,
+    misfire_grace_s: float,
+    stop: threading.Event,
+    between: Callable[[], object] | None = None,
+    poll_s: float = 0.0,
+) -> None:
     """Run ``run_slot`` at once (to decide the slot the daemon starts in), then at every slot
     boundary epoch_s + k * slot_s on ``clock``, until ``stop`` is set; returns after the slot under
     way when it is.
@@ -609,16 +716,25 @@ def run_slots(run_slot: Callable[[], object], clock: Clock, slot_s: float, epoch
     600 s). Each wake-up asks the clock for a wall-clock step (``wall_jump_s``, logged) when it
     has one. A boundary the loop reaches more than ``misfire_grace_s`` late (the slot before ran
     long) is dropped, and the ones it passed coalesced: the next run is at the next boundary. A
-    failed slot is logged (``slot_failed``) and the next boundary tried.
+    failed slot is logged (``slot_failed``) and the next boundary tried. ``between`` (the runner's
+    ``release_between_slots``), when given with ``poll_s`` > 0, runs every ``poll_s`` between
+    boundaries; a failure is logged (``release_between_failed``).
     """
     run = _logged(run_slot, "slot_failed")
+    run_between = _logged(between, "release_between_failed") if between is not None and poll_s > 0 else None
     wall_jump_s = getattr(clock, "wall_jump_s", None)
     run()
     boundary_s = next_boundary_s(clock.now_s(), slot_s, epoch_s)
+    poll_at_s = clock.now_s() + poll_s if run_between is not None else math.inf
     while not stop.is_set():
-        left_s = boundary_s - clock.now_s()
+        now_s = clock.now_s()
+        left_s = boundary_s - now_s
         if left_s > 0:
-            stop.wait(left_s)
+            if poll_at_s <= now_s:
+                run_between()
+                poll_at_s = clock.now_s() + poll_s
+                continue
+            stop.wait(min(left_s, poll_at_s - now_s))
             continue
         if wall_jump_s is not None:
             wall_jump_s()
@@ -628,11 +744,14 @@ def run_slots(run_slot: Callable[[], object], clock: Clock, slot_s: float, epoch
         else:
             log.warning("slot_skipped", boundary_s=boundary_s, late_s=round(now_s - boundary_s, 3), misfire_grace_s=misfire_grace_s)
         boundary_s = next_boundary_s(max(now_s, clock.now_s()), slot_s, epoch_s)
+        if run_between is not None:
+            poll_at_s = clock.now_s() + poll_s
 
 
-def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None) -> None:
+def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily_report=None, release_poll_s: float = 0.0) -> None:
     """Run ``runner.run_slot`` at once and then at every slot boundary on the runner's clock
-    (:func:`run_slots`) until SIGTERM or SIGINT, which lets the current slot finish before
+    (:func:`run_slots`), and ``runner.release_between_slots`` every ``release_poll_s`` in between
+    (0: never), until SIGTERM or SIGINT, which lets the current slot finish before
     returning. ``daily_report``, if given, runs every day at 00:10 UTC (wall time: APScheduler's
     cron, on a thread of its own)."""
     stop = threading.Event()
@@ -647,7 +766,7 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily
     signal.signal(signal.SIGINT, on_signal)
     reports = _report_scheduler(daily_report) if daily_report is not None else None
     try:
-        run_slots(runner.run_slot, runner.clock, slot_s, runner.config.epoch_s, misfire_grace_s, stop)
+        run_slots(runner.run_slot, runner.clock, slot_s, runner.config.epoch_s, misfire_grace_s, stop, runner.release_between_slots, release_poll_s)
     finally:
         if reports is not None:
             reports.shutdown(wait=True)

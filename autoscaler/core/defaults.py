@@ -14,6 +14,10 @@ POLICY = "hold"
 SLOT_S = 300.0
 """tau, the slot length: 5 minutes (paper: deferral, §VI-A)."""
 
+RELEASE_POLL_S = 30.0
+"""How often, between slot boundaries, the daemon looks for newly submitted jobs that cannot wait for
+the next slot and releases them (0: only at slot boundaries), s."""
+
 DEADLINE_SLOTS = 2
 """D, the deadline hold, gcp-u and vfw give every unit of work, in slots."""
 

@@ -177,6 +177,13 @@ class JobStore(Protocol):
         Unknown job ids are ignored. Raises StoreError, with nothing written, on a state not in
         JOB_STATES, a document that is not JSON, a bad bound, or a store failure."""
 
+    def commit_release(self, slot: int, released: dict[str, tuple[float, str]], *, states: dict[str, str] | None = None) -> None:
+        """A release between slots, in one transaction: set job ``states`` (a refused step's job
+        'failed'), mark jobs released ({job id: (released_s, step_id)}) as ``commit_slot`` does, and
+        settle the intents of slot ``slot`` and earlier ones; the decision and the controller state
+        are untouched. Unknown job ids are ignored. Raises StoreError, with nothing written, on a
+        bad state or slot, or a store failure."""
+
     def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
         """Write, in its own small transaction, what slot ``slot`` is about to do on the cluster (add
         the steps of ``job_ids``, ask for ``nodes`` TASK nodes), before doing it: a store that cannot
@@ -236,6 +243,10 @@ class Telemetry(Protocol):
         """A decided slot (``decision``: controller.Decision): the job ids really released and late,
         whether it could read and change EMR, the TASK group as the slot left it (None: unknown),
         the jobs left queued, and {tenant: jobs whose step ended this slot after their deadline}."""
+
+    def released_between_slots(self, released: list[str], late: list[str]) -> None:
+        """Jobs released between slots (``SlotRunner.release_between_slots``): the job ids whose steps
+        were added, and those of them released after their start-by slot."""
 
     def slot_ok(self) -> None:
         """A slot ran to the end (decided, or found already decided)."""

@@ -376,7 +376,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
                     mail_sender(settings)  # a missing SMTP password stops the daemon now, not at 00:10
                 daily = lambda: daily_report(settings)  # noqa: E731
             try:
-                run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily)
+                run_forever(runner, settings.slot_s, settings.misfire_grace_s, daily, settings.release_poll_s)
             finally:
                 server.shutdown()
     finally:
