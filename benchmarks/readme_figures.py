@@ -27,6 +27,9 @@ checks the cheap ones in the default run, the slow ones under ``pytest -m slow``
                      then ``jobs --by-tenant``: the overload table; about 3.5 s
     cheap  table-iv  ``report --replay`` over 48 slots and the day at boot_s = 300, 0 and 600: the
                      energy beside the paper's Table IV; under 1 s
+    cheap  spread    hold against managed over make_traces.py's unseen set, rendered from what
+                     ``bench_spread.py --json benchmarks/results/spread.json`` recorded (the grid
+                     itself takes about 35 min); milliseconds
     slow   daemon-replay  ``run --replay default`` for hold, GCP-U and VFW with ``release_margin_slots``
                      1 and 0: rounding to whole nodes and the margin's node-slots; about 10 s
     slow   compare   ``compare`` of A, B and make_traces.py's weekly-7d, bursty and diurnal-bursty-2d at
@@ -589,6 +592,18 @@ def group_compare() -> dict[str, str]:
     return figures
 
 
+def group_spread() -> dict[str, str]:
+    """The spread of hold against managed scaling over the unseen traces, from the document
+    ``bench_spread.py --json benchmarks/results/spread.json`` wrote (the grid takes about 35 minutes,
+    too long to run here; this renders and checks the README against what it recorded)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_spread
+
+    if not bench_spread.RESULTS.is_file():
+        raise FigureError(f"{bench_spread.RESULTS}: missing; run benchmarks/bench_spread.py --json {bench_spread.RESULTS.relative_to(REPO)}")
+    return bench_spread.markdown_figures(json.loads(bench_spread.RESULTS.read_text(encoding="utf-8")))
+
+
 @dataclass(frozen=True)
 class Group:
     """Figures computed together: ``cost`` 'cheap' (checked in the default test run) or 'slow'
@@ -609,6 +624,7 @@ GROUPS: dict[str, Group] = {
         "overload-peak", "overload-totals", "overload-table", "overload-fewest", "overload-one-tenant",
     )),
     "table-iv": Group("cheap", group_table_iv, ("table-iv", "table-iv-none", "table-iv-boot-0", "table-iv-boot-600")),
+    "spread": Group("cheap", group_spread, ("spread-range", "spread-table", "spread-worse")),
     "daemon-replay": Group("slow", group_daemon_replay, ("daemon-replay",)),
     "carbon": Group("slow", group_carbon, ("carbon-table", "carbon-eq2", "carbon-first-cuts", "carbon-over-hold")),
     "compare": Group("slow", group_compare, ("compare-summary", "compare-table", "compare-a-hold", "compare-a-busy", "compare-bound")),
