@@ -5,6 +5,7 @@ next slot. Every time here is worked out by hand (slots of 300 s from 0, no boot
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from structlog.testing import capture_logs
@@ -29,6 +30,15 @@ def runner_after_slot_0(store, clock, cluster, telemetry=None) -> SlotRunner:
     runner = SlotRunner(config=config, store=store, cluster=cluster, clock=clock, telemetry=telemetry)
     runner.run_slot()  # slot 0 decided on an empty store: no nodes
     return runner
+
+
+@contextlib.contextmanager
+def slot_0_decided(tmp_path):
+    """(clock, cluster, store, runner): an empty cluster and store, slot 0 decided at 0 s."""
+    clock = SimulatedClock(0.0)
+    cluster = FakeCluster(clock)
+    with SqliteJobStore(tmp_path / "jobs.db") as store:
+        yield clock, cluster, store, runner_after_slot_0(store, clock, cluster)
 
 
 def test_a_job_due_on_arrival_is_released_at_once_and_one_that_can_wait_is_left_for_the_next_slot(tmp_path):
@@ -64,10 +74,7 @@ def test_a_job_due_on_arrival_is_released_at_once_and_one_that_can_wait_is_left_
 
 def test_the_task_group_is_left_to_the_next_slot(tmp_path):
     # No node is up: the step waits in EMR's queue; the group is not resized between slots.
-    clock = SimulatedClock(0.0)
-    cluster = FakeCluster(clock)
-    with SqliteJobStore(tmp_path / "jobs.db") as store:
-        runner = runner_after_slot_0(store, clock, cluster)
+    with slot_0_decided(tmp_path) as (clock, cluster, store, runner):
         clock.time_s = 60.0
         store.submit_many([job("urgent", 60.0, 200.0, 100.0)])
         assert runner.release_between_slots() == ["urgent"]
@@ -76,10 +83,7 @@ def test_the_task_group_is_left_to_the_next_slot(tmp_path):
 
 def test_nothing_is_released_before_the_slot_of_now_is_decided(tmp_path):
     # At 310 s slot 1 has not run: its own decision will see the job.
-    clock = SimulatedClock(0.0)
-    cluster = FakeCluster(clock)
-    with SqliteJobStore(tmp_path / "jobs.db") as store:
-        runner = runner_after_slot_0(store, clock, cluster)
+    with slot_0_decided(tmp_path) as (clock, cluster, store, runner):
         clock.time_s = 310.0
         store.submit_many([job("urgent", 310.0, 200.0, 100.0)])
         assert runner.release_between_slots() == []
@@ -90,10 +94,7 @@ def test_nothing_is_released_before_the_slot_of_now_is_decided(tmp_path):
 
 def test_a_job_released_after_its_start_by_slot_is_counted_late(tmp_path):
     # Submitted at 700 s (slot 2), 200 s long, deadline 750 s: start-by 550 s, slot 1, already past.
-    clock = SimulatedClock(0.0)
-    cluster = FakeCluster(clock)
-    with SqliteJobStore(tmp_path / "jobs.db") as store:
-        runner = runner_after_slot_0(store, clock, cluster)
+    with slot_0_decided(tmp_path) as (clock, cluster, store, runner):
         clock.time_s = 600.0
         runner.run_slot()
         clock.time_s = 700.0
