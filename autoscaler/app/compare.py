@@ -166,6 +166,8 @@ def polls_between_slots(runner, store, clock, jobs: Sequence[Job], submitted: in
         return submitted
     while submitted < len(jobs):
         poll_at_s = math.ceil(jobs[submitted].submit_s / poll_s) * poll_s
+        if poll_at_s < jobs[submitted].submit_s:  # rounded below it (63 s at polls of 0.7 s: 62.99999999999999)
+            poll_at_s += poll_s
         if poll_at_s >= boundary_s:
             break
         first = submitted

@@ -230,7 +230,7 @@ class Settings(BaseSettings):
     misfire_grace_s: float = Field(default=60.0, gt=0)
     release_poll_s: float = Field(default=defaults.RELEASE_POLL_S, ge=0, le=86_400)
     """Between slots, how often the daemon looks for newly submitted jobs already due (they cannot
-    wait for the next slot) and releases them; 0: only at slot boundaries."""
+    wait for the next slot) and releases them; 0: only at slot boundaries, else at least 1 s."""
     known_tenants: list[str] = Field(default_factory=list)
     """Tenants allowed to submit; empty accepts any tenant."""
     health_host: str = "127.0.0.1"
@@ -299,6 +299,12 @@ class Settings(BaseSettings):
             )
         if self.objective == "paper" and self.restart_penalty:
             raise ValueError("restart_penalty is for objective energy, cost or carbon; under objective \"paper\" beta is used as given")
+        return self
+
+    @model_validator(mode="after")
+    def _release_poll_off_or_a_second(self) -> "Settings":
+        if 0 < self.release_poll_s < 1:
+            raise ValueError(f"release_poll_s: must be 0 (off) or at least 1 s, got {self.release_poll_s:g}")
         return self
 
     @model_validator(mode="after")

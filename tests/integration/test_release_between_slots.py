@@ -8,12 +8,14 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import pytest
+from pydantic import ValidationError
 from structlog.testing import capture_logs
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.health import Telemetry
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.app.compare import CompareInputs, policy_on_twin
+from autoscaler.app.compare import CompareInputs, policy_on_twin, polls_between_slots
 from autoscaler.app.config import ClusterSettings, Settings
 from autoscaler.app.daemon import SlotRunner, run_slots
 from autoscaler.core.controller import ControllerConfig
@@ -139,3 +141,26 @@ def test_the_loop_polls_between_boundaries():
 
     run_slots(slot, clock, 300.0, 0.0, 5.0, stop, lambda: events.append(("poll", clock.time_s)), 100.0)
     assert events == [("slot", 0.0), ("poll", 100.0), ("poll", 200.0), ("slot", 300.0), ("poll", 400.0), ("poll", 500.0), ("slot", 600.0)]
+
+
+def test_a_poll_that_does_not_divide_the_submit_time_still_takes_the_job():
+    # ceil(63 / 0.7) x 0.7 is 62.99999999999999, below the submit time: the poll after it takes the job.
+    clock = SimulatedClock(0.0)
+    calls = []
+
+    class Store:
+        def submit_many(self, jobs):
+            calls.append([j.job_id for j in jobs])
+
+    class Runner:
+        def release_between_slots(self):
+            calls.append(clock.time_s)
+
+    assert polls_between_slots(Runner(), Store(), clock, [job("j1", 63.0, 10.0, 0.0)], 0, 300.0, 0.7) == 1
+    assert calls[0] == ["j1"] and 63.0 <= calls[1] < 63.7
+
+
+def test_a_poll_under_a_second_is_refused():
+    with pytest.raises(ValidationError, match="release_poll_s: must be 0 \\(off\\) or at least 1 s, got 0.7"):
+        Settings(release_poll_s=0.7)
+    assert Settings(release_poll_s=0).release_poll_s == 0
