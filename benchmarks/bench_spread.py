@@ -216,7 +216,7 @@ def spread_table(groups: list[tuple[str, dict]]) -> Table:
 
 RESULTS = Path(__file__).resolve().parent / "results" / "spread.json"
 """The whole grid's document (``--json``) as last run on this machine; README.md's spread figures are
-rendered from it by ``readme_figures.py`` (``markdown_figures``), as the grid takes about 35 minutes."""
+rendered from it by ``readme_figures.py`` (``markdown_figures``), as the grid takes about 50 minutes."""
 
 
 def _md_pct(value: float | None) -> str:

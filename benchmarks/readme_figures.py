@@ -29,7 +29,7 @@ checks the cheap ones in the default run, the slow ones under ``pytest -m slow``
                      energy beside the paper's Table IV; under 1 s
     cheap  spread    hold against managed over make_traces.py's unseen set, rendered from what
                      ``bench_spread.py --json benchmarks/results/spread.json`` recorded (the grid
-                     itself takes about 35 min); milliseconds
+                     itself takes about 50 min); milliseconds
     slow   daemon-replay  ``run --replay default`` for hold, GCP-U and VFW with ``release_margin_slots``
                      1 and 0: rounding to whole nodes and the margin's node-slots; about 10 s
     slow   compare   ``compare`` of A, B and make_traces.py's weekly-7d, bursty and diurnal-bursty-2d at
@@ -594,7 +594,7 @@ def group_compare() -> dict[str, str]:
 
 def group_spread() -> dict[str, str]:
     """The spread of hold against managed scaling over the unseen traces, from the document
-    ``bench_spread.py --json benchmarks/results/spread.json`` wrote (the grid takes about 35 minutes,
+    ``bench_spread.py --json benchmarks/results/spread.json`` wrote (the grid takes about 50 minutes,
     too long to run here; this renders and checks the README against what it recorded)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import bench_spread

@@ -141,10 +141,7 @@ class ShadowStore:
 
     def set_states(self, updates: dict[str, str]) -> None:
         """What ``SqliteJobStore.set_states`` writes, kept in memory; a job done or failed stays until the next commit."""
-        jobs = self._sync()
-        for job_id, job_state in updates.items():
-            if job_id in jobs:
-                jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+        _set_states(self._sync(), updates)
 
     def _record_runs(self, jobs: dict[str, Job], runs: dict[str, tuple[float, float]]) -> None:
         for job_id, (start_s, end_s) in runs.items():
@@ -172,9 +169,7 @@ class ShadowStore:
     def commit_release(self, slot: int, released: dict[str, tuple[float, str]], *, states: dict[str, str] | None = None) -> None:
         """What ``SqliteJobStore.commit_release`` would write, kept in memory."""
         jobs = self._sync()
-        for job_id, job_state in (states or {}).items():
-            if job_id in jobs:
-                jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+        _set_states(jobs, states or {})
         self._mark_released(jobs, released)
         for settled in [s for s in self._intents if s <= int(slot)]:
             del self._intents[settled]
@@ -205,9 +200,7 @@ class ShadowStore:
     ) -> None:
         """What ``SqliteJobStore.commit_slot`` would write, kept in memory (pruning: the shadow's decisions only)."""
         jobs = self._sync()
-        for job_id, job_state in (states or {}).items():
-            if job_id in jobs:
-                jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
+        _set_states(jobs, states or {})
         # A run counts only for a job done (as the SQL store's run_lengths_s asks state = 'done').
         self._record_runs(jobs, {job_id: run for job_id, run in (runs or {}).items() if job_id in jobs and jobs[job_id].state == "done"})
         self._mark_released(jobs, released)
@@ -219,6 +212,13 @@ class ShadowStore:
         if prune_decisions_before_slot is not None:
             for old in [s for s in self._decisions if s < prune_decisions_before_slot]:
                 del self._decisions[old]
+
+
+def _set_states(jobs: dict[str, Job], states: dict[str, str]) -> None:
+    """The shadow's jobs take ``states``, {job id: state}; unknown ids are ignored."""
+    for job_id, job_state in states.items():
+        if job_id in jobs:
+            jobs[job_id] = dataclasses.replace(jobs[job_id], state=job_state)
 
 
 def shadow_cluster(cluster: Cluster, store: JobStore, clock: Clock) -> FakeCluster:

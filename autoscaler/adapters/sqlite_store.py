@@ -398,8 +398,7 @@ class SqliteJobStore:
             prune_decisions_before_slot = whole_number(prune_decisions_before_slot, "prune_decisions_before_slot", self.path)
         prune_limit_rows = whole_number(prune_limit_rows, "prune_limit_rows", self.path, minimum=1)
         with self._transaction(write=True) as conn:
-            if updates:
-                conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
+            _set_states(conn, updates)
             if run_rows:
                 conn.executemany("UPDATE jobs SET run_start_s = ?, run_end_s = ? WHERE job_id = ?", run_rows)
             _mark_released(conn, released)
@@ -436,8 +435,7 @@ class SqliteJobStore:
         slot = whole_number(slot, "slot", self.path)
         updates = self._checked_states(states or {})
         with self._transaction(write=True) as conn:
-            if updates:
-                conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
+            _set_states(conn, updates)
             _mark_released(conn, released)
             conn.execute("DELETE FROM intents WHERE slot <= ?", (slot,))
 
@@ -446,7 +444,7 @@ class SqliteJobStore:
         ids are ignored. Raises StoreError, with nothing changed, if a state is not one of JOB_STATES."""
         updates = self._checked_states(updates)
         with self._transaction(write=True) as conn:
-            conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
+            _set_states(conn, updates)
 
     def set_runs(self, runs: dict[str, tuple[float, float]]) -> None:
         """Record finished steps' runs ({job id: (run_start_s, run_end_s)}, Unix seconds) in one
@@ -600,6 +598,12 @@ class SqliteJobStore:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: SQLite could not switch to WAL mode (got {mode!r}); is it on a network file system?")
+
+
+def _set_states(conn: sqlite3.Connection, updates: dict[str, str]) -> None:
+    """Jobs take the (checked) states of ``updates``, {job id: state}."""
+    if updates:
+        conn.executemany("UPDATE jobs SET state = ? WHERE job_id = ?", [(s, j) for j, s in updates.items()])
 
 
 def _mark_released(conn: sqlite3.Connection, released: dict[str, tuple[float, str]]) -> None:

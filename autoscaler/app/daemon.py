@@ -235,19 +235,9 @@ class SlotRunner:
         released: dict[str, tuple[float, str]] = {}
         refused: list[str] = []
         for job in urgent:
-            try:
-                released[job.job_id] = (now_s, self.cluster.add_step(job))
-            except ActuationError as error:
-                log.error("release_failed", job_id=job.job_id, error=str(error), permanent=error.permanent)
-                if error.permanent:
-                    refused.append(job.job_id)
-                else:
-                    self._uncertain.setdefault(job.job_id, now_s)  # looked for before it is tried again
+            self._add_step(job, now_s, released, refused)
         self.store.commit_release(slot, released, states=dict.fromkeys(refused, "failed"))
-        for job_id in refused:
-            self._queue.update(job_id, "failed")
-        for job_id, (released_s, step_id) in released.items():
-            self._queue.update(job_id, "released", released_s=released_s, step_id=step_id)
+        self._settle_queue(released, refused)
         late = [job.job_id for job in urgent if job.job_id in released and start_by_slot(job, self.config) < slot]
         log.info(
             "released_between_slots",
@@ -481,19 +471,25 @@ class SlotRunner:
                 continue  # its earlier add may have gone through; not released until that is known
             if transient >= MAX_TRANSIENT_RELEASE_FAILURES and start_by_slot(job, self.config) > decision.slot:
                 continue  # AWS is failing: only jobs due now are tried
-            try:
-                released[job_id] = (now_s, self.cluster.add_step(job))
-            except ActuationError as error:
-                log.error("release_failed", job_id=job_id, error=str(error), permanent=error.permanent)
-                if error.permanent:
-                    refused.append(job_id)
-                    continue
-                # The step may have been added before the answer was lost: it is looked for
-                # before the job is released again. The others go on, unless AWS is down.
-                self._uncertain.setdefault(job_id, now_s)
-                transient += 1
+            if not self._add_step(job, now_s, released, refused):
+                transient += 1  # the others go on, unless AWS is down
         self._release_due_again(decision, released, now_s)
         return refused
+
+    def _add_step(self, job: Job, now_s: float, released: dict, refused: list[str]) -> bool:
+        """Add ``job``'s step into ``released``; a step EMR refuses outright goes into ``refused``.
+        False on any other failure: the step may have been added before the answer was lost, so it
+        is looked for (``_uncertain``) before the job is released again."""
+        try:
+            released[job.job_id] = (now_s, self.cluster.add_step(job))
+        except ActuationError as error:
+            log.error("release_failed", job_id=job.job_id, error=str(error), permanent=error.permanent)
+            if error.permanent:
+                refused.append(job.job_id)
+                return True
+            self._uncertain.setdefault(job.job_id, now_s)
+            return False
+        return True
 
     def _release_due_again(self, decision: Decision, released: dict, now_s: float) -> None:
         """Jobs due this slot whose add failed get up to ``DUE_RELEASE_PASSES`` more tries: look for
@@ -540,14 +536,18 @@ class SlotRunner:
             prune_before_s=prune_before_s,
             prune_decisions_before_slot=None if prune_before_s is None else self.config.slot_of(prune_before_s),
         )
+        self._settle_queue(released, refused)
+        self._state = new_state
+        self._nodes = decision.nodes
+
+    def _settle_queue(self, released: dict, refused: list[str]) -> None:
+        """The queue takes what the store recorded: refused jobs failed, queued jobs released."""
         for job_id in refused:
             self._queue.update(job_id, "failed")
         for job_id, (released_s, step_id) in released.items():
             job = self._queue.get(job_id)
             if job is not None and job.state == "queued":
                 self._queue.update(job_id, "released", released_s=released_s, step_id=step_id)
-        self._state = new_state
-        self._nodes = decision.nodes
 
     # -- afterwards: log, metrics, decision record ----------------------------------------------
 
