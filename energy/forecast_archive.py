@@ -219,7 +219,7 @@ def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
     line for a wrong header, a wrong column count, a bad or mixed time, a bad value, or a time not
     after the one before in its issue."""
     _check_unit(unit)
-    time_rule = CsvTimes(source)
+    time_rule = CsvTimes(source, repeated=True)
     by_issue: dict[float, tuple[array, array, array]] = {}
     header_seen = False
     for line_no, row in _csv_rows(text, source):

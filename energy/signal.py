@@ -35,6 +35,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from numbers import Real
 from typing import Any
 
@@ -106,9 +107,10 @@ class Signal:
         object.__setattr__(self, "times_s", times_s)
         object.__setattr__(self, "values", values)
 
-    @property
+    @cached_property
     def median_interval_s(self) -> float:
-        """The median time between consecutive points, in seconds; the length of the last step.
+        """The median time between consecutive points, in seconds; the length of the last step
+        (computed once: a slot's window reads it for every issue of an archive).
         Raises TraceError for a single point, which has no interval."""
         if self.times_s.size < 2:
             raise TraceError(self.source, None, "one point only: a series needs two points to give its interval")
@@ -190,21 +192,40 @@ def _seconds(moment: datetime, text: str) -> float:
 class CsvTimes:
     """A CSV file's times read under one rule: every time carries a zone, or none does and all are
     read as UTC. The first time read sets the rule; ``time_s`` raises TraceError naming the line of a
-    time that breaks it (and the first time's line), or of a time that does not parse.
+    time that breaks it (and the first time's line), or of a time that does not parse. ``repeated``:
+    the file repeats its time texts (an archive of forecasts as issued): each is parsed once.
     ``notes``: (``NAIVE_UTC_NOTE`` for the source) when the times were read as UTC, else ()."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, repeated: bool = False) -> None:
         self.source = source
         self.zoned: bool | None = None
         self.first_line: int | None = None
+        # repeated: each text parsed once. An archive of forecasts as issued repeats every issue time
+        # and point time dozens of times (a day ahead in half hours: 48 of each), and parsing them was
+        # most of its read; a plain series' times are all different, so it keeps none.
+        self._read: dict[str, tuple[bool, float]] | None = {} if repeated else None
 
     def time_s(self, text: str, line_no: int) -> float:
         """The Unix seconds of the time ``text`` on line ``line_no``."""
+        known = None if self._read is None else self._read.get(text)
+        if known is not None:
+            return known[1]  # it kept the rule when it was parsed, and the rule never changes
         try:
             moment = _moment(text)
         except ValueError as exc:
             raise TraceError(self.source, line_no, str(exc)) from None
         zoned = moment.utcoffset() is not None
+        self._check_zone(zoned, text, line_no)
+        try:
+            time_s = _seconds(moment if zoned else moment.replace(tzinfo=timezone.utc), text)
+        except ValueError as exc:
+            raise TraceError(self.source, line_no, str(exc)) from None
+        if self._read is not None:
+            self._read[text] = (zoned, time_s)
+        return time_s
+
+    def _check_zone(self, zoned: bool, text: str, line_no: int) -> None:
+        """The first time read sets the rule; a later one that breaks it raises TraceError naming both lines."""
         if self.zoned is None:
             self.zoned, self.first_line = zoned, line_no
         elif zoned != self.zoned:
@@ -213,10 +234,6 @@ class CsvTimes:
                 self.source, line_no,
                 f"time {text!r} {has} but line {self.first_line}'s time {first}: a file's times all carry a zone, or none does (then all are read as UTC)",
             )  # fmt: skip
-        try:
-            return _seconds(moment if zoned else moment.replace(tzinfo=timezone.utc), text)
-        except ValueError as exc:
-            raise TraceError(self.source, line_no, str(exc)) from None
 
     @property
     def notes(self) -> tuple[str, ...]:

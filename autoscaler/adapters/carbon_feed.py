@@ -6,8 +6,10 @@ window hold+carbon decides each slot by.
 keeps the last good signal. The first read is at start-up (:func:`check_sources`), or else at the
 first window. Later reads of a URL run in a background thread, one at a time, so a slow source never
 delays a slot: the slots go on with the last good signal meanwhile, and a read's age counts from
-when it finished. A local file is read in the slot: a disk read takes milliseconds, and it keeps a
-replay through the daemon deterministic. It returns the slot's
+when it finished. A local file unchanged since its last good read (the same bytes) is not parsed
+again; one that changed is read in the slot up to ``IN_SLOT_READ_BYTES`` (it
+takes milliseconds, and keeps a replay through the daemon deterministic), a larger one (an archive
+of forecasts as issued: 41 MB, 0.9 million lines, took 11 s) in the background. It returns the slot's
 :class:`~autoscaler.core.controller.CarbonWindow`, or None when there is no usable signal, with
 ``CarbonFeed.fallback`` saying why (:data:`~autoscaler.core.controller.SIGNAL_FALLBACKS`): the source
 was never read ("unreadable", with the error), the last good read is older than
@@ -29,7 +31,10 @@ before: every value as known.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import stat
 import threading
 from collections.abc import Callable
 
@@ -51,6 +56,10 @@ __all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed"]
 
 UNIT_NAME = "[carbon] unit"
 """Where the daemon's signal unit is set, for messages."""
+
+IN_SLOT_READ_BYTES = 1 << 20
+"""A local file that changed is read in the slot up to this size (a series of a year in half hours is
+0.7 MiB, read in about 0.15 s); a larger one in the background, as a URL is."""
 
 HISTORY_KEPT_S = (WEEK_DAYS + EVALUATION_DAYS + 2) * 86_400.0
 """Seconds of earlier reads kept before a read's first point: the 11 days the blend scores with
@@ -93,6 +102,8 @@ class CarbonFeed:
         # The reader thread sets the signal, its time and the error together; a slot reads them together.
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
+        # The local files' identities at their last good read ("source", "forecast"): an unchanged file is not parsed again.
+        self._identities: dict[str, tuple[str, int] | None] = {}
 
     @property
     def reading(self) -> bool:
@@ -147,15 +158,50 @@ class CarbonFeed:
             return  # one read at a time: the one under way will do
         first = self._tried_s is None
         self._tried_s = now_s
-        if first or not _is_url(self.settings.source):
+        if first or not self._read_in_background():
             self.read()
         else:
             self._reader = threading.Thread(target=self.read, name="carbon-feed-read", daemon=True)
             self._reader.start()
 
+    def _read_in_background(self) -> bool:
+        """A read after the first runs in a thread when a source is a URL, or a local file that changed
+        since its last good read and is over ``IN_SLOT_READ_BYTES`` (an archive of forecasts as issued
+        takes seconds to parse); otherwise in the slot."""
+        for key, source in (("source", self.settings.source), ("forecast", self.settings.forecast)):
+            if not source:
+                continue
+            if _is_url(source):
+                return True
+            identity = _file_identity(source)
+            if identity is not None and identity != self._identities.get(key) and identity[-1] > IN_SLOT_READ_BYTES:
+                return True
+        return False
+
+    def _unchanged(self, key: str, source: str) -> tuple[bool, tuple | None]:
+        """(whether ``source`` is a local file with the same bytes as at its last good read, so it need
+        not be parsed again; its identity now, ``_file_identity``)."""
+        identity = None if _is_url(source) else _file_identity(source)
+        return identity is not None and identity == self._identities.get(key), identity
+
     def read(self) -> None:
         """Read the source (and the forecast) now, in this thread; a read that fails keeps the last
-        good signal and logs ``carbon_signal_read_failed``. Never raises for the signal's sake."""
+        good signal and logs ``carbon_signal_read_failed``. Never raises for the signal's sake. A local
+        file unchanged since its last good read (the same bytes) is not parsed again: the read is good
+        and gives what it gave then."""
+        settings = self.settings
+        unchanged, identity = self._unchanged("source", settings.source)
+        if unchanged:
+            with self._lock:
+                self.last_read_s, self.last_error = self.clock.now_s(), ""
+        else:
+            self._read_source(identity)
+        if settings.forecast:
+            unchanged, identity = self._unchanged("forecast", settings.forecast)
+            if not unchanged:
+                self._read_forecast(identity)
+
+    def _read_source(self, identity: tuple | None) -> None:
         settings = self.settings
         try:
             signal = in_grams(self._load(settings.source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME))
@@ -168,23 +214,30 @@ class CarbonFeed:
             with self._lock:
                 signal = with_history(self._signal, signal, HISTORY_KEPT_S)
                 self._signal, self.last_read_s, self.last_error = signal, finished_s, ""
+                self._identities["source"] = identity
             _warn_if_implausible(signal)
-        if settings.forecast:
-            try:
-                read = self._load_forecast(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
-                forecast = self._as_issued(read, self.clock.now_s())
-                if forecast is not None and self._signal is not None and forecast.unit != self._signal.unit:
-                    raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal in {self._signal.unit}")
-            except Exception as error:  # noqa: BLE001 - as for the source
-                # Without a forecast the window takes persistence: worth a line, not a fallback.
-                log.warning(
-                    "carbon_forecast_read_failed", source=_named(settings.forecast), error=_error_text(error), kept_last_good=self._forecast is not None
-                )
-            else:
-                with self._lock:
-                    self._forecast = forecast
-                if isinstance(read, Signal):
-                    _warn_if_implausible(read)
+
+    def _read_forecast(self, identity: tuple | None) -> None:
+        settings = self.settings
+        try:
+            read = self._load_forecast(settings.forecast, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
+            forecast = self._as_issued(read, self.clock.now_s())
+            if forecast is not None and self._signal is not None and forecast.unit != self._signal.unit:
+                raise ConfigError(f"{forecast.source}: the forecast is in {forecast.unit}, the signal in {self._signal.unit}")
+            if isinstance(forecast, ForecastArchive):
+                for issue in forecast.issues:
+                    issue.end_s  # noqa: B018 - each issue's interval computed here, in the reader, not in the next slot
+        except Exception as error:  # noqa: BLE001 - as for the source
+            # Without a forecast the window takes persistence: worth a line, not a fallback.
+            log.warning(
+                "carbon_forecast_read_failed", source=_named(settings.forecast), error=_error_text(error), kept_last_good=self._forecast is not None
+            )
+        else:
+            with self._lock:
+                self._forecast = forecast
+                self._identities["forecast"] = identity
+            if isinstance(read, Signal):
+                _warn_if_implausible(read)
 
     def _as_issued(self, read: Signal | ForecastArchive, now_s: float) -> Signal | ForecastArchive | None:
         """The forecast the windows read, in grams: a local archive as it is (each window reads what
@@ -207,19 +260,26 @@ class CarbonFeed:
             return None
         return ForecastArchive.of(_named(self.settings.forecast), self._fetched.values())
 
-    def seed(self, signal: Signal | None, forecast: Signal | ForecastArchive | None, error: str = "") -> None:
+    def seed(
+        self, signal: Signal | None, forecast: Signal | ForecastArchive | None, error: str = "", identities: dict[str, tuple | None] | None = None
+    ) -> None:
         """Take the start-up read (:func:`check_sources`) as this feed's first: ``signal`` None when it
-        failed, with ``error`` saying why; the next read is ``refresh_s`` later."""
+        failed, with ``error`` saying why; the next read is ``refresh_s`` later. ``identities``: the
+        local files' identities taken before that read ("source", "forecast"), so that an unchanged
+        file is not parsed again."""
         now_s = self.clock.now_s()
         issued = self._as_issued(forecast, now_s) if forecast is not None else None
+        identities = identities or {}
         with self._lock:
             self._tried_s = now_s
             if signal is not None:
                 self._signal, self.last_read_s, self.last_error = in_grams(signal), now_s, ""
+                self._identities["source"] = identities.get("source")
             else:
                 self.last_error = error
             if issued is not None:
                 self._forecast = issued
+                self._identities["forecast"] = identities.get("forecast")
 
 
 def _error_text(error: Exception) -> str:
@@ -236,6 +296,25 @@ def _warn_if_implausible(signal: Signal) -> None:
         log.warning("carbon_signal_read_as", source=_named(signal.source), detail=note)
     for note in notes[len(signal.notes) :]:
         log.warning("carbon_signal_implausible", source=_named(signal.source), detail=note)
+
+
+def _file_identity(path: str) -> tuple[str, int] | None:
+    """(BLAKE2b digest of its bytes, size in bytes) of a regular file, None for anything else (a folder
+    of documents is read every time, a missing file fails its read). By content, not modification
+    time: a file rewritten within the file system's time step is still seen as changed. About 0.07 s
+    for a 41 MB archive."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        digest = hashlib.blake2b(digest_size=16)
+        size = 0
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError:
+        return None
+    return (digest.hexdigest(), size)
 
 
 def _is_url(source: str) -> bool:
@@ -269,10 +348,12 @@ def check_sources(
     so that no slot waits on a read.
     """
     read: dict[str, Signal | ForecastArchive | None] = {"source": None, "forecast": None}
+    identities: dict[str, tuple | None] = {}
     error_text = ""
     for key, source in (("source", settings.source), ("forecast", settings.forecast)):
         if not source:
             continue
+        identities[key] = None if _is_url(source) else _file_identity(source)
         try:
             reader = load if key == "source" else load_forecast
             read[key] = reader(source, unit=settings.unit, timeout_s=settings.timeout_s, unit_name=UNIT_NAME)
@@ -285,4 +366,4 @@ def check_sources(
                 error_text = _error_text(error)
             log.warning("carbon_signal_read_failed", source=_named(source), error=_error_text(error), kept_last_good=False, at="start")
     if feed is not None:
-        feed.seed(read["source"], read["forecast"], error_text)
+        feed.seed(read["source"], read["forecast"], error_text, identities)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler
 
@@ -9,8 +10,10 @@ import numpy as np
 import pytest
 from local_http import serving
 
+from autoscaler.adapters import carbon_feed as carbon_feed_module
 from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed
 from autoscaler.adapters.fakes import SimulatedClock
+from autoscaler.adapters.signal_source import load_signal
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.signal_slots import covered_means, slot_window
@@ -381,3 +384,60 @@ def test_a_source_that_serves_only_its_last_day_builds_up_the_days_the_blend_sco
         clock.advance(HOUR_S)
     assert window.values.tolist() == pytest.approx([123.0, 100.0, 101.0, 102.0, 103.0, 104.0, 105.0], rel=1e-6)
     assert window.band.tolist() == pytest.approx([0.0] * 7, abs=1e-3)
+
+
+# -- reading local files: only when they changed, large ones off the slot -----------------------------------
+
+
+class CountingLoad:
+    """``load_signal`` (or ``load_forecast``) that counts its calls and may hold each until released."""
+
+    def __init__(self, load, hold: bool = False) -> None:
+        self.load, self.calls = load, 0
+        self.started, self.go = threading.Event(), threading.Event()
+        if not hold:
+            self.go.set()
+
+    def __call__(self, source, **kwargs):
+        self.calls += 1
+        self.started.set()
+        assert self.go.wait(timeout=60)
+        return self.load(source, **kwargs)
+
+
+def test_a_local_file_unchanged_since_its_last_good_read_is_not_parsed_again_and_one_rewritten_is(tmp_path):
+    path = tmp_path / "carbon.csv"
+    path.write_text(csv_text(T0 - HOUR_S, 300.0, [300.0] * 48))
+    load = CountingLoad(load_signal)
+    clock = SimulatedClock(T0)
+    feed = CarbonFeed(CarbonSettings(source=str(path), unit="gCO2eq/kWh", refresh_s=600, max_staleness_s=900), clock, load=load)
+    assert feed.window(T0, 300.0, 1).value_now == 300.0 and load.calls == 1
+    clock.advance(600.0)
+    # Read again, not parsed: the read is good, so its age starts again (1,200 s after the first
+    # read, past max_staleness_s, the slot still has a signal).
+    assert feed.window(clock.now_s(), 300.0, 1).value_now == 300.0 and load.calls == 1
+    assert feed.last_read_s == clock.now_s()
+    clock.advance(600.0)
+    assert feed.window(clock.now_s(), 300.0, 1) is not None and load.calls == 1
+    # The same size, written at once: the content differs, so it is read.
+    path.write_text(csv_text(T0 - HOUR_S, 300.0, [200.0] * 48))
+    clock.advance(600.0)
+    assert feed.window(clock.now_s(), 300.0, 1).value_now == 200.0 and load.calls == 2
+
+
+def test_a_large_local_file_that_changed_is_read_off_the_slot_and_the_slot_keeps_the_last_good_read(tmp_path, monkeypatch):
+    path = tmp_path / "carbon.csv"
+    path.write_text(csv_text(T0 - HOUR_S, 300.0, [300.0] * 48))
+    monkeypatch.setattr(carbon_feed_module, "IN_SLOT_READ_BYTES", 100)  # the file is about 1.5 kB
+    load = CountingLoad(load_signal)
+    clock = SimulatedClock(T0)
+    feed = CarbonFeed(CarbonSettings(source=str(path), unit="gCO2eq/kWh", refresh_s=600), clock, load=load)
+    assert feed.window(T0, 300.0, 1).value_now == 300.0  # the first read, in the slot
+    path.write_text(csv_text(T0 - HOUR_S, 300.0, [100.0] * 48))
+    load.go.clear()  # the next read waits until let go
+    clock.advance(600.0)
+    assert feed.window(clock.now_s(), 300.0, 1).value_now == 300.0  # decided while the read waits
+    assert load.started.wait(timeout=60) and feed.reading
+    load.go.set()
+    assert feed.join(timeout_s=60)
+    assert feed.window(clock.now_s(), 300.0, 1).value_now == 100.0 and load.calls == 2
