@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import difflib
 import os
+import types
+import typing
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -275,7 +277,7 @@ class Settings(BaseSettings):
         return (
             init_settings,
             env_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=_toml_path.get()),
+            StrictTomlSource(settings_cls, toml_file=_toml_path.get()),
         )
 
     @model_validator(mode="after")
@@ -465,6 +467,61 @@ def load_settings(path: str | os.PathLike | None, cluster_required: bool = True)
             "e.g. [cluster] id = \"j-2AXXXXXXGAPLF\", or AUTOSCALER_CLUSTER__ID)"
         )
     return settings
+
+
+class StrictTomlSource(TomlConfigSettingsSource):
+    """The TOML file, with its types kept: TOML has booleans, numbers and strings, so a number field
+    given ``true`` or ``"5"`` is a mistake (pydantic would read them as 1 and 5), where the
+    environment, which has only text, is parsed. Raises ConfigError naming the file and every such
+    key, dotted (``cluster.max_nodes``), with what was expected."""
+
+    def __init__(self, settings_cls: type[BaseSettings], toml_file: Path | None = None) -> None:
+        super().__init__(settings_cls, toml_file=toml_file)
+        problems = _toml_type_problems(self.toml_data, settings_cls)
+        if problems:
+            raise ConfigError(f"invalid settings in {toml_file}:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def _toml_type_problems(table: dict, model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Each key of ``table`` whose TOML type a field of ``model`` would only take by coercion: a
+    boolean or a string for a number, a number or a string for a boolean (nested tables by their
+    models). Keys no field reads are left to the model (it names them)."""
+    problems = []
+    for key, value in table.items():
+        info = model.model_fields.get(key)
+        if info is None:
+            continue
+        kinds = _scalar_kinds(info.annotation)
+        if isinstance(value, dict):
+            nested = [a for a in _union_args(info.annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+            if nested:
+                problems += _toml_type_problems(value, nested[0], f"{prefix}{key}.")
+            continue
+        shown = "true" if value is True else "false" if value is False else repr(value)
+        if kinds and str not in kinds:
+            if isinstance(value, bool) and bool not in kinds:
+                problems.append(f"{prefix}{key}: expected a number, got {shown} (a TOML boolean)")
+            elif isinstance(value, str) and {int, float} & kinds:
+                problems.append(f"{prefix}{key}: expected a number, got {shown} (a TOML string: write it without quotes)")
+            elif isinstance(value, (int, float, str)) and not isinstance(value, bool) and kinds == {bool}:
+                problems.append(f"{prefix}{key}: expected true or false, got {shown}")
+    return problems
+
+
+def _union_args(annotation: Any) -> tuple:
+    return typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else (annotation,)
+
+
+def _scalar_kinds(annotation: Any) -> set[type]:
+    """The scalar types (bool, int, float, str) a field's annotation admits; empty for anything else
+    (a Literal, a list, a model, a path), whose own validation is already strict enough."""
+    kinds = set()
+    for arg in _union_args(annotation):
+        if arg in (bool, int, float, str):
+            kinds.add(arg)
+        elif arg is not type(None):
+            return set()
+    return kinds
 
 
 def known_variables(password_variables: set[str] = frozenset()) -> list[str]:

@@ -263,3 +263,26 @@ def test_carbon_settings_that_cannot_work_are_refused_by_name(tmp_path, carbon, 
     path.write_text('[cluster]\nid = "j-ABC"\n\n[carbon]\n' + "\n".join(lines).replace("'", '"') + "\n")
     with pytest.raises(ConfigError, match=words):
         load_settings(path)
+
+
+def test_a_toml_boolean_or_string_for_a_number_and_a_number_for_a_boolean_are_refused_naming_each_key(tmp_path: Path) -> None:
+    # pydantic would read them as 1 s, 5, 20 and True; TOML has types, so each is a mistake.
+    path = write(
+        tmp_path,
+        'provision_s = true\nrestart_penalty = "5"\nrelease_poll_s = false\n[cluster]\nid = "j-X"\nmax_nodes = "20"\n[report]\ndaily = 1\n',
+    )
+    said = config_error(path)
+    assert said.startswith(f"invalid settings in {path}:")
+    assert "provision_s: expected a number, got true (a TOML boolean)" in said
+    assert "restart_penalty: expected a number, got '5' (a TOML string: write it without quotes)" in said
+    assert "release_poll_s: expected a number, got false (a TOML boolean)" in said
+    assert "cluster.max_nodes: expected a number, got '20'" in said
+    assert "report.daily: expected true or false, got 1" in said
+
+
+def test_the_environment_has_only_text_so_numbers_and_booleans_are_parsed_from_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, '[cluster]\nid = "j-X"\nmax_nodes = 20\n')
+    monkeypatch.setenv("AUTOSCALER_RESTART_PENALTY", "5")
+    monkeypatch.setenv("AUTOSCALER_REPORT__DAILY", "true")
+    settings = load_settings(path)
+    assert settings.restart_penalty == 5.0 and settings.report.daily is True and settings.cluster.max_nodes == 20
