@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, start_by_slot
+from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, slot_of, start_by_slot
 from autoscaler.core.model import Job
 
 __all__ = ["SHARE_TOLERANCE", "Dispatch", "deadline_key", "dispatch", "fair_release", "need_s", "running_need_s"]
@@ -90,11 +90,13 @@ def dispatch(
     within ``release_margin_slots`` of their start-by slot, or past it) onto extra nodes up to
     ``max_nodes``. Under overload (``Dispatch.overloaded``: jobs are queued and the running jobs plus
     those whose start-by slot has come, or ceil(m_t), exceed ``max_nodes``), not every job can be on
-    time; every free node is filled, first with the jobs that can still be (start-by slot at or after
-    ``slot``), then with the overdue ones (start-by slot passed: late whatever happens now), so that
-    the fewest go late. Within each of the two, the free nodes go to tenants by weighted fair sharing
-    with their dynamic DRF dominant shares as weights, earliest deadline first within each tenant
-    (``deadline_key``; the start-by slot only sorts the two classes).
+    time; every free node is filled, first with the jobs that can still be (the slot of deadline -
+    length, without the length-error margin, at or after ``slot``), then with the overdue ones (late
+    whatever happens now), so that the fewest go late; ahead of both, when they all fit the free node
+    time, the jobs that can still be on time and must start within the nodes' lead time
+    (``due_margin_slots``) by their start-by slot. Within each class, the free nodes go to tenants by
+    weighted fair sharing with their dynamic DRF dominant shares as weights, earliest deadline first
+    within each tenant (``deadline_key``).
     ``dominant_shares``: {tenant: x_i}; a tenant missing from it has weight 0. Without overload every
     job at or past its start-by slot gets a node, so none that can be on time waits for an overdue one.
     ``Dispatch.overdue``: queued jobs past their start-by slot; ``overdue_released``: how many of them
@@ -179,20 +181,40 @@ def dispatch(
     beyond: list[Job] | None = None
     waits: list[tuple[Job, int]] = []
     if overloaded:
-        # Overdue jobs are late whatever is done now: the jobs that can still be on time go first.
+        # Overdue jobs are late whatever is done now: the jobs that can still be on time go first. On
+        # time is by the estimate alone (start-by slot without the length-error margin): a margin is
+        # room for error, and a job past it may well end in time; classed overdue, it waited behind
+        # every other (saturating-2d at 500 nodes, 2 h, σ 0.5: 342 overran against 85 so).
         shares = dominant_shares or {}
         tenants = queue.queued_tenants()
         taken: set[str] = set()
 
+        def on_time(job: Job) -> bool:
+            return slot_of(job.deadline_s - job.length_s, limits) >= slot
+
+        def urgent_fit(free: float, cost: Callable[[Job], float]) -> bool:
+            # The jobs that must start within the nodes' lead time to be on time (by their start-by
+            # slot with its length-error margin) and still can be (by their estimate alone).
+            urgent = (j for j in present(queue.start_by_between(slot, slot + limits.due_margin_slots)) if j.job_id not in taken and on_time(j))
+            need = sum(cost(j) for j in urgent)
+            return 0 < need <= free + 1e-6
+
         def fair_pass(free: float, cost: Callable[[Job], float], unit: float, pass_waits, overdue: bool = True, starts_in_slot: bool = False) -> list[Job]:
-            # By deadline, not by start-by slot: once the cap binds, ordering by start-by (least laxity)
-            # let long jobs submitted later take nodes ahead of short ones due sooner, which then
-            # overran (a week at 100 nodes, 2 h: 1,054-1,166 jobs, where managed scaling's
-            # first-come-first-served queue overran none); Jackson's rule, earliest deadline first,
-            # overran 72-94 there, and on FB-2009 at 20 nodes and 6 h 15-28 jobs against 1,882-3,474.
+            # By deadline (Jackson's rule), not by start-by slot: once the cap binds, ordering by
+            # start-by (least laxity) let long jobs submitted later take nodes ahead of short ones due
+            # sooner, which then overran (a week at 100 nodes, 2 h: 1,054-1,166 jobs, where managed
+            # scaling's first-come-first-served queue overran none). But by deadline alone a long job
+            # waits behind every shorter one due before it, past its start-by slot (saturating-2d at
+            # 500 nodes, 2 h: 26 overran, managed none). So the jobs that must start within the lead
+            # time go first when they all fit the node time: then none of them need be late, and the
+            # others have slack. When they do not all fit, some job is late whatever is done, and
+            # earliest deadline first makes the fewest late.
             chosen: list[Job] = []
-            for bounds in ({"start_by_from": slot}, {"start_by_before": slot})[: 2 if overdue else 1]:
-                queues = {t: (j for j in present(queue.tenant_by_deadline(t, **bounds)) if j.job_id not in taken) for t in tenants}
+            classes: list[Callable[[Job], bool]] = [on_time, lambda j: not on_time(j)][: 2 if overdue else 1]
+            if urgent_fit(free, cost):
+                classes.insert(0, lambda j: on_time(j) and start_by_slot(j, limits) <= slot + limits.due_margin_slots)
+            for wanted in classes:
+                queues = {t: (j for j in present(queue.tenant_by_deadline(t)) if j.job_id not in taken and wanted(j)) for t in tenants}
                 got = _fair_release(queues, held, free - sum(cost(j) for j in chosen), shares, limits, pass_waits, cost, unit, starts_in_slot, deadline_key)
                 for job in got:
                     held[job.tenant] += cost(job)
@@ -214,13 +236,21 @@ def dispatch(
                 return need_s(job, limits.slot_s)
 
             release = fair_pass(limits.max_nodes * limits.slot_s - running_s, seconds, limits.slot_s, waits, starts_in_slot=True)
-            # Steps EMR still holds PENDING (state "released": not yet started) are ahead already. Only
-            # jobs that can still be on time go ahead while any is queued: an overdue job ahead in
-            # EMR's queue would hold the next slot's on-time jobs behind it.
-            pending_s = sum(need_s(j, limits.slot_s) for j in queue.running() if j.state == "released")
-            on_time_left = any(j.job_id not in taken for t in tenants for j in present(queue.tenant_queued(t, start_by_from=slot)))
-            ahead_s = OVERLOAD_AHEAD_SLOTS * limits.max_nodes * limits.slot_s - pending_s
-            release += fair_pass(ahead_s, _narrow_seconds(limits.slot_s), limits.slot_s, None, overdue=not on_time_left, starts_in_slot=True)
+            # Ahead: the node time the cap leaves free over this slot and the next OVERLOAD_AHEAD_SLOTS,
+            # less what the running jobs, the steps EMR still holds PENDING and those just released
+            # need of it, each job counted for its length up to that horizon. Counted for this slot
+            # only, a cap busy with jobs of hours took a cap's worth of them PENDING, and a job due
+            # soon waited behind them for hours (FB-2009 A at 20 nodes: 2,602 / 1,165 overran at
+            # 30 min / 2 h; so counted, 114 / 48). Only jobs that can still be on time go ahead while
+            # any is queued: an overdue job ahead in EMR's queue would hold the next slot's on-time jobs behind it.
+            horizon_s = (1 + OVERLOAD_AHEAD_SLOTS) * limits.slot_s
+            ahead_s = (
+                limits.max_nodes * horizon_s
+                - sum(running_need_s(j, slot_start_s, horizon_s) * j.nodes for j in queue.running())
+                - sum(min(max(j.length_s, 0.0), horizon_s) * j.nodes for j in release)
+            )
+            on_time_left = any(j.job_id not in taken and on_time(j) for t in tenants for j in present(queue.tenant_by_deadline(t)))
+            release += fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not on_time_left, starts_in_slot=True)
         else:
             held = Counter(queue.running_by_tenant())
             release = fair_pass(limits.max_nodes - busy, _width, 1.0, waits)
@@ -401,8 +431,8 @@ def _whole_nodes(node_s: float, slot_s: float) -> int:
 
 
 OVERLOAD_AHEAD_SLOTS = 1
-"""Under overload (node-seconds), the slots of the cap's node time kept PENDING in EMR's queue beyond
-the slot's own (less the work already PENDING there), so that a node that frees before the next
+"""Under overload (node-seconds), the slots beyond the slot's own whose free node time at the cap
+(less what the running and PENDING jobs need of it) is kept PENDING in EMR's queue, so that a node that frees before the next
 decision (a job shorter than its estimate, a PENDING step that starts late in the slot, a gap left by
 packing) takes the next step at once instead of idling to the slot's end. Half a slot left a node
 idle for up to 177 s while a job waited in 34 of 102 random bursts; one slot, in none. The price,
@@ -415,10 +445,11 @@ def _width(job: Job) -> float:
     return job.nodes
 
 
-def _narrow_seconds(slot_s: float) -> Callable[[Job], float]:
-    """A one-node job's ``need_s``; a job of w > 1 nodes does not go ahead (inf): it is released when
-    its w nodes are there, by a later slot's own node time, as a gang start needs."""
-    return lambda job: need_s(job, slot_s) if job.nodes == 1 else math.inf
+def _narrow_seconds(horizon_s: float) -> Callable[[Job], float]:
+    """A one-node job's need over ``horizon_s`` seconds (``need_s``: min(length, horizon_s)); a job of
+    w > 1 nodes does not go ahead (inf): it is released when its w nodes are there, by a later slot's
+    own node time, as a gang start needs."""
+    return lambda job: need_s(job, horizon_s) if job.nodes == 1 else math.inf
 
 FIRST_FIT_JOBS = 64
 """How many queued jobs, past the first that does not fit, a node-seconds release reads for jobs that

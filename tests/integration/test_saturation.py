@@ -67,14 +67,16 @@ def test_a_capped_cluster_gets_two_slots_of_node_time_not_one_job_per_node():
 def test_steps_still_pending_count_against_the_next_release():
     # Slot 1: 10 released at slot 0 still wait, PENDING (state "released"), 30 s each; one runs since
     # 290 s (10 s of it left). The slot: 600 - 300 - 10 = 290 node-seconds, 9 jobs fill 270 and a 10th
-    # starts in the 20 left. Ahead: 600 - 300 PENDING = 300: 10 more. 20 in all.
+    # starts in the 20 left. Ahead, over this slot and the next: 2 x 600 - 300 PENDING - 10 running -
+    # 300 just released = 590: 19 more fill 570 and a 20th starts in the 20 left. 30 in all, and with
+    # the PENDING ones the 2 nodes' 1,200 s are full.
     pending = [job(f"p{i:02d}", 30.0, state="released", released_s=0.0) for i in range(10)]
     started = job("r", 20.0, state="running", released_s=0.0, run_start_s=290.0)
     queued = [job(f"q{i:02d}", 30.0) for i in range(60)]
     d = dispatch(1, 0.0, [*pending, started, *queued], limits(2), work_model="node-seconds")
     assert d.overloaded
     assert d.node_s_running == pytest.approx(310.0)
-    assert d.release == tuple(f"q{i:02d}" for i in range(20))
+    assert d.release == tuple(f"q{i:02d}" for i in range(30))
 
 
 def test_a_running_job_counts_from_its_start_not_its_release():
@@ -254,3 +256,42 @@ def test_the_cap_binds_ahead_exactly_when_some_horizon_holds_more_due_work_than_
         for h in set(starts)
     )
     assert _cap_binds(jobs, slot, running_s, lim, arrival_nodes) == expected
+
+
+def test_a_cap_busy_with_long_jobs_keeps_pending_only_what_frees_before_the_next_slot():
+    # 2 nodes, each running a job with 1,000 s left: nothing frees in this slot or the next (600 s),
+    # so nothing goes ahead; counted for this slot only, 2 nodes x 300 s of 1-h jobs (2 of them) would
+    # wait PENDING, holding the next due job behind them for an hour.
+    running = [job(f"r{i}", 1300.0, state="running", released_s=0.0, run_start_s=0.0) for i in range(2)]
+    queued = [job(f"q{i}", 3600.0) for i in range(4)]
+    d = dispatch(1, 0.0, [*running, *queued], limits(2), work_model="node-seconds")
+    assert d.overloaded and d.release == ()
+    # One of them ends at 400 s (100 s into the slot): 200 s of this slot and 300 of the next are free
+    # on its node, so one 1-h job (500 s of the horizon) goes, and no second.
+    running[0] = job("r0", 400.0, state="running", released_s=0.0, run_start_s=0.0)
+    d = dispatch(1, 0.0, [*running, *queued], limits(2), work_model="node-seconds")
+    assert d.release == ("q0",)
+
+
+def test_at_the_cap_a_long_job_at_its_start_by_slot_goes_before_short_ones_due_later():
+    # 1 node, slot 2. A 3,000-s job must start in this slot (the nodes' lead time is 0 here) to meet
+    # its deadline; ten 60-s jobs due before it have slack. By deadline alone they took the node and
+    # the long job overran; it goes first, since it fits the node (its 300 s of the slot).
+    long = job("long", 3000.0, slack_s=600.0)  # deadline 3,600 s: start by 600 s, slot 2
+    short = [job(f"s{i}", 60.0, slack_s=2940.0) for i in range(10)]  # deadline 3,000 s
+    d = dispatch(2, 0.0, [long, *short], limits(1), work_model="node-seconds")
+    assert d.overloaded and d.release[0] == "long"
+    # Two such jobs do not fit one node: one is late whatever is done, and the fewest late is by deadline.
+    other = job("other", 3000.0, slack_s=601.0)
+    d = dispatch(2, 0.0, [long, other, *short], limits(1), work_model="node-seconds")
+    assert d.release[0] == "s0"
+
+
+def test_at_the_cap_a_job_past_its_length_error_margin_but_not_its_estimate_is_still_on_time():
+    # Slot 2, 1 node. "a" needs 300 s by 1,250 s: by its estimate it can start until slot 3, by its
+    # 600-s margin it was due in slot 1. "b" (deadline 650 s) is late whatever happens. Classed by the
+    # margin both were overdue and b, due sooner, took the node; a can still be on time, so it goes.
+    a = job("a", 300.0, slack_s=950.0, start_margin_s=600.0)
+    b = job("b", 300.0, slack_s=350.0)
+    d = dispatch(2, 0.0, [a, b], limits(1), work_model="node-seconds")
+    assert d.overloaded and d.release[0] == "a"

@@ -221,13 +221,25 @@ def old_dispatch(
     overloaded = nodes_wanted > config.max_nodes and bool(queued)
     nodes = min(config.max_nodes, max(config.min_nodes, wanted))
     if overloaded:
-        # Added to the copy: the jobs that can still be on time first, then the overdue; each by
-        # deadline (Jackson's rule), not by start-by slot.
-        can = sorted((j for j in queued if start_by_slot(j, config) >= slot), key=_deadline_key)
-        release = old_fair_release(can, running, config.max_nodes - len(running), dominant_shares or {}, config)
-        chosen = [j for j in can if j.job_id in release]
-        overdue = sorted((j for j in queued if start_by_slot(j, config) < slot), key=_deadline_key)
-        release += old_fair_release(overdue, running + chosen, config.max_nodes - len(running) - len(release), dominant_shares or {}, config)
+        # Added to the copy: the jobs that can still be on time (by deadline - length, without the
+        # margin) first, then the overdue; each by deadline (Jackson's rule), not by start-by slot;
+        # ahead of both, when they all fit the free nodes, the on-time jobs whose start-by slot is
+        # within the nodes' lead time.
+        free = config.max_nodes - len(running)
+
+        def on_time(j: Job) -> bool:
+            return config.slot_of(j.deadline_s - j.length_s) >= slot
+
+        urgent = [j for j in queued if on_time(j) and start_by_slot(j, config) <= slot + config.due_margin_slots]
+        classes = [[j for j in queued if on_time(j)], [j for j in queued if not on_time(j)]]
+        if urgent and sum(j.nodes for j in urgent) <= free:
+            classes.insert(0, urgent)
+        release, chosen = [], []
+        for members in classes:
+            members = sorted((j for j in members if j.job_id not in release), key=_deadline_key)
+            got = old_fair_release(members, running + chosen, free - len(release), dominant_shares or {}, config)
+            release += got
+            chosen += [j for j in members if j.job_id in got]
     else:
         release = _edf_release(queued, len(running), nodes, slot + config.release_margin_slots, config)
     nodes = min(config.max_nodes, max(nodes, len(running) + len(release)))
