@@ -9,7 +9,8 @@ delays a slot: the slots go on with the last good signal meanwhile, and a read's
 when it finished. A local file unchanged since its last good read (the same bytes) is not parsed
 again; one that changed is read in the slot up to ``IN_SLOT_READ_BYTES`` (it
 takes milliseconds, and keeps a replay through the daemon deterministic), a larger one (an archive
-of forecasts as issued: 41 MB, 0.9 million lines, took 11 s) in the background. It returns the slot's
+of forecasts as issued: 41 MB, 0.9 million lines, took 11 s) in the background; the source and
+the forecast are judged apart, so a small source read in the slot is never held back by a large forecast. It returns the slot's
 :class:`~autoscaler.core.controller.CarbonWindow`, or None when there is no usable signal, with
 ``CarbonFeed.fallback`` saying why (:data:`~autoscaler.core.controller.SIGNAL_FALLBACKS`): the source
 was never read ("unreadable", with the error), the last good read is older than
@@ -36,6 +37,7 @@ import math
 import os
 import stat
 import threading
+from collections import Counter
 from collections.abc import Callable
 
 import structlog
@@ -76,6 +78,8 @@ class CarbonFeed:
     may pass another reader); ``load_forecast``: ``load_forecast``'s, for ``settings.forecast``.
     ``fallback``: why the last ``window`` returned None, else None.
     ``last_read_s``: when the last good read of the source finished, on ``clock`` (None: never).
+    ``parsed``: how many reads of "source" and of "forecast" fetched and parsed them (a local file
+    unchanged since its last good read is not), the start-up read (``seed``) aside.
     Raises ConfigError when ``settings.source`` is not set.
     """
 
@@ -104,6 +108,7 @@ class CarbonFeed:
         self._reader: threading.Thread | None = None
         # The local files' identities at their last good read ("source", "forecast"): an unchanged file is not parsed again.
         self._identities: dict[str, tuple[str, int] | None] = {}
+        self.parsed: Counter = Counter()
 
     @property
     def reading(self) -> bool:
@@ -158,48 +163,58 @@ class CarbonFeed:
             return  # one read at a time: the one under way will do
         first = self._tried_s is None
         self._tried_s = now_s
-        if first or not self._read_in_background():
+        if first:
             self.read()
-        else:
-            self._reader = threading.Thread(target=self.read, name="carbon-feed-read", daemon=True)
+            return
+        in_slot, later = [], []
+        for key in self._keys():
+            identity = self._identity(key)
+            (later if self._off_the_slot(key, identity) else in_slot).append((key, identity))
+        for key, identity in in_slot:
+            self._read_one(key, identity)
+        if later:
+            self._reader = threading.Thread(target=lambda: [self._read_one(*read) for read in later], name="carbon-feed-read", daemon=True)
             self._reader.start()
 
-    def _read_in_background(self) -> bool:
-        """A read after the first runs in a thread when a source is a URL, or a local file that changed
-        since its last good read and is over ``IN_SLOT_READ_BYTES`` (an archive of forecasts as issued
-        takes seconds to parse); otherwise in the slot."""
-        for key, source in (("source", self.settings.source), ("forecast", self.settings.forecast)):
-            if not source:
-                continue
-            if _is_url(source):
-                return True
-            identity = _file_identity(source)
-            if identity is not None and identity != self._identities.get(key) and identity[-1] > IN_SLOT_READ_BYTES:
-                return True
-        return False
+    def _keys(self) -> list[str]:
+        return ["source", "forecast"] if self.settings.forecast else ["source"]
 
-    def _unchanged(self, key: str, source: str) -> tuple[bool, tuple | None]:
-        """(whether ``source`` is a local file with the same bytes as at its last good read, so it need
-        not be parsed again; its identity now, ``_file_identity``)."""
-        identity = None if _is_url(source) else _file_identity(source)
-        return identity is not None and identity == self._identities.get(key), identity
+    def _path(self, key: str) -> str:
+        return self.settings.source if key == "source" else self.settings.forecast
+
+    def _identity(self, key: str) -> tuple[str, int] | None:
+        path = self._path(key)
+        return None if _is_url(path) else _file_identity(path)
+
+    def _off_the_slot(self, key: str, identity: tuple[str, int] | None) -> bool:
+        """A read after the first runs in a thread for a URL, and for a local file that changed since
+        its last good read and is over ``IN_SLOT_READ_BYTES`` (an archive of forecasts as issued takes
+        seconds to parse); otherwise in the slot. The source and the forecast are judged apart."""
+        if _is_url(self._path(key)):
+            return True
+        return identity is not None and identity != self._identities.get(key) and identity[-1] > IN_SLOT_READ_BYTES
 
     def read(self) -> None:
         """Read the source (and the forecast) now, in this thread; a read that fails keeps the last
         good signal and logs ``carbon_signal_read_failed``. Never raises for the signal's sake. A local
         file unchanged since its last good read (the same bytes) is not parsed again: the read is good
         and gives what it gave then."""
-        settings = self.settings
-        unchanged, identity = self._unchanged("source", settings.source)
-        if unchanged:
-            with self._lock:
-                self.last_read_s, self.last_error = self.clock.now_s(), ""
-        else:
+        for key in self._keys():
+            self._read_one(key, self._identity(key))
+
+    def _read_one(self, key: str, identity: tuple[str, int] | None) -> None:
+        """Read ``key`` ("source" or "forecast"), whose local file has ``identity`` (None: a URL, or
+        not a file), unless that is the identity of its last good read."""
+        if identity is not None and identity == self._identities.get(key):
+            if key == "source":
+                with self._lock:
+                    self.last_read_s, self.last_error = self.clock.now_s(), ""
+            return
+        self.parsed[key] += 1
+        if key == "source":
             self._read_source(identity)
-        if settings.forecast:
-            unchanged, identity = self._unchanged("forecast", settings.forecast)
-            if not unchanged:
-                self._read_forecast(identity)
+        else:
+            self._read_forecast(identity)
 
     def _read_source(self, identity: tuple | None) -> None:
         settings = self.settings

@@ -13,7 +13,7 @@ from local_http import serving
 from autoscaler.adapters import carbon_feed as carbon_feed_module
 from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed
 from autoscaler.adapters.fakes import SimulatedClock
-from autoscaler.adapters.signal_source import load_signal
+from autoscaler.adapters.signal_source import load_forecast, load_signal
 from autoscaler.app.config import CarbonSettings
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.signal_slots import covered_means, slot_window
@@ -441,3 +441,25 @@ def test_a_large_local_file_that_changed_is_read_off_the_slot_and_the_slot_keeps
     load.go.set()
     assert feed.join(timeout_s=60)
     assert feed.window(clock.now_s(), 300.0, 1).value_now == 100.0 and load.calls == 2
+
+
+def test_a_small_source_that_changed_is_read_in_the_slot_while_a_large_forecast_is_read_off_it(tmp_path, monkeypatch):
+    source, archive = tmp_path / "actual.csv", tmp_path / "issued.csv"
+    source.write_text(csv_text(T0 - 23 * HOUR_S, HOUR_S, [100.0] * 24))  # to T0 + 1 h
+    archive.write_text(long_csv([(T0 - HOUR_S, T0, [90.0] * 48)]))
+    monkeypatch.setattr(carbon_feed_module, "IN_SLOT_READ_BYTES", (source.stat().st_size + archive.stat().st_size) // 2)
+    forecast_load = CountingLoad(load_forecast)
+    clock = SimulatedClock(T0)
+    feed = CarbonFeed(CarbonSettings(source=str(source), forecast=str(archive), unit="gCO2eq/kWh", refresh_s=600), clock, load_forecast=forecast_load)
+    assert feed.window(T0, HOUR_S, 2).value_now == 100.0
+    # An hour on, the source has the new hour (500) and the archive a new issue (7).
+    source.write_text(csv_text(T0 - 23 * HOUR_S, HOUR_S, [100.0] * 24 + [500.0]))
+    archive.write_text(long_csv([(T0 - HOUR_S, T0, [90.0] * 48), (T0 + HOUR_S, T0 + HOUR_S, [7.0] * 48)]))
+    forecast_load.go.clear()
+    clock.advance(HOUR_S)
+    window = feed.window(clock.now_s(), HOUR_S, 2)
+    assert window.value_now == 500.0 and window.values[1] == 90.0  # the source read in the slot; the forecast not yet
+    assert forecast_load.started.wait(timeout=60) and feed.reading and feed.parsed == {"source": 2, "forecast": 2}
+    forecast_load.go.set()
+    assert feed.join(timeout_s=60)
+    assert feed.window(clock.now_s(), HOUR_S, 2).values[1] == 7.0
