@@ -15,6 +15,9 @@ Per case: kg CO2eq of follow, hold (carbon-blind), the carbon-aware offline LP (
 mean s) and hold+carbon; emissions are energy.accounting.modelled_schedule's Wh per slot (Table III,
 whole nodes) times the actual s_t, over the trace and the D slots after it (the real next day).
 "kept" = (follow - hold+carbon) / (follow - offline+carbon). "over hold" = hold+carbon / hold - 1.
+The risk table gives, per load, D and run, over the days: the expected cut against follow, the
+worst-day regret (the most a day emitted above follow), the days above follow and the mean cut on
+the worst 10 % of days (:mod:`autoscaler.core.carbon_risk`).
 
 Figures only; nothing here asserts anything. Usage::
 
@@ -49,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay import diurnal_load, environment_table, load_workload_a  # noqa: E402
 
 from autoscaler.core import defaults
+from autoscaler.core.carbon_risk import WORST_SHARE, risk_against_follow
 from autoscaler.core.model import CostParams
 from autoscaler.core.objective import derive_costs
 from autoscaler.core.policies import carbon, follow, hold, offline
@@ -257,6 +261,32 @@ def summary_table(results: list[dict], signal_name: str) -> Table:
     return table
 
 
+def risk_table(results: list[dict], signal_name: str) -> Table:
+    """Per load, D and run, the risk against follow over the days replayed
+    (:func:`autoscaler.core.carbon_risk.risk_against_follow`): each case is one day's load, its
+    emissions over the trace and the D slots after it, against follow's over the same slots."""
+    table = Table(
+        title=f"risk against follow (no deferral) on {signal_name}, over the days replayed",
+        caption="expected cut: mean of 1 - kg/kg(follow); worst-day regret: max of kg/kg(follow) - 1; days above follow; "
+        f"worst 10 %: the mean cut over the worst ceil({WORST_SHARE:.0%} of the days) by cut",
+        box=box.SIMPLE_HEAD,
+    )
+    for header in ("load", "D", "run", "days", "expected cut", "worst-day regret", "days above follow", "worst 10 % cut"):
+        table.add_column(header, justify="right", no_wrap=True)
+    names = [n for n in ("hold", "hold+carbon", "hold+carbon perfect", ERRED) if all(n in r["kg"] for r in results)]
+    keys = sorted({(r["load"], r["deadline_slots"]) for r in results}, key=lambda k: (LOADS.index(k[0]) if k[0] in LOADS else 9, k[1]))
+    for load_name, deadline_slots in keys:
+        rows = [r for r in results if r["load"] == load_name and r["deadline_slots"] == deadline_slots]
+        for name in names:
+            risk = risk_against_follow([r["kg"][name] for r in rows], [r["kg"]["follow"] for r in rows])
+            table.add_row(
+                load_name, f"{deadline_slots * SLOT_S / 3600:g} h", name, str(risk.days), f"{risk.expected_cut:+.1%}", f"{risk.worst_day_regret:+.1%}",
+                f"{risk.days_above_follow} ({risk.share_above_follow:.0%})", f"{risk.worst_tenth_cut:+.1%}",
+            )  # fmt: skip
+        table.add_section()
+    return table
+
+
 def markdown_table(results: list[dict]) -> str:
     """The README's table: per load and D, kept (min / median / max) of hold, hold+carbon and
     hold+carbon with a perfect forecast (and with the drawn forecast, when run), runs above follow,
@@ -333,6 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
         console.print(summary_table(results, Path(args.signal).name))
+        console.print(risk_table(results, Path(args.signal).name))
         if args.markdown:
             print(markdown_table(results))
         return 0
@@ -345,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(future.result())
             progress.advance(task)
     console.print(summary_table(results, Path(args.signal).name))
+    console.print(risk_table(results, Path(args.signal).name))
     console.print(f"{len(cases)} cases in {time.perf_counter() - started:,.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

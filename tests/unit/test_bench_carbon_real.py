@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -80,3 +81,23 @@ def test_an_error_outside_0_to_1_is_refused_with_the_flag_named(signal, capsys, 
 )
 def test_a_bad_flag_is_refused_before_any_work_with_the_flag_named(signal, capsys, flag, value):
     assert f"{flag} {value}" in refusal(["--signal", signal, flag, value], capsys)
+
+
+def test_the_risk_table_reads_each_load_and_deadline_over_its_days(capsys):
+    # Two days of one load at 6 h: follow 100 kg both days; hold+carbon 90 and 105.
+    results = [
+        {"load": "A", "day": day, "deadline_slots": 72, "kg": {"follow": 100.0, "hold": hold_kg, "hold+carbon": kg, "hold+carbon perfect": 80.0}}
+        for day, hold_kg, kg in (("2020-01-10", 95.0, 90.0), ("2020-02-10", 99.0, 105.0))
+    ]
+    Console(width=250).print(bench_carbon_real.risk_table(results, "s.csv"))
+    # Each row: load, D (two words), run (one or two words), then the figures.
+    rows = {}
+    for line in capsys.readouterr().out.splitlines():
+        words = line.split()
+        if words[:1] == ["A"]:
+            run_words = 2 if words[4] == "perfect" else 1
+            rows[" ".join(words[3 : 3 + run_words])] = words[3 + run_words :]
+    assert rows["hold+carbon perfect"] == ["2", "+20.0%", "-20.0%", "0", "(0%)", "+20.0%"]
+    # hold+carbon: cuts 10 % and -5 %: mean +2.5 %, worst day +5.0 % above follow, 1 of 2 days, worst 10 % (1 day) -5.0 %.
+    assert rows["hold+carbon"] == ["2", "+2.5%", "+5.0%", "1", "(50%)", "-5.0%"]
+    assert rows["hold"] == ["2", "+3.0%", "-1.0%", "0", "(0%)", "+1.0%"]
