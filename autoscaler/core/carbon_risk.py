@@ -26,7 +26,7 @@ import numpy as np
 
 from autoscaler.core.errors import ConfigError
 
-__all__ = ["WORST_SHARE", "Risk", "daily_kg", "risk_against_follow"]
+__all__ = ["WORST_SHARE", "Risk", "daily_kg", "joined_to_follow_days", "risk_against_follow"]
 
 WORST_SHARE = 0.10
 """The share of days, the worst by cut, whose mean cut is reported (at least one day)."""
@@ -83,3 +83,21 @@ def daily_kg(cumulative_kg: Sequence[float], slots_per_day: int) -> np.ndarray:
     ends = np.append(np.arange(int(slots_per_day), totals.size, int(slots_per_day)) - 1, totals.size - 1)
     at_ends = totals[ends]
     return np.diff(np.append(0.0, at_ends))
+
+
+def joined_to_follow_days(days_kg: dict[str, np.ndarray], follow_days: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each day follow emitted nothing on (after its last job, or a day without load) joined to the
+    day before it that it did emit on (to the first such day, for days before it), in every run's
+    kg per day and follow's: a run's deferred work that lands there counts against that day. Shapes
+    (n,) in, (m,) out, m the days follow emitted on; with none, every series summed into one day."""
+    follow_days = np.asarray(follow_days, dtype=float)
+    emitted = np.flatnonzero(follow_days > 0)
+    if emitted.size == 0:
+        return {name: np.array([float(np.sum(kg))]) for name, kg in days_kg.items()}, np.array([float(follow_days.sum())])
+    # Day i goes to the last emitting day at or before it (the first emitting day for those before it).
+    group = np.maximum(np.searchsorted(emitted, np.arange(follow_days.size), side="right") - 1, 0)
+
+    def joined(kg: np.ndarray) -> np.ndarray:
+        return np.bincount(group, weights=np.asarray(kg, dtype=float), minlength=emitted.size)
+
+    return {name: joined(kg) for name, kg in days_kg.items()}, joined(follow_days)

@@ -418,3 +418,19 @@ def test_a_bound_held_back_by_the_step_concurrency_says_to_raise_it_not_the_node
     assert f"give --step-concurrency {needed} or more to meet them" in note
     assert "--max-nodes" not in note.split("give ")[1]
 
+
+
+def test_with_a_carbon_signal_each_run_has_its_risk_against_follow_by_day(three_hours, flat_signal, capsys):
+    carbon = flat_signal(250, 48)
+    argv = ["compare", "--trace", str(three_hours), "-D", "1h", "--policy", "hold,follow,managed", "--carbon", str(carbon), "--carbon-unit", "gCO2eq/kWh"]
+    assert main([*argv, "--format", "json"]) == 0
+    runs = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert "carbon_risk" not in runs["follow"]
+    for name in ("hold", "managed"):
+        risk = runs[name]["carbon_risk"]
+        # Three hours: one day, so the expected cut and the worst day are the whole run's against follow's.
+        ratio = runs[name]["co2_kg"] / runs["follow"]["co2_kg"]
+        assert risk["days"] == 1 and risk["expected_cut"] == pytest.approx(1 - ratio, rel=1e-9) and risk["worst_day_regret"] == pytest.approx(ratio - 1, rel=1e-9)
+        assert risk["days_above_follow"] == (ratio > 1)
+    assert main(argv) == 0
+    assert "Carbon risk against follow (no deferral), by day of the compare" in capsys.readouterr().out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoscaler.core.carbon_risk import daily_kg, risk_against_follow
+from autoscaler.core.carbon_risk import daily_kg, joined_to_follow_days, risk_against_follow
 from autoscaler.core.errors import ConfigError
 
 
@@ -46,3 +46,14 @@ def test_daily_kg_from_cumulative_slots_with_a_partial_last_day():
     assert daily_kg([], 3).size == 0
     with pytest.raises(ConfigError):
         daily_kg([1.0], 0)
+
+
+def test_days_follow_emitted_nothing_on_join_the_day_before_it():
+    # Follow: nothing on day 0 (no load yet), 10 on day 1, nothing on days 2-3 (after its last job), 5 on day 4.
+    follow = np.array([0.0, 10.0, 0.0, 0.0, 5.0])
+    runs = {"hold": np.array([1.0, 8.0, 2.0, 0.5, 4.0])}
+    joined, follow_joined = joined_to_follow_days(runs, follow)
+    assert follow_joined.tolist() == [10.0, 5.0]
+    assert joined["hold"].tolist() == [1.0 + 8.0 + 2.0 + 0.5, 4.0]
+    joined, follow_joined = joined_to_follow_days(runs, np.zeros(5))
+    assert follow_joined.tolist() == [0.0] and joined["hold"].tolist() == [15.5]

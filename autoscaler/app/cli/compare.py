@@ -140,6 +140,8 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(_table(results, d, slot_s, carbon is not None))
         if (why := _overran_table(results, deadlines, slot_s)) is not None:
             out.print(why)
+        if carbon is not None and (risk := _risk_table(results, deadlines, slot_s)) is not None:
+            out.print(risk)
     for result in results.values():
         f = result.figures
         if result.error is not None:
@@ -336,6 +338,55 @@ def _overran_table(results: dict, deadlines: list[int], slot_s: float) -> Table 
     return table
 
 
+def carbon_risks(results: dict, deadline_slots: int, slot_s: float) -> dict:
+    """Per run at ``deadline_slots``, its :class:`~autoscaler.core.carbon_risk.Risk` against follow's
+    over the days of the compare (days of 86,400 s from the trace's start; a run that ended sooner
+    emits nothing more, the last day may be partial; a day follow emitted nothing on is joined to the
+    day before, ``joined_to_follow_days``), follow's own aside; {} without follow's kgCO2 per slot,
+    or when follow emitted nothing at all."""
+    import numpy as np
+
+    from autoscaler.core.carbon_risk import daily_kg, joined_to_follow_days, risk_against_follow
+
+    follow = results.get(("follow", deadline_slots))
+    if follow is None or follow.cumulative_co2_kg is None:
+        return {}
+    runs = {name: r for (name, d), r in results.items() if d == deadline_slots and r.cumulative_co2_kg is not None and name != "follow"}
+    slots = max([follow.cumulative_co2_kg.size, *(r.cumulative_co2_kg.size for r in runs.values())])
+    per_day = max(1, round(86_400.0 / slot_s))
+
+    def days(cumulative: np.ndarray) -> np.ndarray:
+        return daily_kg(np.pad(cumulative, (0, slots - cumulative.size), mode="edge"), per_day)
+
+    by_run, follow_days = joined_to_follow_days({name: days(r.cumulative_co2_kg) for name, r in runs.items()}, days(follow.cumulative_co2_kg))
+    if follow_days[0] <= 0:
+        return {}
+    return {name: risk_against_follow(kg, follow_days) for name, kg in by_run.items()}
+
+
+def _risk_table(results: dict, deadlines: list[int], slot_s: float) -> Table | None:
+    """Carbon risk against follow by day, per deadline and run (:func:`carbon_risks`); None when
+    follow did not run."""
+    from autoscaler.core.carbon_risk import WORST_SHARE
+
+    by_deadline = {d: carbon_risks(results, d, slot_s) for d in deadlines}
+    if not any(by_deadline.values()):
+        return None
+    table = Table(title="Carbon risk against follow (no deferral), by day of the compare", caption=(
+        "expected cut: mean of 1 - kgCO2/kgCO2(follow) over the days; worst-day regret: the most a day emitted above follow's; "
+        f"worst 10 %: the mean cut over the worst ceil({WORST_SHARE:.0%} of the days) by cut"
+    ))  # fmt: skip
+    for header in ("D", "run", "days", "expected cut", "worst-day regret", "days above follow", "worst 10 % cut"):
+        table.add_column(header, justify="left" if header in ("D", "run") else "right", overflow="fold")
+    for d, risks in by_deadline.items():
+        for name, risk in risks.items():
+            table.add_row(
+                duration_text(d * slot_s), name, str(risk.days), f"{risk.expected_cut:+.1%}", f"{risk.worst_day_regret:+.1%}",
+                f"{risk.days_above_follow} of {risk.days}", f"{risk.worst_tenth_cut:+.1%}",
+            )  # fmt: skip
+    return table
+
+
 def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[int]) -> dict:
     """The JSON document: the inputs, one object per run and deadline (keys with their units, the
     figures raw), and per deadline the run the table's (%) are against."""
@@ -344,6 +395,7 @@ def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[i
 
     twin = inputs.twin
     slot_s = inputs.settings.slot_s
+    risks = {d: carbon_risks(results, d, slot_s) for d in deadlines}
     return {
         "trace": args.trace or "A",
         "jobs": len(inputs.jobs),
@@ -377,6 +429,7 @@ def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[i
         "runs": [
             (r.figures.to_dict() if r.figures is not None else {"name": name, "deadline_slots": d})
             | {"deadline_s": d * slot_s, "note": r.note, "error": r.error}
+            | ({"carbon_risk": dataclasses.asdict(risks[d][name])} if name in risks[d] else {})
             for (name, d), r in results.items()
         ],
     }
