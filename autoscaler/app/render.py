@@ -124,6 +124,31 @@ def summary_table(result: ReplayResult) -> Table:
     return table
 
 
+def risk_table(result: ReplayResult) -> Table | None:
+    """Each policy's risk against follow by day under the replay's signal
+    (:func:`autoscaler.core.replay.risks_against_follow`), or None without one."""
+    from autoscaler.core.carbon_risk import WORST_SHARE
+    from autoscaler.core.replay import risks_against_follow
+
+    risks = risks_against_follow(result)
+    if not risks:
+        return None
+    what = "CO2" if result.signal.is_carbon else "cost"
+    table = Table(
+        title=f"{what} risk against follow (no deferral), by day of the replay (D = {result.deadline_slots})",
+        caption=f"expected cut: mean over days of 1 - {what}/{what}(follow); worst-day regret: the most a day was above follow's; "
+        f"worst 10 %: the mean cut over the worst ceil({WORST_SHARE:.0%} of the days) by cut; a day follow spent nothing on joins the day before",
+    )
+    for column in ("policy", "days", "expected cut", "worst-day regret", "days above follow", "worst 10 % cut"):
+        table.add_column(column, justify="left" if column == "policy" else "right", no_wrap=True)
+    for name, risk in risks.items():
+        table.add_row(
+            name, str(risk.days), f"{risk.expected_cut:+.1%}", f"{risk.worst_day_regret:+.1%}", f"{risk.days_above_follow} of {risk.days}",
+            f"{risk.worst_tenth_cut:+.1%}",
+        )  # fmt: skip
+    return table
+
+
 def class_table(assignment) -> Table:
     """The k-means deadline classes, shaped like the deferral paper's Table II."""
     table = Table(title="deadline classes (k-means on S, S', S''; most jobs get the shortest deadline)")

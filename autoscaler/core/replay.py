@@ -14,11 +14,13 @@ importable from here). The result feeds every renderer (table, CSV, JSON, PNG); 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from autoscaler.core.carbon_risk import Risk, daily_kg, joined_to_follow_days, risk_against_follow
 from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
 from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostBreakdown, CostParams, Schedule, Workload
@@ -340,6 +342,8 @@ def to_dict(result: ReplayResult) -> dict:
             row[sig.saving_key] = r.signal_saving_pct
             if r.carbon_aware:
                 row["carbon_blind"] = {"energy_wh": r.blind_energy.energy_wh, sig.total_key: r.blind_signal_total}
+    for name, risk in risks_against_follow(result).items():
+        document["policies"][name]["signal_risk"] = dataclasses.asdict(risk)
     if result.signal is not None:
         sig = result.signal
         span = max(r.schedule.capacity.shape[0] for r in result.policies.values())
@@ -361,3 +365,22 @@ def to_dict(result: ReplayResult) -> dict:
 def _numbers(values: np.ndarray) -> list[float]:
     # Rounded to 1e-9 servers: solver noise below that is not information.
     return [round(float(v), 9) + 0.0 for v in values]
+
+
+def risks_against_follow(result: ReplayResult) -> dict[str, Risk]:
+    """Per policy but follow, what its schedule emits (or costs) under the replay's signal against
+    follow's, day by day (:func:`autoscaler.core.carbon_risk.risk_against_follow`; days of 24 h from
+    the replay's first slot, the last partial, a day follow spends nothing on joined to the day
+    before); {} without a signal or follow's energy, or when follow spent nothing at all."""
+    signal, follow = result.signal, result.policies.get(BASELINE)
+    if signal is None or follow is None or follow.energy is None:
+        return {}
+    priced = {name: signal.priced_slots(r.energy) for name, r in result.policies.items() if r.energy is not None}
+    slots = max(p.size for p in priced.values())
+    per_day = max(1, round(86_400.0 / signal.slot_s))
+    days = {name: daily_kg(np.cumsum(np.pad(p, (0, slots - p.size))), per_day) for name, p in priced.items()}
+    follow_days = days.pop(BASELINE)
+    days, follow_days = joined_to_follow_days(days, follow_days)
+    if follow_days[0] <= 0:
+        return {}
+    return {name: risk_against_follow(d, follow_days) for name, d in days.items()}

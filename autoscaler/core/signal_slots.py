@@ -82,10 +82,14 @@ class ReplaySignal:
     def priced(self, energy: ScheduleEnergy) -> float:
         """What ``energy``'s schedule costs under the signal: grams of CO2eq (sum of slot_energy_wh/1000 *
         s_t g/kWh), dollars for $/kWh (kWh * price) or for $/node-hour (whole nodes * slot hours * price)."""
+        return float(np.sum(self.priced_slots(energy)))
+
+    def priced_slots(self, energy: ScheduleEnergy) -> np.ndarray:
+        """:meth:`priced` slot by slot, shape (n_slots,) of ``energy``."""
         s = self.actual(energy.slot_energy_wh.shape[0])
         if self.unit == "$/node-hour":
-            return float(np.sum(energy.nodes * (self.slot_s / 3600.0) * s))
-        return float(np.sum(energy.slot_energy_wh / 1000.0 * s))
+            return energy.nodes * (self.slot_s / 3600.0) * s
+        return energy.slot_energy_wh / 1000.0 * s
 
 
 def place_signal(

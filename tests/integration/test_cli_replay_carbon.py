@@ -376,3 +376,36 @@ def test_an_electricity_maps_forecast_beside_a_watttime_signal_is_read_in_its_ow
     document = run_json(["--policy", "hold", *SMALL, "--carbon", str(source), "--forecast", str(forecast)], capsys)
     assert document["signal"]["unit"] == "gCO2eq/kWh" and document["signal"]["source_unit"] == "lbs/MWh"
     assert document["signal"]["forecast"] == str(forecast)
+
+
+def test_each_policy_has_its_risk_against_follow_day_by_day_as_recomputed_from_its_schedule(tmp_path, capsys):
+    # Two days: Workload A's first 6 hours, and the same again a day later; D = 2 h.
+    from autoscaler.app.traces import SHIPPED
+
+    trace_a = Path(__file__).parents[2] / "autoscaler" / "data" / SHIPPED["A"].file_name
+    lines = [line.split("\t") for line in trace_a.read_text().splitlines() if float(line.split("\t")[1]) < 6 * 3600]
+    two_days = [line for shift in (0, 86_400) for line in (["\t".join([f"{r[0]}-{shift}", f"{float(r[1]) + shift:g}", *r[2:]]) for r in lines])]
+    trace = tmp_path / "two-days.tsv"
+    trace.write_text("\n".join(two_days) + "\n")
+    source = write_signal(tmp_path / "grid.csv")
+    document = run_json(
+        ["--trace", str(trace), "--window", "576", "--deadline", "2h", "--policy", "follow,hold", "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh"], capsys
+    )
+    policies = document["policies"]
+
+    def grams_by_day(p: dict) -> np.ndarray:
+        wh = modelled_wh(p["m"], p["x"])
+        grams = wh * per_slot(48, wh.size) / 1000.0
+        return np.array([grams[:288].sum(), grams[288:576].sum(), grams[576:].sum()])
+
+    follow, hold = grams_by_day(policies["follow"]), grams_by_day(policies["hold"])
+    assert follow[0] > 0 and follow[1] > 0
+    if follow[2] == 0:  # follow ran nothing past day 2: that tail joins day 2
+        follow, hold = follow[:2], np.array([hold[0], hold[1] + hold[2]])
+    cut = 1 - hold / follow
+    risk = policies["hold"]["signal_risk"]
+    assert risk["days"] == follow.size
+    assert risk["expected_cut"] == pytest.approx(cut.mean(), rel=1e-6)
+    assert risk["worst_day_regret"] == pytest.approx(-cut.min(), rel=1e-6)
+    assert risk["days_above_follow"] == int((cut < 0).sum()) and risk["worst_tenth_cut"] == pytest.approx(cut.min(), rel=1e-6)
+    assert "signal_risk" not in policies["follow"]

@@ -171,6 +171,8 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(render.summary_csv(result))
     else:
         out.print(render.summary_table(result))
+        if (risk := render.risk_table(result)) is not None:
+            out.print(risk)
         if assignment is not None:
             out.print(render.class_table(assignment))
     if args.out is not None:
