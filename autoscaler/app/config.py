@@ -141,6 +141,11 @@ class CarbonSettings(BaseModel):
     slot reads the newest issued by its start), a URL (each read is an issue), or a file without issue
     times (read as known); without it, or past its end, persistence (the same slot a day earlier). The signal is read again every ``refresh_s``; a slot whose signal is older than
     ``max_staleness_s`` (or never read) is decided carbon-blind, logged and counted.
+    ``max_regret``: the regret cap, a share of follow's emissions (0.01 = 1 %): while hold+carbon has
+    emitted more than follow (no deferral) over the last 3D+1 slots by more than it, it defers only
+    as far as ``short_deferral_s`` (at least hold's break-even;
+    :func:`autoscaler.core.policies.carbon.short_deadline_slots`), as it does when no forecast gain
+    beats the forecast's recent errors.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -151,6 +156,8 @@ class CarbonSettings(BaseModel):
     refresh_s: float = Field(default=1800.0, ge=1, le=86_400)
     max_staleness_s: float = Field(default=7200.0, ge=1, le=7 * 86_400)
     timeout_s: float = Field(default=10.0, gt=0, le=300)
+    max_regret: float = Field(default=defaults.CARBON_MAX_REGRET, ge=0, le=1)
+    short_deferral_s: float = Field(default=defaults.CARBON_SHORT_DEFERRAL_S, ge=0, le=7 * 86_400)
 
     @model_validator(mode="after")
     def _staleness_covers_refresh(self) -> "CarbonSettings":
@@ -361,6 +368,8 @@ class Settings(BaseSettings):
             provision_s=self.provision_s,
             work_model=self.work_model,
             carbon=bool(self.carbon.source) and POLICY_TABLE[self.policy].carbon_online is not None,
+            carbon_max_regret=self.carbon.max_regret,
+            carbon_short_deferral_s=self.carbon.short_deferral_s,
         )
 
 

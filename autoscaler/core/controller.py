@@ -177,6 +177,8 @@ def tick(
         window=window,
         missing=missing,
         keep_busy=config.plans_start_by and config.work_model != WORK_MODELS[0],
+        max_regret=config.carbon_max_regret,
+        short_deferral_s=config.carbon_short_deferral_s,
     )
     step = rule.step(None if rule.state_field is None else states[rule.state_field], slot_input)
     if rule.state_field is not None:

@@ -43,9 +43,10 @@ REASONS = ("idle", *POLICY_REASONS, *NODE_REASONS)
   slope; for vfw outside a valley, LOPT (4)); ``held`` (hold kept servers on above r_t through a
   valley); ``valley`` (vfw fills a valley, VOPT (5)); ``carbon`` (hold+carbon's window LP placed
   m_t by the signal: ``ControllerConfig.carbon``); ``no_signal`` (hold+carbon had no usable signal
-  for the slot: hold's carbon-blind decision). hold+carbon under a flat signal, or a forecast whose
-  gains are all inside its error band (mode "hedged"), is hold and gives hold's own ``deadlines`` or
-  ``held``.
+  for the slot: hold's carbon-blind decision). hold+carbon under a flat signal is hold and gives
+  hold's own ``deadlines`` or ``held``; under a forecast whose gains are all inside its error band
+  (mode "hedged"), or over its regret cap against follow (mode "capped"), it is hold at the short
+  deadline min(D, 2*beta/e0) and gives that hold's ``deadlines`` or ``held``.
 """
 
 REASON_WORDS = {
@@ -91,7 +92,7 @@ class Decision:
 
     hold+carbon only (``ControllerConfig.carbon``; carbon-blind decisions and older logs keep the
     defaults): ``carbon_mode``, how the slot was decided (``autoscaler.core.policies.carbon.MODES``:
-    "carbon", "flat", "no_signal", "hedged"; "" when carbon-blind); ``carbon_value`` and ``carbon_unit``: the
+    "carbon", "flat", "no_signal", "hedged", "capped"; "" when carbon-blind); ``carbon_value`` and ``carbon_unit``: the
     signal now (None when there was none); ``carbon_weight_now`` and ``carbon_weight_min``: the
     relative cost w of this slot and the window's cheapest (1 = the day's mean);
     ``carbon_cheapest_in_slots``: slots from now to that cheapest slot; ``carbon_fallback``: why

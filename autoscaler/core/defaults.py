@@ -99,3 +99,11 @@ LENGTH_ERROR_MIN_RUNS = 20
 LEARNED_MIN_RUNS = 1
 """Runs of a name needed before its learned length replaces the submitted one: one. A recurring job's
 run is better evidence of its next run than a size model that 3Sigma finds off by 2x for 8-23 % of jobs."""
+
+CARBON_MAX_REGRET = 0.01
+"""hold+carbon's regret cap against follow, a share of follow's emissions (``[carbon] max_regret``)."""
+
+CARBON_SHORT_DEFERRAL_S = 7200.0
+"""How far hold+carbon defers when it cannot trust its forecast or is over its regret cap, seconds (at
+least hold's break-even W; ``[carbon] short_deferral_s``;
+:func:`autoscaler.core.policies.carbon.short_deadline_slots`)."""

@@ -67,6 +67,9 @@ class ControllerConfig:
     ``carbon``: run ``hold`` as hold+carbon (:mod:`autoscaler.core.policies.carbon`), deferring work
     inside its deadline into the slots where a cost signal (``tick``'s ``carbon_window``) is low;
     only a policy whose table row has one (``hold``) has a carbon-aware variant (ConfigError for another).
+    ``carbon_max_regret``: hold+carbon's regret cap against follow (``[carbon] max_regret``,
+    :data:`autoscaler.core.policies.carbon.DEFAULT_MAX_REGRET`), a share >= 0;
+    ``carbon_short_deferral_s``: how far it defers then, seconds (``[carbon] short_deferral_s``).
     """
 
     policy: str = defaults.POLICY
@@ -85,6 +88,8 @@ class ControllerConfig:
     provision_s: float = 0.0
     carbon: bool = False
     work_model: str = WORK_MODELS[0]
+    carbon_max_regret: float = defaults.CARBON_MAX_REGRET
+    carbon_short_deferral_s: float = defaults.CARBON_SHORT_DEFERRAL_S
 
     def __post_init__(self) -> None:
         if self.work_model not in WORK_MODELS:
@@ -94,6 +99,12 @@ class ControllerConfig:
             raise ConfigError(f"release_margin_slots must be a whole number of slots >= 0, got {margin!r}")
         if isinstance(self.provision_s, bool) or not isinstance(self.provision_s, (int, float)) or not 0 <= self.provision_s <= 3600:
             raise ConfigError(f"provision_s: expected seconds from a resize to a usable node in 0..3600, got {self.provision_s!r}")
+        regret = self.carbon_max_regret
+        if isinstance(regret, bool) or not isinstance(regret, (int, float)) or not (math.isfinite(regret) and 0 <= regret <= 1):
+            raise ConfigError(f"carbon max_regret: expected a share of follow's emissions in 0..1 (0.01 = 1 %), got {regret!r}")
+        short = self.carbon_short_deferral_s
+        if isinstance(short, bool) or not isinstance(short, (int, float)) or not (math.isfinite(short) and 0 <= short <= 7 * 86_400):
+            raise ConfigError(f"carbon short_deferral_s: expected seconds in 0..604800 (7200 = 2 h), got {short!r}")
         if self.policy not in CONTROLLER_POLICIES:
             raise ConfigError(f"policy: expected one of {', '.join(CONTROLLER_POLICIES)}, got {self.policy!r}")
         if self.carbon and POLICY_TABLE[self.policy].carbon_online is None:

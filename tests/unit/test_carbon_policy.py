@@ -114,7 +114,7 @@ def test_no_signal_for_a_slot_plays_holds_decision():
         decision, state = carbon.carbon_step(state, value, 2, params, None)
         assert decision.mode == "no_signal"
         assert (decision.capacity, decision.assigned) == (blind.capacity[t], blind.assigned[t])
-    assert state.modes == (0, 0, 6, 0)
+    assert state.modes == (0, 0, 6, 0, 0)
 
 
 def test_state_round_trips_through_json():

@@ -68,7 +68,7 @@ def test_a_constant_window_decides_as_hold_does_slot_for_slot(seed, deadline_slo
     assert {d.carbon_mode for d in carbon} == {"flat"}
     assert all(d.reason == h.reason for d, h in zip(carbon, hold))
     assert state.carbon is not None and state.hold is None
-    assert state.carbon.modes == (0, 40, 0, 0)
+    assert state.carbon.modes == (0, 40, 0, 0, 0)
 
 
 def test_a_window_whose_gains_are_inside_its_band_decides_as_hold_and_says_why():
@@ -193,7 +193,7 @@ def test_toggling_carbon_rebuilds_and_a_gap_restarts_the_carbon_state():
     # Restarted, as hold is across a gap: the queue rebuilt from the active job, what hold learned kept.
     restarted = before.restarted()
     assert restarted.previous == 0.0 and not restarted.queue.any()
-    assert after.carbon.modes == (0, before.modes[1] + 1, 0, 0)
+    assert after.carbon.modes == (0, before.modes[1] + 1, 0, 0, 0)
     assert after.carbon.hold.recent_load.shape == before.hold.recent_load.shape
 
 

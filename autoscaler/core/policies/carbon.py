@@ -57,12 +57,24 @@ has made lately that far ahead (:class:`autoscaler.core.forecast.Forecast`). The
 :func:`hedged_window`: a later slot's forecast counts only where it differs from now by more than
 HEDGE_BANDS = 3 bands (else it is taken as the value now), so only a gain that beats the forecast's
 own recent errors moves work. When nothing is
-left (every difference inside its bands) the slot is decided as under a flat signal, by hold, in
-mode "hedged": under a forecast that has been wrong hold+carbon is carbon-blind hold. Measured on the
+left (every difference inside its bands) the slot is the short deferral, mode "hedged": hold at
+D' = min(D, max(W, 2 h)) (:func:`short_deadline_slots`, W = 2*beta/e0 its break-even) on the same
+L_t, made feasible for hold+carbon's own queue as the flat case below. Under a forecast that has been
+wrong hold+carbon defers no further than energy needs: carbon-blind hold at the full D runs the work
+as late as the deadlines allow, into whatever the grid is then (on real grids its worst day at 12 h
+was 18.6 % above follow), while at 1-2 h no run on a real grid tried was above follow. Measured on the
 French grid of 2020 (benchmarks/bench_carbon_real.py, 12 days over the year): without a hedge it
 emitted up to 6.2 % more than carbon-blind hold at 6 hours (persistence: 8.4 %); with it, at most
 0.4 % at any of 1, 2, 6 and 12 hours. What it cannot do is act on a forecast that is not good enough:
 there the medians are hold's (README, "On a real grid").
+
+**The regret cap.** hold+carbon keeps the books of what its decisions cost under the signal, s_t
+x (e0*m_t + e1*x_t + beta*|m_t - m_{t-1}|) with s_t the value of the slot decided, against what follow
+(m = x = L_t) would have, over the last 3D+1 slots (:class:`CarbonState`). While its excess over
+follow is more than ``max_regret`` of follow's (:data:`DEFAULT_MAX_REGRET`, 1 %; ``[carbon]
+max_regret``), a slot is the short deferral too, mode "capped". The cap looks back: work already
+deferred still runs where it was planned, so a day can end above follow by more than the cap, by
+what was deferred before the books crossed it.
 
 **When the signal does not vary, this is hold.** hold+carbon runs hold (:mod:`autoscaler.core.policies.hold`)
 beside it on the same L_t, always. When the window's signal is flat (max - min <= 1e-9 of the max),
@@ -97,6 +109,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autoscaler.core import defaults
 from autoscaler.core.cost import pad_to_horizon
 from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostParams, Schedule
@@ -105,15 +118,24 @@ from autoscaler.core.policies.gcp import flat_capacity
 from autoscaler.core.policies.hold import HoldState, break_even_slots, hold_step, run_earliest
 from autoscaler.core.slot_signal import SlotSignal
 
-__all__ = ["NAME", "CarbonDecision", "CarbonState", "SlotSignal", "carbon_step", "plan", "solve_window", "window_slots"]
+__all__ = [
+    "DEFAULT_MAX_REGRET", "NAME", "CarbonDecision", "CarbonState", "SlotSignal", "carbon_step", "plan", "short_deadline_slots", "solve_window", "window_slots",
+]  # fmt: skip
 
 FLAT_RTOL = 1e-9
 """A window whose signal varies by no more than this share of its largest value is flat."""
 
-MODES = ("carbon", "flat", "no_signal", "hedged")
+MODES = ("carbon", "flat", "no_signal", "hedged", "capped")
 """How a slot was decided: the window LP on the signal; hold's decision because the signal was flat;
-hold's decision because there was no signal for the slot; hold's decision because no slot's forecast
-gain over now beat its error band (:func:`hedged_window`)."""
+hold's decision because there was no signal for the slot; the short deferral (hold at
+:func:`short_deadline_slots`) because no slot's forecast gain over now beat its error band
+(:func:`hedged_window`); the short deferral because the run emitted more than follow over the
+window by more than ``max_regret`` of follow's (the regret cap)."""
+
+DEFAULT_MAX_REGRET = defaults.CARBON_MAX_REGRET
+"""The regret cap: hold+carbon defers as far as its deadline only while what it emitted over the last
+3D+1 slots exceeds what follow (no deferral) would have by at most this share of follow's; beyond, it
+defers as far as energy needs (:func:`short_deadline_slots`) until it is back under."""
 
 HEDGE_BANDS = 3.0
 """z: a later slot's forecast difference from now counts only beyond z error bands (each band one
@@ -126,6 +148,25 @@ with the blend: z = 3 let hold+carbon emit at most 0.4 % more than carbon-blind 
 
 FORECAST_ARRIVAL_SLOTS = 2
 """The window LP takes work to be released in each of the next FORECAST_ARRIVAL_SLOTS*D slots."""
+
+
+def short_deadline_slots(deadline_slots: int, params: CostParams, slot_s: float = defaults.SLOT_S, short_deferral_s: float = defaults.CARBON_SHORT_DEFERRAL_S) -> int:
+    """The short deferral's deadline, slots: min(D, max(W, ``short_deferral_s`` / ``slot_s``)), W =
+    ceil(2*beta/e0) hold's break-even (e0 = 0: D), at least 1.
+
+    W is the least deferral that saves energy under eq. (2) (an idle server held longer than W slots
+    costs more than a restart). ``short_deferral_s`` (``[carbon] short_deferral_s``, 2 h) is how far
+    hold's own deferral went on real grids without a day above follow: on the French grid of 2020
+    (benchmarks/bench_carbon_real.py, Workload A, 8 days) carbon-blind hold at D = 2 h was above
+    follow on 1 day of 8 by 2.1 %, at 6 h on 2 by up to 2.7 %, at 12 h on 3 by up to 11.2 %; with the
+    hedged slots at 2 h, hold+carbon was above follow on none at 2, 6 or 12 h. Under the energy
+    objective W is 2 slots of 300 s, which gave up most of hold's energy saving (the median kept at
+    6 h fell from 0.54 to 0.28)."""
+    window = break_even_slots(params)
+    if window is None:
+        return max(1, int(deadline_slots))
+    safe = int(round(short_deferral_s / slot_s)) if slot_s > 0 else 0
+    return max(1, min(int(deadline_slots), max(window, safe)))
 
 
 def window_slots(deadline_slots: int) -> int:
@@ -159,8 +200,13 @@ def arrival_rate(recent_load: np.ndarray, time_constant_slots: float) -> float:
 class CarbonState:
     """What hold+carbon carries between slots.
 
-    ``hold``: the carbon-blind hold run beside it on the same L_t. ``queue``: its own unassigned work by
-    slots to its deadline, shape (D+1,), servers' worth. ``previous``: its m_{t-1}. ``modes``: slots
+    ``hold``: the carbon-blind hold run beside it on the same L_t. ``short``: hold at the short
+    deferral's deadline (:func:`short_deadline_slots`) on the same L_t (None: not started yet).
+    ``queue``: its own unassigned work by slots to its deadline, shape (D+1,), servers' worth.
+    ``previous``: its m_{t-1}. ``previous_load``: L_{t-1}, follow's m_{t-1}. ``regret``,
+    ``follow_cost``: over the last 3D+1 slots (oldest first), what the played decisions cost under the
+    signal (s_t x (e0*m_t + e1*x_t + beta*|m_t - m_{t-1}|), in the signal's unit times server-slots)
+    less what follow's would have, and follow's (0 for a slot without a signal). ``modes``: slots
     decided in each of :data:`MODES`, in that order.
     """
 
@@ -168,6 +214,10 @@ class CarbonState:
     queue: np.ndarray
     previous: float = 0.0
     modes: tuple[int, ...] = (0,) * len(MODES)
+    short: HoldState | None = None
+    previous_load: float = 0.0
+    regret: np.ndarray | None = None
+    follow_cost: np.ndarray | None = None
 
     @classmethod
     def empty(cls, deadline_slots: int, params: CostParams) -> "CarbonState":
@@ -175,27 +225,48 @@ class CarbonState:
 
     def restarted(self) -> "CarbonState":
         """Queue emptied and servers off, what hold learned kept (see :meth:`HoldState.restarted`)."""
-        return CarbonState(hold=self.hold.restarted(), queue=np.zeros_like(self.queue), modes=self.modes)
+        return CarbonState(
+            hold=self.hold.restarted(), queue=np.zeros_like(self.queue), modes=self.modes, short=None if self.short is None else self.short.restarted()
+        )
 
     def with_work_done(self, units: float) -> "CarbonState":
         """``units`` (server-slots; math.inf: all) more of the queued work run, earliest deadline
-        first, in its own queue and in the carbon-blind hold's (:meth:`HoldState.with_work_done`)."""
+        first, in its own queue and in the carbon-blind holds' (:meth:`HoldState.with_work_done`)."""
         if units <= 0.0:
             return self
-        return dataclasses.replace(self, hold=self.hold.with_work_done(units), queue=run_earliest(self.queue, units))
+        short = None if self.short is None else self.short.with_work_done(units)
+        return dataclasses.replace(self, hold=self.hold.with_work_done(units), short=short, queue=run_earliest(self.queue, units))
+
+    def regret_share(self) -> float:
+        """What the played decisions cost over the last 3D+1 slots above follow's, as a share of
+        follow's (0 before follow has cost anything)."""
+        if self.regret is None or self.follow_cost is None:
+            return 0.0
+        follow = float(self.follow_cost.sum())
+        return float(self.regret.sum()) / follow if follow > 0 else 0.0
 
     def to_json(self) -> dict:
-        return {"hold": self.hold.to_json(), "queue": self.queue.tolist(), "previous": self.previous, "modes": list(self.modes)}
+        document = {"hold": self.hold.to_json(), "queue": self.queue.tolist(), "previous": self.previous, "modes": list(self.modes)}
+        if self.short is not None:
+            document["short"] = self.short.to_json()
+        if self.regret is not None and self.follow_cost is not None:
+            document |= {"previous_load": self.previous_load, "regret": self.regret.tolist(), "follow_cost": self.follow_cost.tolist()}
+        return document
 
     @classmethod
     def from_json(cls, document: dict) -> "CarbonState":
         modes = tuple(int(v) for v in document.get("modes", ()))
         modes = modes + (0,) * (len(MODES) - len(modes)) if len(modes) <= len(MODES) else (0,) * len(MODES)
+        regret, follow_cost = document.get("regret"), document.get("follow_cost")
         return cls(
             hold=HoldState.from_json(document["hold"]),
             queue=np.array(document["queue"], dtype=float).reshape(-1),
             previous=float(document["previous"]),
             modes=modes,
+            short=HoldState.from_json(document["short"]) if "short" in document else None,
+            previous_load=float(document.get("previous_load", 0.0)),
+            regret=None if regret is None else np.array(regret, dtype=float).reshape(-1),
+            follow_cost=None if follow_cost is None else np.array(follow_cost, dtype=float).reshape(-1),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -210,7 +281,9 @@ class CarbonState:
 class CarbonDecision:
     """One slot of hold+carbon: m_t and x_t (servers), how it was decided (one of :data:`MODES`),
     and what the window looked like: the relative cost w_t of this slot and the window's cheapest
-    w and its offset in slots (1.0, 1.0, 0 when no signal was used)."""
+    w and its offset in slots (1.0, 1.0, 0 when no signal was used). ``regret_share``: what the run
+    cost over the last 3D+1 slots above follow's, a share of follow's, before this slot;
+    ``short_deadline_slots``: the short deferral's D (modes "hedged" and "capped")."""
 
     capacity: float
     assigned: float
@@ -218,6 +291,8 @@ class CarbonDecision:
     weight_now: float = 1.0
     weight_min: float = 1.0
     cheapest_in_slots: int = 0
+    regret_share: float = 0.0
+    short_deadline_slots: int = 0
 
 
 def hedged_window(window: np.ndarray, band: np.ndarray | None, bands: float | None = None) -> np.ndarray:
@@ -258,8 +333,16 @@ def carbon_step(
     window: np.ndarray | None,
     reference: float | None = None,
     band: np.ndarray | None = None,
+    max_regret: float = DEFAULT_MAX_REGRET,
+    short_slots: int | None = None,
 ) -> tuple[CarbonDecision, CarbonState]:
     """One slot of hold+carbon (module docstring): returns (the decision, the new state).
+
+    ``max_regret``: the regret cap (:data:`DEFAULT_MAX_REGRET`, >= 0): while the run's cost under the
+    signal over the last 3D+1 slots exceeds follow's by more than this share of it, the slot is the
+    short deferral (mode "capped"), as it is when the hedge leaves the window flat (mode "hedged").
+    ``short_slots``: the short deferral's D (:func:`short_deadline_slots`; None: for slots of
+    ``defaults.SLOT_S``).
 
     ``load``: L_t, servers' worth released now, due within D slots. ``window``: the signal over slots
     t..t+3D as known now, shape (3D+1,) (:func:`window_slots`), any unit (only its ratios matter), or None when there is none
@@ -272,8 +355,14 @@ def carbon_step(
     load = float(load)
     if not (math.isfinite(load) and load >= 0):
         raise ConfigError(f"{NAME}: L_t must be a finite number >= 0, got {load!r}")
+    if not (math.isfinite(max_regret) and max_regret >= 0):
+        raise ConfigError(f"{NAME}: max_regret must be a finite share >= 0, got {max_regret!r}")
     n = window_slots(deadline_slots)
     hold_m, hold_x, hold_state = hold_step(state.hold, load, deadline_slots, params)
+    short_slots = short_deadline_slots(deadline_slots, params) if short_slots is None else max(1, min(int(short_slots), int(deadline_slots)))
+    short_before = state.short or HoldState.empty(short_slots, params)
+    short_m, short_x, short_state = hold_step(short_before, load, short_slots, params)
+    regret_share = state.regret_share()
     queue = np.concatenate([state.queue[1:], [load]])
     prefix = np.cumsum(queue)
     forced = float(flat_capacity(prefix))
@@ -286,13 +375,17 @@ def carbon_step(
         if window.shape != (n,) or not (np.isfinite(window).all() and (window >= 0).all()):
             raise ConfigError(f"{NAME}: the signal window must be {n} finite values >= 0 (slots t..t+3D), got shape {window.shape}")
     hedged = None if window is None else hedged_window(window, band)
-    if window is None or is_flat(hedged):
-        mode = "no_signal" if window is None else "flat" if is_flat(window) else "hedged"
-        # hold's m_t, but idle no more than hold's own (m - x): after deferral the queue may hold less
-        # than hold's, and hold's m_t would then be idle servers. With the same queue this is hold's m_t.
-        capacity = max(forced, min(hold_m, float(prefix[-1]) + max(hold_m - hold_x, 0.0)))
+    capped = window is not None and not is_flat(window) and regret_share > max_regret
+    if window is None or is_flat(hedged) or capped:
+        mode = "no_signal" if window is None else "flat" if is_flat(window) else "capped" if capped else "hedged"
+        # hold's m_t (at D, or at the short deadline), but idle no more than that hold's own (m - x):
+        # after deferral the queue may hold less than hold's, and hold's m_t would then be idle
+        # servers. With the same queue this is hold's m_t.
+        ref_m, ref_x = (short_m, short_x) if mode in ("hedged", "capped") else (hold_m, hold_x)
+        capacity = max(forced, min(ref_m, float(prefix[-1]) + max(ref_m - ref_x, 0.0)))
         assigned = min(capacity, float(prefix[-1]))
-        decision = CarbonDecision(capacity, assigned, mode)
+        short = short_slots if mode in ("hedged", "capped") else 0
+        decision = CarbonDecision(capacity, assigned, mode, regret_share=regret_share, short_deadline_slots=short)
     else:
         level = float(window.mean()) if reference is None or not reference > 0 else float(reference)
         weights = hedged / level
@@ -303,10 +396,19 @@ def carbon_step(
         # does not come. (hold's m_t itself is no bound: hold runs its servers full.)
         capacity = max(assigned, min(capacity, assigned + max(hold_m - hold_x, 0.0)))
         cheapest = int(np.argmin(weights))
-        decision = CarbonDecision(capacity, assigned, "carbon", float(weights[0]), float(weights[cheapest]), cheapest)
+        decision = CarbonDecision(capacity, assigned, "carbon", float(weights[0]), float(weights[cheapest]), cheapest, regret_share)
     left = np.maximum(prefix - decision.assigned, 0.0)
     modes = tuple(c + (MODES[i] == decision.mode) for i, c in enumerate(state.modes))
-    return decision, CarbonState(hold=hold_state, queue=np.diff(left, prepend=0.0), previous=decision.capacity, modes=modes)
+    # The books of the cap: this slot's cost under the signal, the decision's and follow's (m = x = L_t).
+    value_now = 0.0 if window is None else float(window[0])
+    ours = value_now * (params.e0 * decision.capacity + params.e1 * decision.assigned + params.beta * abs(decision.capacity - state.previous))
+    follows = value_now * ((params.e0 + params.e1) * load + params.beta * abs(load - state.previous_load))
+    regret = np.zeros(n) if state.regret is None or state.regret.shape != (n,) else state.regret
+    follow_cost = np.zeros(n) if state.follow_cost is None or state.follow_cost.shape != (n,) else state.follow_cost
+    return decision, CarbonState(
+        hold=hold_state, queue=np.diff(left, prepend=0.0), previous=decision.capacity, modes=modes, short=short_state,
+        previous_load=load, regret=np.append(regret[1:], ours - follows), follow_cost=np.append(follow_cost[1:], follows),
+    )  # fmt: skip
 
 
 def _window_decision(queue: np.ndarray, arrivals: float, previous: float, weights: np.ndarray, params: CostParams) -> tuple[float, float]:
@@ -335,10 +437,15 @@ def _window_decision(queue: np.ndarray, arrivals: float, previous: float, weight
     return m, x
 
 
-def plan(load: np.ndarray, deadline_slots: int, params: CostParams, signal: SlotSignal) -> Schedule:
+def plan(
+    load: np.ndarray, deadline_slots: int, params: CostParams, signal: SlotSignal, max_regret: float = DEFAULT_MAX_REGRET,
+    short_deferral_s: float = defaults.CARBON_SHORT_DEFERRAL_S,
+) -> Schedule:  # fmt: skip
     """hold+carbon over the window + D slots, from :func:`carbon_step` slot by slot.
 
-    ``load``: L_t, shape (n_slots,); ``signal``: the signal of the replay (slot 0 its first slot).
+    ``load``: L_t, shape (n_slots,); ``signal``: the signal of the replay (slot 0 its first slot; its
+    slots_per_day gives the slot's length); ``max_regret``, ``short_deferral_s``: the regret cap and
+    the short deferral (:func:`carbon_step`, :func:`short_deadline_slots`).
     Returns a Schedule over n_slots + D slots with x_t <= m_t, named :data:`NAME`; its notes count
     the slots decided in each mode. Raises as :func:`carbon_step`.
     """
@@ -347,10 +454,11 @@ def plan(load: np.ndarray, deadline_slots: int, params: CostParams, signal: Slot
     capacity = np.zeros(released.shape[0])
     assigned = np.zeros(released.shape[0])
     n = window_slots(deadline_slots)
+    short_slots = short_deadline_slots(deadline_slots, params, 86_400.0 / signal.slots_per_day, short_deferral_s)
     started = time.perf_counter()
     for t, value in enumerate(released):
         known = signal.forecast_at(t, n)
-        decision, state = carbon_step(state, value, deadline_slots, params, known.values, signal.reference(t), known.band)
+        decision, state = carbon_step(state, value, deadline_slots, params, known.values, signal.reference(t), known.band, max_regret, short_slots)
         capacity[t], assigned[t] = decision.capacity, decision.assigned
     elapsed_ms = (time.perf_counter() - started) * 1000
     return Schedule(

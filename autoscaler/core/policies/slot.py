@@ -9,13 +9,23 @@ of its carbon-aware variant, so ``tick`` looks the policy up instead of branchin
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from autoscaler.core.carbon_window import CarbonWindow, SignalUnavailable
+from autoscaler.core.defaults import CARBON_SHORT_DEFERRAL_S
 from autoscaler.core.model import CostParams
-from autoscaler.core.policies.carbon import HEDGE_BANDS, CarbonDecision, CarbonState, carbon_step, window_slots
+from autoscaler.core.policies.carbon import (
+    DEFAULT_MAX_REGRET,
+    HEDGE_BANDS,
+    CarbonDecision,
+    CarbonState,
+    carbon_step,
+    short_deadline_slots,
+    window_slots,
+)
 from autoscaler.core.policies.carbon import NAME as CARBON_NAME
 from autoscaler.core.policies.gcp import GcpState, binding_deadline, gcp_step
 from autoscaler.core.policies.hold import HoldState, forced_capacity, hold_step, leading_rule
@@ -32,7 +42,9 @@ class SlotInput:
     look-ahead in slots; ``slot_s``: the slot length, seconds; ``cost``: e0, e1, beta, uncapped (the
     controller clamps nodes itself). hold+carbon only: ``window``, the signal for this slot, or None
     and ``missing``, why there is none. hold only: ``keep_busy``, switch no server off while it has
-    queued work to run (``hold_step``; the daemon under "node-seconds").
+    queued work to run (``hold_step``; the daemon under "node-seconds"). hold+carbon only:
+    ``max_regret`` and ``short_deferral_s``, its regret cap against follow and how far it defers
+    then (``carbon_step``).
     """
 
     arrivals: np.ndarray
@@ -44,6 +56,8 @@ class SlotInput:
     window: CarbonWindow | None = None
     missing: SignalUnavailable | None = None
     keep_busy: bool = False
+    max_regret: float = DEFAULT_MAX_REGRET
+    short_deferral_s: float = CARBON_SHORT_DEFERRAL_S
 
     @property
     def load(self) -> float:
@@ -128,6 +142,8 @@ def hold_carbon_slot(before: CarbonState | None, slot: SlotInput) -> SlotStep:
         None if window is None else window.values,
         None if window is None else window.reference,
         None if window is None else window.band,
+        slot.max_regret,
+        short_deadline_slots(slot.deadline_slots, slot.cost, slot.slot_s, slot.short_deferral_s),
     )
     reason, why = _carbon_words(state, after, step, slot)
     return SlotStep(step.capacity, step.assigned, after, reason, why, carbon=step)
@@ -152,6 +168,21 @@ def _hold_words(
     )
 
 
+def _best_gain_words(window: CarbonWindow) -> str:
+    """"cleaner (best 3.1 %, within 2.4 bands)" or the like: the largest forecast gain over now and
+    how many of its error bands it is, for a window the hedge left flat."""
+    values, band = window.values, window.band
+    now = float(values[0])
+    if now <= 0 or values.shape[0] < 2:
+        return "cleaner or dirtier"
+    gains = (now - values[1:]) / now
+    best = int(np.argmax(gains))
+    if gains[best] <= 0:
+        return "cleaner"
+    bands = (now - float(values[1 + best])) / float(band[1 + best]) if band is not None and band[1 + best] > 0 else math.inf
+    return f"cleaner (the best gain {gains[best]:.1%}, {bands:.1f} bands)"
+
+
 def _carbon_words(before: CarbonState, after: CarbonState, step: CarbonDecision, slot: SlotInput) -> tuple[str, str]:
     """hold+carbon's rule for m_t in words: the signal now against the day's mean and the window's
     cleanest slot ("carbon"); hold's own reason when the signal is flat; "no_signal" and why not."""
@@ -165,11 +196,17 @@ def _carbon_words(before: CarbonState, after: CarbonState, step: CarbonDecision,
     now = f"{window.value_now:.4g} {window.unit} now"
     if step.mode == "flat":
         return hold_words[0], f"{CARBON_NAME}: the signal is flat over the next {span} ({now}), so hold's decision: {hold_why}"
-    if step.mode == "hedged":
-        return hold_words[0], (
-            f"{CARBON_NAME}: no slot in the next {span} is forecast cleaner or dirtier than now ({now}) by more than "
-            f"{HEDGE_BANDS:g} of the forecast's recent errors, so hold's decision: {hold_why}"
-        )
+    if step.mode in ("hedged", "capped"):
+        short = duration_text(step.short_deadline_slots * slot.slot_s)
+        short_words = _hold_words(before.short or HoldState.empty(step.short_deadline_slots, slot.cost), after.short, load, step.capacity, step.assigned, slot.cost)
+        if step.mode == "capped":
+            cause = (
+                f"over the last {span} the run emitted {step.regret_share:.1%} more than follow (no deferral) would have, "
+                f"beyond the cap of {slot.max_regret:.1%}"
+            )
+        else:
+            cause = f"no slot in the next {span} is forecast {_best_gain_words(window)} than now ({now}) by more than {HEDGE_BANDS:g} of the forecast's recent errors"
+        return short_words[0], f"{CARBON_NAME}: {cause}: short deferral, hold at D = {short}: {short_words[1]}"
     word = "cheapest" if window.unit.startswith("$") else "cleanest"
     if step.cheapest_in_slots == 0:
         where = f"this slot is the {word} in the next {span}"
