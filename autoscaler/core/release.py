@@ -189,14 +189,27 @@ def dispatch(
         tenants = queue.queued_tenants()
         taken: set[str] = set()
 
-        def on_time(job: Job) -> bool:
-            return slot_of(job.deadline_s - job.length_s, limits) >= slot
+        judged: dict[str, bool] = {}
 
-        def urgent_fit(free: float, cost: Callable[[Job], float]) -> bool:
+        def on_time(job: Job) -> bool:
+            known = judged.get(job.job_id)
+            if known is None:
+                known = judged[job.job_id] = slot_of(job.deadline_s - job.length_s, limits) >= slot
+            return known
+
+        def urgent_jobs() -> dict[str, list[Job]]:
             # The jobs that must start within the nodes' lead time to be on time (by their start-by
-            # slot with its length-error margin) and still can be (by their estimate alone).
-            urgent = (j for j in present(queue.start_by_between(slot, slot + limits.due_margin_slots)) if j.job_id not in taken and on_time(j))
-            need = sum(cost(j) for j in urgent)
+            # slot with its length-error margin, or past it) and still can be (by their estimate
+            # alone), per tenant by deadline: read from the start-by index, up to that slot.
+            by_tenant: dict[str, list[Job]] = {}
+            for job in present(queue.start_by_between(None, slot + limits.due_margin_slots)):
+                if job.job_id not in taken and on_time(job):
+                    by_tenant.setdefault(job.tenant, []).append(job)
+            return {t: sorted(jobs, key=deadline_key) for t, jobs in by_tenant.items()}
+
+        def urgent_fit(urgent: dict[str, list[Job]], free: float, cost: Callable[[Job], float]) -> bool:
+            # Those whose start-by slot is this one or within the lead time ahead fit the node time.
+            need = sum(cost(j) for jobs in urgent.values() for j in jobs if start_by_slot(j, limits) >= slot)
             return 0 < need <= free + 1e-6
 
         def fair_pass(free: float, cost: Callable[[Job], float], unit: float, pass_waits, overdue: bool = True, starts_in_slot: bool = False) -> list[Job]:
@@ -210,11 +223,15 @@ def dispatch(
             # others have slack. When they do not all fit, some job is late whatever is done, and
             # earliest deadline first makes the fewest late.
             chosen: list[Job] = []
-            classes: list[Callable[[Job], bool]] = [on_time, lambda j: not on_time(j)][: 2 if overdue else 1]
-            if urgent_fit(free, cost):
-                classes.insert(0, lambda j: on_time(j) and start_by_slot(j, limits) <= slot + limits.due_margin_slots)
+            classes: list[Callable[[Job], bool] | dict[str, list[Job]]] = [on_time, lambda j: not on_time(j)][: 2 if overdue else 1]
+            urgent = urgent_jobs()
+            if urgent_fit(urgent, free, cost):
+                classes.insert(0, urgent)
             for wanted in classes:
-                queues = {t: (j for j in present(queue.tenant_by_deadline(t)) if j.job_id not in taken and wanted(j)) for t in tenants}
+                if isinstance(wanted, dict):
+                    queues = {t: (j for j in jobs if j.job_id not in taken) for t, jobs in wanted.items()}
+                else:
+                    queues = {t: (j for j in present(queue.tenant_by_deadline(t)) if j.job_id not in taken and wanted(j)) for t in tenants}
                 got = _fair_release(queues, held, free - sum(cost(j) for j in chosen), shares, limits, pass_waits, cost, unit, starts_in_slot, deadline_key)
                 for job in got:
                     held[job.tenant] += cost(job)
@@ -249,7 +266,10 @@ def dispatch(
                 - sum(running_need_s(j, slot_start_s, horizon_s) * j.nodes for j in queue.running())
                 - sum(min(max(j.length_s, 0.0), horizon_s) * j.nodes for j in release)
             )
-            on_time_left = any(j.job_id not in taken and on_time(j) for t in tenants for j in present(queue.tenant_by_deadline(t)))
+            # A job whose start-by slot (with its margin) is now or later is on time: looked for first, in the index.
+            on_time_left = any(j.job_id not in taken for t in tenants for j in present(queue.tenant_queued(t, start_by_from=slot))) or any(
+                j.job_id not in taken and on_time(j) for t in tenants for j in present(queue.tenant_queued(t, start_by_before=slot))
+            )
             release += fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not on_time_left, starts_in_slot=True)
         else:
             held = Counter(queue.running_by_tenant())
