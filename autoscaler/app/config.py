@@ -11,6 +11,7 @@ See ``deploy/example-config.toml`` for every field.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import types
 import typing
@@ -156,8 +157,14 @@ class CarbonSettings(BaseModel):
     refresh_s: float = Field(default=1800.0, ge=1, le=86_400)
     max_staleness_s: float = Field(default=7200.0, ge=1, le=7 * 86_400)
     timeout_s: float = Field(default=10.0, gt=0, le=300)
-    max_regret: float = Field(default=defaults.CARBON_MAX_REGRET, ge=0, le=1)
+    max_regret: float = Field(default=defaults.CARBON_MAX_REGRET, ge=0)
     short_deferral_s: float = Field(default=defaults.CARBON_SHORT_DEFERRAL_S, ge=0, le=7 * 86_400)
+
+    @model_validator(mode="after")
+    def _max_regret_a_share_or_off(self) -> "CarbonSettings":
+        if not (self.max_regret <= 1 or self.max_regret == math.inf):
+            raise ValueError(f"max_regret: expected a share of follow's emissions in 0..1 (0.01 = 1 %) or inf (no cap), got {self.max_regret:g}")
+        return self
 
     @model_validator(mode="after")
     def _staleness_covers_refresh(self) -> "CarbonSettings":

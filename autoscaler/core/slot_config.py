@@ -100,8 +100,8 @@ class ControllerConfig:
         if isinstance(self.provision_s, bool) or not isinstance(self.provision_s, (int, float)) or not 0 <= self.provision_s <= 3600:
             raise ConfigError(f"provision_s: expected seconds from a resize to a usable node in 0..3600, got {self.provision_s!r}")
         regret = self.carbon_max_regret
-        if isinstance(regret, bool) or not isinstance(regret, (int, float)) or not (math.isfinite(regret) and 0 <= regret <= 1):
-            raise ConfigError(f"carbon max_regret: expected a share of follow's emissions in 0..1 (0.01 = 1 %), got {regret!r}")
+        if isinstance(regret, bool) or not isinstance(regret, (int, float)) or not (0 <= regret <= 1 or regret == math.inf):
+            raise ConfigError(f"carbon max_regret: expected a share of follow's emissions in 0..1 (0.01 = 1 %) or inf (no cap), got {regret!r}")
         short = self.carbon_short_deferral_s
         if isinstance(short, bool) or not isinstance(short, (int, float)) or not (math.isfinite(short) and 0 <= short <= 7 * 86_400):
             raise ConfigError(f"carbon short_deferral_s: expected seconds in 0..604800 (7200 = 2 h), got {short!r}")

@@ -169,6 +169,6 @@ def test_the_reason_names_the_short_deferral_and_why():
     # Over the cap: the same words say so.
     state = carbon.CarbonState.empty(d, params)
     over = dataclasses.replace(state, regret=np.full(n, 3.0 / n), follow_cost=np.full(n, 100.0 / n))
-    step = hold_carbon_slot(over, dataclasses.replace(slot, window=dataclasses.replace(slot.window, band=None)))
+    step = hold_carbon_slot(over, dataclasses.replace(slot, window=dataclasses.replace(slot.window, band=None), max_regret=0.01))
     assert step.carbon.mode == "capped"
     assert "the run emitted 3.0% more than follow (no deferral) would have, beyond the cap of 1.0%: short deferral, hold at D = 2 h" in step.why
