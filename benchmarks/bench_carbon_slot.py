@@ -16,7 +16,9 @@ nothing is asserted. Usage::
 
 ``--signal``: any signal the daemon's ``[carbon] source`` reads, in gCO2eq/kWh (a CSV ``time,value``,
 half-hourly, such as the French grid's 2020 series ``Time,Carbon Intensity``); default: a synthetic
-year (a daily cosine with noise). ``--change-at`` is a slot in 0..slots-1.
+year (a daily cosine with noise). ``--change-at`` is a slot in 0..slots-1; the feed reads again every
+2 slots (``refresh_s`` 600 s), so the read of the change shows at the first even slot after it, if
+there is one.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ class CarbonSettings(BaseModel):
     @model_validator(mode="after")
     def _max_regret_a_share_or_off(self) -> "CarbonSettings":
         if not (self.max_regret <= 1 or self.max_regret == math.inf):
-            raise ValueError(f"max_regret: expected a share of follow's emissions in 0..1 (0.01 = 1 %) or inf (no cap), got {self.max_regret:g}")
+            raise ValueError(f"max_regret: expected a share of follow's emissions in 0..1 (0.01 = 1 %) or inf (no cap), got {self.max_regret!r}")
         return self
 
     @model_validator(mode="after")

@@ -135,7 +135,7 @@ def risk_table(result: ReplayResult) -> Table | None:
         return None
     what = "CO2" if result.signal.is_carbon else "cost"
     table = Table(
-        title=f"{what} risk against follow (no deferral), by day of the replay (D = {result.deadline_slots})",
+        title=f"{what} risk against follow (no deferral), by day of the replay (D = {count_text(result.deadline_slots, 'slot')})",
         caption=f"expected cut: mean over days of 1 - {what}/{what}(follow); worst-day regret: the most a day was above follow's; "
         f"worst 10 %: the mean cut over the worst ceil({WORST_SHARE:.0%} of the days) by cut; a day follow spent nothing on joins the day before",
     )

@@ -46,7 +46,8 @@ REASONS = ("idle", *POLICY_REASONS, *NODE_REASONS)
   for the slot: hold's carbon-blind decision). hold+carbon under a flat signal is hold and gives
   hold's own ``deadlines`` or ``held``; under a forecast whose gains are all inside its error band
   (mode "hedged"), or over its regret cap against follow (mode "capped"), it is hold at the short
-  deadline min(D, 2*beta/e0) and gives that hold's ``deadlines`` or ``held``.
+  deadline min(D, max(W, ``[carbon] short_deferral_s``)), W = 2*beta/e0, and gives that hold's
+  ``deadlines`` or ``held``.
 """
 
 REASON_WORDS = {
@@ -268,6 +269,10 @@ def explain(decision: Decision) -> str:
                     f", w_t = {decision.carbon_weight_now:.3g}, the window's lowest w = {decision.carbon_weight_min:.3g} "
                     + ("in this slot" if not ahead else f"{count_text(ahead, 'slot')} ahead")
                 )
+            elif decision.carbon_mode == "hedged":
+                signal += ", no forecast gain beyond its error bands: the short deferral (hold at a short deadline)"
+            elif decision.carbon_mode == "capped":
+                signal += ", over the regret cap against follow: the short deferral (hold at a short deadline)"
             else:
                 signal += ", flat over the window: hold's decision"
         lines.append(f"{CARBON_NAME} ({decision.carbon_mode}): signal {signal}")

@@ -369,16 +369,24 @@ def _numbers(values: np.ndarray) -> list[float]:
 
 def risks_against_follow(result: ReplayResult) -> dict[str, Risk]:
     """Per policy but follow, what its schedule emits (or costs) under the replay's signal against
-    follow's, day by day (:func:`autoscaler.core.carbon_risk.risk_against_follow`; days of 24 h from
-    the replay's first slot, the last partial, a day follow spends nothing on joined to the day
-    before); {} without a signal or follow's energy, or when follow spent nothing at all."""
+    follow's, day by day (:func:`autoscaler.core.carbon_risk.risk_against_follow`; days of 24 h of
+    the replay's window from its first slot, the last may be partial, what runs after the window in
+    its last day, a day follow spends nothing on joined to the day before); {} without a signal or
+    follow's energy, or when follow spent nothing at all."""
     signal, follow = result.signal, result.policies.get(BASELINE)
     if signal is None or follow is None or follow.energy is None:
         return {}
     priced = {name: signal.priced_slots(r.energy) for name, r in result.policies.items() if r.energy is not None}
     slots = max(p.size for p in priced.values())
     per_day = max(1, round(86_400.0 / signal.slot_s))
-    days = {name: daily_kg(np.cumsum(np.pad(p, (0, slots - p.size))), per_day) for name, p in priced.items()}
+    window_days = max(1, math.ceil(result.workload.n_slots / per_day))
+
+    def by_day(p: np.ndarray) -> np.ndarray:
+        days = daily_kg(np.cumsum(np.pad(p, (0, slots - p.size))), per_day)
+        # What runs after the window's days (the D slots where deferred work runs) belongs to its last day.
+        return np.append(days[: window_days - 1], days[window_days - 1 :].sum()) if days.size > window_days else days
+
+    days = {name: by_day(p) for name, p in priced.items()}
     follow_days = days.pop(BASELINE)
     days, follow_days = joined_to_follow_days(days, follow_days)
     if follow_days[0] <= 0:

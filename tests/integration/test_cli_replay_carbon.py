@@ -400,8 +400,8 @@ def test_each_policy_has_its_risk_against_follow_day_by_day_as_recomputed_from_i
 
     follow, hold = grams_by_day(policies["follow"]), grams_by_day(policies["hold"])
     assert follow[0] > 0 and follow[1] > 0
-    if follow[2] == 0:  # follow ran nothing past day 2: that tail joins day 2
-        follow, hold = follow[:2], np.array([hold[0], hold[1] + hold[2]])
+    # The window is two days; what runs after it (the D slots where deferred work runs) is day 2's.
+    follow, hold = np.array([follow[0], follow[1] + follow[2]]), np.array([hold[0], hold[1] + hold[2]])
     cut = 1 - hold / follow
     risk = policies["hold"]["signal_risk"]
     assert risk["days"] == follow.size

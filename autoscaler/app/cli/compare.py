@@ -140,7 +140,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(_table(results, d, slot_s, carbon is not None))
         if (why := _overran_table(results, deadlines, slot_s)) is not None:
             out.print(why)
-        if carbon is not None and (risk := _risk_table(results, deadlines, slot_s)) is not None:
+        if carbon is not None and (risk := _risk_table(results, deadlines, slot_s, inputs.window_slots)) is not None:
             out.print(risk)
     for result in results.values():
         f = result.figures
@@ -338,12 +338,13 @@ def _overran_table(results: dict, deadlines: list[int], slot_s: float) -> Table 
     return table
 
 
-def carbon_risks(results: dict, deadline_slots: int, slot_s: float) -> dict:
+def carbon_risks(results: dict, deadline_slots: int, slot_s: float, window_slots: int) -> dict:
     """Per run at ``deadline_slots``, its :class:`~autoscaler.core.carbon_risk.Risk` against follow's
-    over the days of the compare (days of 86,400 s from the trace's start; a run that ended sooner
-    emits nothing more, the last day may be partial; a day follow emitted nothing on is joined to the
-    day before, ``joined_to_follow_days``), follow's own aside; {} without follow's kgCO2 per slot,
-    or when follow emitted nothing at all."""
+    over the days of the trace's window (``window_slots``; days of 86,400 s from its start, the
+    last may be partial), what runs after the window (the deferred work, the drain) counted in its
+    last day; a run that ended sooner emits nothing more; a day follow emitted nothing on is joined
+    to the day before (``joined_to_follow_days``); follow's own aside; {} without follow's kgCO2 per
+    slot, or when follow emitted nothing at all."""
     import numpy as np
 
     from autoscaler.core.carbon_risk import daily_kg, joined_to_follow_days, risk_against_follow
@@ -355,8 +356,12 @@ def carbon_risks(results: dict, deadline_slots: int, slot_s: float) -> dict:
     slots = max([follow.cumulative_co2_kg.size, *(r.cumulative_co2_kg.size for r in runs.values())])
     per_day = max(1, round(86_400.0 / slot_s))
 
+    window_days = max(1, math.ceil(window_slots / per_day))
+
     def days(cumulative: np.ndarray) -> np.ndarray:
-        return daily_kg(np.pad(cumulative, (0, slots - cumulative.size), mode="edge"), per_day)
+        by_day = daily_kg(np.pad(cumulative, (0, slots - cumulative.size), mode="edge"), per_day)
+        # What runs after the window's days belongs to its last day (a day of a drain is not a day of the load).
+        return np.append(by_day[: window_days - 1], by_day[window_days - 1 :].sum()) if by_day.size > window_days else by_day
 
     by_run, follow_days = joined_to_follow_days({name: days(r.cumulative_co2_kg) for name, r in runs.items()}, days(follow.cumulative_co2_kg))
     if follow_days[0] <= 0:
@@ -364,16 +369,17 @@ def carbon_risks(results: dict, deadline_slots: int, slot_s: float) -> dict:
     return {name: risk_against_follow(kg, follow_days) for name, kg in by_run.items()}
 
 
-def _risk_table(results: dict, deadlines: list[int], slot_s: float) -> Table | None:
+def _risk_table(results: dict, deadlines: list[int], slot_s: float, window_slots: int) -> Table | None:
     """Carbon risk against follow by day, per deadline and run (:func:`carbon_risks`); None when
     follow did not run."""
     from autoscaler.core.carbon_risk import WORST_SHARE
 
-    by_deadline = {d: carbon_risks(results, d, slot_s) for d in deadlines}
+    by_deadline = {d: carbon_risks(results, d, slot_s, window_slots) for d in deadlines}
     if not any(by_deadline.values()):
         return None
     table = Table(title="Carbon risk against follow (no deferral), by day of the compare", caption=(
-        "expected cut: mean of 1 - kgCO2/kgCO2(follow) over the days; worst-day regret: the most a day emitted above follow's; "
+        "days of the trace's window, what runs after it in its last; expected cut: mean of 1 - kgCO2/kgCO2(follow) over the days; "
+        "worst-day regret: the most a day emitted above follow's; "
         f"worst 10 %: the mean cut over the worst ceil({WORST_SHARE:.0%} of the days) by cut"
     ))  # fmt: skip
     for header in ("D", "run", "days", "expected cut", "worst-day regret", "days above follow", "worst 10 % cut"):
@@ -395,7 +401,7 @@ def _document(args: argparse.Namespace, inputs, results: dict, deadlines: list[i
 
     twin = inputs.twin
     slot_s = inputs.settings.slot_s
-    risks = {d: carbon_risks(results, d, slot_s) for d in deadlines}
+    risks = {d: carbon_risks(results, d, slot_s, inputs.window_slots) for d in deadlines}
     return {
         "trace": args.trace or "A",
         "jobs": len(inputs.jobs),
