@@ -142,11 +142,17 @@ def risk_table(result: ReplayResult) -> Table | None:
     for column in ("policy", "days", "expected cut", "worst-day regret", "days above follow", "worst 10 % cut"):
         table.add_column(column, justify="left" if column == "policy" else "right", no_wrap=True)
     for name, risk in risks.items():
-        table.add_row(
-            name, str(risk.days), f"{risk.expected_cut:+.1%}", f"{risk.worst_day_regret:+.1%}", f"{risk.days_above_follow} of {risk.days}",
-            f"{risk.worst_tenth_cut:+.1%}",
-        )  # fmt: skip
+        table.add_row(name, *risk_cells(risk))
     return table
+
+
+def risk_cells(risk) -> tuple[str, ...]:
+    """A :class:`~autoscaler.core.carbon_risk.Risk` as table cells: days, expected cut, worst-day
+    regret, days above follow ("1 of 12"), the worst 10 % of days' cut."""
+    return (
+        str(risk.days), f"{risk.expected_cut:+.1%}", f"{risk.worst_day_regret:+.1%}", f"{risk.days_above_follow} of {risk.days}",
+        f"{risk.worst_tenth_cut:+.1%}",
+    )  # fmt: skip
 
 
 def class_table(assignment) -> Table:

@@ -26,7 +26,7 @@ import numpy as np
 
 from autoscaler.core.errors import ConfigError
 
-__all__ = ["WORST_SHARE", "Risk", "daily_kg", "joined_to_follow_days", "risk_against_follow"]
+__all__ = ["WORST_SHARE", "Risk", "daily_kg", "joined_to_follow_days", "risk_against_follow", "risks_by_day"]
 
 WORST_SHARE = 0.10
 """The share of days, the worst by cut, whose mean cut is reported (at least one day)."""
@@ -101,3 +101,27 @@ def joined_to_follow_days(days_kg: dict[str, np.ndarray], follow_days: np.ndarra
         return np.bincount(group, weights=np.asarray(kg, dtype=float), minlength=emitted.size)
 
     return {name: joined(kg) for name, kg in days_kg.items()}, joined(follow_days)
+
+
+def risks_by_day(cumulative_kg: dict[str, np.ndarray], follow: str, slots_per_day: int, window_slots: int) -> dict[str, Risk]:
+    """Each run's :class:`Risk` against the run named ``follow``, from what each used up to the end of
+    every slot (``cumulative_kg``: {name: shape (n,)}, lengths may differ: a run that ended sooner
+    uses nothing more). Days are those of the trace's window (``window_slots``, days of
+    ``slots_per_day`` slots from its start; the last may be partial); what runs after the window
+    (deferred work, the drain) counts in its last day; a day follow used nothing on is joined to the
+    day before (:func:`joined_to_follow_days`). {} without ``follow``, or when it used nothing at all."""
+    if follow not in cumulative_kg:
+        return {}
+    slots = max(c.size for c in cumulative_kg.values())
+    window_days = max(1, math.ceil(window_slots / slots_per_day))
+
+    def days(cumulative: np.ndarray) -> np.ndarray:
+        by_day = daily_kg(np.pad(cumulative, (0, slots - cumulative.size), mode="edge"), slots_per_day)
+        # What runs after the window's days belongs to its last day (a day of a drain is not a day of the load).
+        return np.append(by_day[: window_days - 1], by_day[window_days - 1 :].sum()) if by_day.size > window_days else by_day
+
+    others = {name: days(c) for name, c in cumulative_kg.items() if name != follow}
+    by_run, follow_days = joined_to_follow_days(others, days(cumulative_kg[follow]))
+    if follow_days[0] <= 0:
+        return {}
+    return {name: risk_against_follow(kg, follow_days) for name, kg in by_run.items()}

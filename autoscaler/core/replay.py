@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from autoscaler.core.carbon_risk import Risk, daily_kg, joined_to_follow_days, risk_against_follow
+from autoscaler.core.carbon_risk import Risk, risks_by_day
 from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
 from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostBreakdown, CostParams, Schedule, Workload
@@ -369,26 +369,10 @@ def _numbers(values: np.ndarray) -> list[float]:
 
 def risks_against_follow(result: ReplayResult) -> dict[str, Risk]:
     """Per policy but follow, what its schedule emits (or costs) under the replay's signal against
-    follow's, day by day (:func:`autoscaler.core.carbon_risk.risk_against_follow`; days of 24 h of
-    the replay's window from its first slot, the last may be partial, what runs after the window in
-    its last day, a day follow spends nothing on joined to the day before); {} without a signal or
-    follow's energy, or when follow spent nothing at all."""
+    follow's, by day of the replay's window (:func:`autoscaler.core.carbon_risk.risks_by_day`); {}
+    without a signal or follow's energy, or when follow spent nothing at all."""
     signal, follow = result.signal, result.policies.get(BASELINE)
     if signal is None or follow is None or follow.energy is None:
         return {}
-    priced = {name: signal.priced_slots(r.energy) for name, r in result.policies.items() if r.energy is not None}
-    slots = max(p.size for p in priced.values())
-    per_day = max(1, round(86_400.0 / signal.slot_s))
-    window_days = max(1, math.ceil(result.workload.n_slots / per_day))
-
-    def by_day(p: np.ndarray) -> np.ndarray:
-        days = daily_kg(np.cumsum(np.pad(p, (0, slots - p.size))), per_day)
-        # What runs after the window's days (the D slots where deferred work runs) belongs to its last day.
-        return np.append(days[: window_days - 1], days[window_days - 1 :].sum()) if days.size > window_days else days
-
-    days = {name: by_day(p) for name, p in priced.items()}
-    follow_days = days.pop(BASELINE)
-    days, follow_days = joined_to_follow_days(days, follow_days)
-    if follow_days[0] <= 0:
-        return {}
-    return {name: risk_against_follow(d, follow_days) for name, d in days.items()}
+    cumulative = {name: np.cumsum(signal.priced_slots(r.energy)) for name, r in result.policies.items() if r.energy is not None}
+    return risks_by_day(cumulative, BASELINE, max(1, round(86_400.0 / signal.slot_s)), result.workload.n_slots)

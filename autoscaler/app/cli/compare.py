@@ -340,38 +340,18 @@ def _overran_table(results: dict, deadlines: list[int], slot_s: float) -> Table 
 
 def carbon_risks(results: dict, deadline_slots: int, slot_s: float, window_slots: int) -> dict:
     """Per run at ``deadline_slots``, its :class:`~autoscaler.core.carbon_risk.Risk` against follow's
-    over the days of the trace's window (``window_slots``; days of 86,400 s from its start, the
-    last may be partial), what runs after the window (the deferred work, the drain) counted in its
-    last day; a run that ended sooner emits nothing more; a day follow emitted nothing on is joined
-    to the day before (``joined_to_follow_days``); follow's own aside; {} without follow's kgCO2 per
-    slot, or when follow emitted nothing at all."""
-    import numpy as np
+    by day of the trace's window (``window_slots``; :func:`autoscaler.core.carbon_risk.risks_by_day`),
+    follow's own aside; {} without follow's kgCO2 per slot, or when follow emitted nothing at all."""
+    from autoscaler.core.carbon_risk import risks_by_day
 
-    from autoscaler.core.carbon_risk import daily_kg, joined_to_follow_days, risk_against_follow
-
-    follow = results.get(("follow", deadline_slots))
-    if follow is None or follow.cumulative_co2_kg is None:
-        return {}
-    runs = {name: r for (name, d), r in results.items() if d == deadline_slots and r.cumulative_co2_kg is not None and name != "follow"}
-    slots = max([follow.cumulative_co2_kg.size, *(r.cumulative_co2_kg.size for r in runs.values())])
-    per_day = max(1, round(86_400.0 / slot_s))
-
-    window_days = max(1, math.ceil(window_slots / per_day))
-
-    def days(cumulative: np.ndarray) -> np.ndarray:
-        by_day = daily_kg(np.pad(cumulative, (0, slots - cumulative.size), mode="edge"), per_day)
-        # What runs after the window's days belongs to its last day (a day of a drain is not a day of the load).
-        return np.append(by_day[: window_days - 1], by_day[window_days - 1 :].sum()) if by_day.size > window_days else by_day
-
-    by_run, follow_days = joined_to_follow_days({name: days(r.cumulative_co2_kg) for name, r in runs.items()}, days(follow.cumulative_co2_kg))
-    if follow_days[0] <= 0:
-        return {}
-    return {name: risk_against_follow(kg, follow_days) for name, kg in by_run.items()}
+    at_d = {name: r.cumulative_co2_kg for (name, d), r in results.items() if d == deadline_slots and r.cumulative_co2_kg is not None}
+    return risks_by_day(at_d, "follow", max(1, round(86_400.0 / slot_s)), window_slots)
 
 
 def _risk_table(results: dict, deadlines: list[int], slot_s: float, window_slots: int) -> Table | None:
     """Carbon risk against follow by day, per deadline and run (:func:`carbon_risks`); None when
     follow did not run."""
+    from autoscaler.app.render import risk_cells
     from autoscaler.core.carbon_risk import WORST_SHARE
 
     by_deadline = {d: carbon_risks(results, d, slot_s, window_slots) for d in deadlines}
@@ -386,10 +366,7 @@ def _risk_table(results: dict, deadlines: list[int], slot_s: float, window_slots
         table.add_column(header, justify="left" if header in ("D", "run") else "right", overflow="fold")
     for d, risks in by_deadline.items():
         for name, risk in risks.items():
-            table.add_row(
-                duration_text(d * slot_s), name, str(risk.days), f"{risk.expected_cut:+.1%}", f"{risk.worst_day_regret:+.1%}",
-                f"{risk.days_above_follow} of {risk.days}", f"{risk.worst_tenth_cut:+.1%}",
-            )  # fmt: skip
+            table.add_row(duration_text(d * slot_s), name, *risk_cells(risk))
     return table
 
 
