@@ -8,17 +8,25 @@ corrupt it; the lock therefore refuses a store file with more than one link rath
 of it. What is not covered: the same folder mounted at two places (a bind mount; a network file system
 mounted on two hosts, where SQLite's WAL does not work at all), and a copy of the file, which is
 another store.
+
+The holder may leave a note in the lock file (``StoreLock(path, note=...)``): the daemon writes its
+clock's frame there (see ``autoscaler.adapters.clock``), so that ``submit`` stamps a job on the
+daemon's clock. ``held_note`` reads it only while the lock is held: a dead daemon's note is stale.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from autoscaler.core.errors import ConfigError
 
 LOCK_SUFFIX = ".lock"
+TAKE_WAIT_S = 0.5
+"""How long the lock is tried for (seconds) before another holder is taken to be a daemon: ``held_note``
+holds it shared for a moment, and a daemon starting then must not take that for a second daemon."""
 
 
 def lock_path(store_path: str | os.PathLike) -> Path:
@@ -34,9 +42,10 @@ class StoreLock:
     never blocks its restart.
     """
 
-    def __init__(self, store_path: str | os.PathLike) -> None:
+    def __init__(self, store_path: str | os.PathLike, note: bytes | None = None) -> None:
         self.store_path = Path(store_path)
         self.path = lock_path(store_path)
+        self.note = note
         self._fd: int | None = None
 
     def __enter__(self) -> "StoreLock":
@@ -44,9 +53,7 @@ class StoreLock:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise ConfigError(f"{self.path}: cannot create the store's lock file: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _take(self._fd, TAKE_WAIT_S):
             self._release()
             raise ConfigError(f"{self.path}: another daemon is running on this store; stop it first") from None
         try:
@@ -56,6 +63,9 @@ class StoreLock:
         if links > 1:
             self._release()
             raise ConfigError(hard_links_text(self.store_path, "a daemon on another name of it would not see this lock, and SQLite would keep a second WAL for it"))
+        os.ftruncate(self._fd, 0)
+        if self.note is not None:
+            os.pwrite(self._fd, self.note, 0)
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -66,6 +76,39 @@ class StoreLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def _take(fd: int, wait_s: float) -> bool:
+    """Take ``fd``'s lock exclusively, trying for up to ``wait_s`` seconds; False if still held then."""
+    give_up_s = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= give_up_s:
+                return False
+            time.sleep(0.02)
+
+
+def held_note(store_path: str | os.PathLike) -> bytes | None:
+    """The note in the lock file of the store at ``store_path`` while some process holds the lock (a
+    running daemon, or a restore, which leaves none: b""); None when no one holds it or there is no
+    lock file. Holds the lock shared for a moment to find out, which a starting daemon waits out
+    (``TAKE_WAIT_S``)."""
+    try:
+        fd = os.open(lock_path(store_path), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 4096, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def hard_links_text(store_path: str | os.PathLike, why: str) -> str:

@@ -241,7 +241,9 @@ def daemon_runner(
     # leaves nothing behind.
     if not os.path.exists(path):
         cluster = cluster or emr_cluster(settings, startup_wait_s=wait_s)
-    with StoreLock(path), SqliteJobStore(path, full_check_max_bytes=None) as store:
+    # The lock file carries the clock's frame: `submit` stamps jobs on the daemon's clock (see clock.py).
+    frame = clock.frame() if isinstance(clock, WallClock) else None
+    with StoreLock(path, note=None if frame is None else frame.note()), SqliteJobStore(path, full_check_max_bytes=None) as store:
         store.load_state()  # a damaged state row is refused before EMR is asked anything
         cluster = cluster or emr_cluster(settings, startup_wait_s=wait_s)
         live = runner(settings, config, store, cluster, clock, telemetry=telemetry, on_decision=on_decision, carbon_feed=feed)

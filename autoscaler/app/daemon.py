@@ -337,14 +337,33 @@ class SlotRunner:
         return Observation(now_s=now_s, steps=steps, states=states, found=found, group=group, runs=runs, overran=overran)
 
     def _read_submitted(self) -> list[Job]:
-        """The jobs submitted since the newest read, into the queue with their start margins; returned as queued."""
+        """The jobs submitted since the newest read, into the queue with their start margins; returned as queued.
+        Jobs stamped in a slot after the clock's (``jobs_submitted_ahead``, logged) wait for that slot."""
         added = []
         for job in self.store.jobs_after(self._seq):
             self._seq = max(self._seq, job.seq or 0)
             job = self.length_errors.with_margin(job)
             self._queue.add(job)
             added.append(job)
+        self._say_ahead(added)
         return added
+
+    def _say_ahead(self, added: list[Job]) -> None:
+        """Log the jobs stamped in a slot after the clock's: ``submit`` stamps a job on the daemon's
+        clock (``submit_time``), so such a job came by another clock, and the slots will not see it
+        before its submit slot."""
+        now_s = self.clock.now_s()
+        slot = self.config.slot_of(now_s)
+        ahead = [job for job in added if self.config.slot_of(job.submit_s) > slot]
+        if ahead:
+            log.warning(
+                "jobs_submitted_ahead",
+                jobs=len(ahead),
+                job_ids=[job.job_id for job in ahead][:UNKNOWN_STEPS_NAMED],
+                most_ahead_s=round(max(job.submit_s for job in ahead) - now_s, 3),
+                detail="stamped ahead of the daemon's clock (a wall clock stepped forward, or a submitter on another "
+                "clock); each waits for its submit slot",
+            )
 
     def _widen_margins(self) -> None:
         """Queued jobs take a wider start margin once the runs seen since they joined say lengths

@@ -64,11 +64,13 @@ def build_job(
     node_capacity: NodeCapacity | None = None,
     container_vcpus: float | None = None,
     container_memory_gb: float | None = None,
+    wall_minus_now_s: float = 0.0,
 ) -> Job:
-    """A queued Job submitted at ``now_s`` (Unix seconds), checked field by field.
+    """A queued Job submitted at ``now_s`` (Unix seconds, on the daemon's clock), checked field by field.
 
     ``deadline``: a duration from now ("90m", "2h", "1h30m", "45s", "1d", or plain seconds "600")
-    or an absolute ISO-8601 time with a timezone ("2026-11-29T18:00:00Z", "...+01:00").
+    or an absolute ISO-8601 time with a timezone ("2026-11-29T18:00:00Z", "...+01:00"), read on the
+    wall clock and moved onto the daemon's by ``wall_minus_now_s`` (see ``parse_deadline``).
     Give exactly one of ``length_s`` (seconds) or ``sizes`` = (S, S', S'') in bytes, from which the
     length is estimated with ``estimate_length_s`` (paper: deferral, §V-A) and the job's demand
     vector with ``estimate_demand_vector``.
@@ -104,7 +106,7 @@ def build_job(
     now_s = _finite("now_s", now_s, "Unix seconds", minimum=0.0)
     width = _width(nodes, vcpus, memory_gb, max_nodes, node_capacity, container_vcpus, container_memory_gb)
     length_s = _length_s(length_s, sizes, length_model)
-    deadline_s = parse_deadline(deadline, now_s)
+    deadline_s = parse_deadline(deadline, now_s, wall_minus_now_s)
     if deadline_s - now_s > MAX_DEADLINE_S:
         raise SubmitError(
             f"deadline: {deadline!r} is {duration_text(deadline_s - now_s)} away ({utc_text(deadline_s)}); expected at most "
@@ -268,9 +270,11 @@ def _deadline_words(job: Job) -> str:
 
 
 
-def parse_deadline(deadline: str, now_s: float) -> float:
-    """The deadline as Unix seconds: ``now_s`` plus a duration, or an absolute ISO-8601 time with a
-    timezone. Raises SubmitError if it cannot be read or is not after ``now_s``."""
+def parse_deadline(deadline: str, now_s: float, wall_minus_now_s: float = 0.0) -> float:
+    """The deadline as Unix seconds on the clock ``now_s`` is read on: ``now_s`` plus a duration, or
+    an absolute ISO-8601 time with a timezone, read on the wall clock and moved by ``wall_minus_now_s``
+    (the wall clock's lead over that clock, seconds). Raises SubmitError if it cannot be read or is
+    not after ``now_s``."""
     if not isinstance(deadline, str):
         raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}")
     text = deadline.strip()
@@ -291,7 +295,7 @@ def parse_deadline(deadline: str, now_s: float) -> float:
             raise SubmitError(
                 f"deadline: the time {deadline!r} has no timezone; expected one such as 'Z' or '+01:00' at its end"
             )
-        deadline_s = moment.timestamp()
+        deadline_s = moment.timestamp() - wall_minus_now_s
     if not math.isfinite(deadline_s):
         raise SubmitError(f"deadline: {deadline!r} is too far away; expected {_DEADLINE_FORMS}")
     if deadline_s == now_s:

@@ -151,8 +151,7 @@ def add_parsers(commands) -> None:
 
 
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
-    import time
-
+    from autoscaler.adapters.clock import submit_time
     from autoscaler.core import defaults
     from autoscaler.core.errors import SubmitError
     from autoscaler.core.intake import build_job, non_empty_text
@@ -165,7 +164,8 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise ConfigError("submit: --command needs the command after it")
     store, settings = open_store(args)
     with store:
-        now_s = time.time()
+        stamp = submit_time(store.path)  # on the clock of the daemon running on the store
+        now_s = stamp.now_s
         quantile = settings.jobs.length_quantile if settings else defaults.LENGTH_QUANTILE
         # The name and tenant are checked before the store is asked about their runs.
         name, tenant = non_empty_text("name", args.name), non_empty_text("tenant", args.tenant)
@@ -204,6 +204,7 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             container_memory_gb=args.container_memory_gb,
             max_nodes=settings.cluster.max_nodes if settings else DEFAULT_MAX_NODES,
             node_capacity=settings.cluster.task_capacity() if settings else None,
+            wall_minus_now_s=stamp.wall_minus_now_s,
         )
         if args.length_s is not None:
             job = dataclasses.replace(job, length_source="given")
@@ -217,6 +218,8 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
         if not added:
             job = next(j for j in store.all_jobs() if j.job_id == job.job_id)
     out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
+    if stamp.wall_minus_now_s:
+        err.print(_stepped_text(stamp.wall_minus_now_s), highlight=False, soft_wrap=True)
     kept = "" if added else " (the first submission's)"
     err.print(f"deadline {utc_text(job.deadline_s)}, length {job.length_s:,.0f} s ({job.length_source}{_prior_text(job)}){kept}", highlight=False, soft_wrap=True)
     if job.submit_s + job.length_s > job.deadline_s:
@@ -230,15 +233,24 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
+def _stepped_text(wall_minus_now_s: float) -> str:
+    from autoscaler.core.readable import duration_text
+
+    way = "ahead of" if wall_minus_now_s > 0 else "behind"
+    return (
+        f"note: the wall clock is {duration_text(abs(wall_minus_now_s))} {way} the daemon's (it was stepped since the daemon "
+        "started); the job is stamped on the daemon's clock, and the times shown are on it"
+    )
+
+
 def _prior_text(job) -> str:
     return "" if job.prior_length_s is None else f"; submitted as {job.prior_length_s:,.0f} s"
 
 
 def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
-    import time
-
     from rich.table import Table
 
+    from autoscaler.adapters.clock import submit_time
     from autoscaler.core.controller import ControllerConfig
     from autoscaler.core.lateness import slots_late
 
@@ -248,7 +260,7 @@ def _run_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
         saved = store.load_state()
         last_slot = store.last_slot()
     config = settings.controller_config(0.0) if settings else ControllerConfig()
-    now_s = time.time()
+    now_s = submit_time(store.path).now_s  # lateness on the daemon's clock, as it counts it
     late = {job.job_id: slots_late(job, config, now_s, last_slot) for job in jobs}
 
     if args.by_tenant:
