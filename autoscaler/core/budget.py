@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from autoscaler.core.errors import ConfigError
-from autoscaler.core.policies import WORK_VECTOR_POLICIES
 
 DEFAULT_MEMORY_BUDGET_MB = 2048
 """Memory a replay may plan to use unless ``--memory-budget-mb`` says otherwise: 2 GiB."""
@@ -122,6 +121,8 @@ def replay_estimate(size: WorkloadSize, policies: list[str], deadline_slots: int
     if size.n_deadlines is not None:
         needs.append(Need(f"L_(d,t): {size.n_deadlines:,} deadlines x {n + 1:,} slots", size.n_deadlines * (n + 1) * 8))
     numbers = 2 * n
+    from autoscaler.core.policies import WORK_VECTOR_POLICIES  # numpy and scipy: not for the CLI's parser
+
     updates: dict[str, int] = {}
     longest = n
     for name in policies:

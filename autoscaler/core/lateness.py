@@ -15,8 +15,12 @@ and the replay through the daemon count them from the store with :func:`slots_la
 
 from __future__ import annotations
 
-from autoscaler.core.controller import ControllerConfig, start_by_slot
+from typing import TYPE_CHECKING
+
 from autoscaler.core.model import Job
+
+if TYPE_CHECKING:
+    from autoscaler.core.controller import ControllerConfig
 
 LATE_HELP = (
     "late (missed its deadline): not released by the end of its start-by slot (deadline - length), "
@@ -33,6 +37,8 @@ def slots_late(job: Job, config: ControllerConfig, now_s: float, last_decided_sl
 
     A job never released that is no longer queued (failed before release) is not late.
     """
+    from autoscaler.core.controller import start_by_slot  # the controller, only once a job is counted
+
     start_by = start_by_slot(job, config)
     if job.released_s is not None:
         return max(0, config.slot_of(job.released_s) - start_by)

@@ -134,9 +134,11 @@ def open_store(args: argparse.Namespace, must_exist: bool = False):
 
 
 def settings_or_none(path: Path | None):
+    if path is None:
+        return None  # the config module (pydantic-settings) is not imported for nothing
     from autoscaler.app.config import load_settings
 
-    return load_settings(path) if path is not None else None
+    return load_settings(path)
 
 
 def add_objective_argument(parser, default: str | None = None, what: str = "", paper_costs: str = "--e0, --e1, --beta") -> None:

@@ -28,7 +28,6 @@ from autoscaler.app.traces import label as trace_label
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.policies import POLICIES
-from autoscaler.core.replay import require_deadline_within_window
 
 
 def add_parsers(commands) -> None:
@@ -195,6 +194,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from autoscaler.app import render
     from autoscaler.core.policies import UNIFORM
+    from autoscaler.core.replay import require_deadline_within_window
     from autoscaler.core.sweep import solves_needed, sweep
 
     deadlines = parse_deadlines(args.deadlines, args.slot_s)

@@ -12,13 +12,16 @@ D = 144 under the French grid's 2020 intensity, and the schedules within 0.015 %
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from autoscaler.core.errors import InfeasibleError, SolverError
 from autoscaler.core.model import CostParams
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+# scipy is imported where a plan is solved, not here: the CLI's start and --help do without it.
 
 NAME = "hold+carbon"
 """What the carbon-aware hold is called in every output."""
@@ -75,6 +78,7 @@ def window_groups(weights: np.ndarray, deadline_slots: int) -> np.ndarray:
 @lru_cache(maxsize=16)
 def _constraints(lengths: tuple[int, ...]) -> sp.csc_matrix:
     """A_ub of the grouped LP (it depends on the group lengths only), shape (4g, 3g)."""
+    import scipy.sparse as sp
     g = len(lengths)
     identity = sp.identity(g, format="csr")
     shift = sp.eye(g, k=-1, format="csr")  # (shift @ v)_j = v_{j-1}
@@ -145,6 +149,8 @@ def window_plan(
     a_ub = _constraints(tuple(lengths.tolist()))
     # On the slot grid, the slot LP's options too: the same LP, solved the same way, gives the same plan.
     options = HIGHS_OPTIONS if g < n else {}
+    from scipy.optimize import linprog
+
     result = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs", options=options)
     if result.status == 2:
         raise InfeasibleError(f"{NAME}: no plan of the window meets every deadline under M = {params.max_servers}", "infeasible")
@@ -180,6 +186,9 @@ def solve_window_exact(queue: np.ndarray, arrivals: float, previous: float, weig
     scale = float(max(released.max(), previous, 1e-300))
     released, due, previous_scaled = released / scale, due / scale, previous / scale
     max_backlog = np.maximum(np.cumsum(released) - np.cumsum(due), 0.0)
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
     identity = sp.identity(n, format="csr")
     shift = sp.eye(n, k=-1, format="csr")  # (shift @ v)_k = v_{k-1}
     zero = sp.csr_matrix((n, n))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from autoscaler.core.cost import deadline_curve, pad_to_horizon, slot_cost_array
 from autoscaler.core.errors import InfeasibleError, SolverError
@@ -89,6 +88,8 @@ def solve_offline(
     backlog = cp.Variable(horizon)
     change = cp.Variable(horizon)
     # (shift @ v)_t = v_{t-1}, with v_0 = 0 before the first slot.
+    import scipy.sparse as sp  # here, not at import: the CLI's start does without scipy
+
     shift = sp.eye(horizon, k=-1, format="csr")
     assigned = shift @ backlog + released - backlog
     constraints = [
