@@ -7,7 +7,7 @@ Signals: a daily sine s_t = 350 + 150*sin(2*pi*(t - phase)/288) gCO2eq/kWh (200 
 phases (its clean hours at 06:00, 12:00, 18:00 and 00:00 of the trace's clock), with one day of
 history before slot 0 so that persistence has a yesterday. Policies: follow, hold (carbon-blind),
 the offline LP blind and with s_t / mean(s), and hold+carbon with a persistence forecast (on a
-periodic signal it equals a perfect forecast). Emissions: energy.accounting.modelled_schedule
+periodic signal it equals a perfect forecast). Emissions: autoscaler.core.energy.accounting.modelled_schedule
 (Table III, whole nodes, 300 s boot at idle power) times s_t. "kept" is hold+carbon's CO2 cut
 against follow divided by the carbon-aware offline LP's.
 
@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay import diurnal_load, environment_table, load_workload_a  # noqa: E402
 
 from autoscaler.core.cost import schedule_cost
+from autoscaler.core.energy.accounting import modelled_schedule
 from autoscaler.core.model import CostParams
 from autoscaler.core.policies import carbon, follow, hold, offline
-from energy.accounting import modelled_schedule
 
 SLOTS_PER_DAY = 288
 SLOT_S = 300.0

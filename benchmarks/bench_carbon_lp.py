@@ -7,7 +7,7 @@ of 2020 (a CSV ``Time,Carbon Intensity``, naive UTC, 30-minute values, each repe
 (:class:`autoscaler.core.slot_signal.SlotSignal`, 288 slots a day). For each day and D, carbon.plan
 is run once with each solver: "solve" is the wall time of each window LP (median and p95 over the
 slots), "plan" is carbon.plan's own ms per slot (hold's shadow, the signal's window and the LP).
-CO2: energy.accounting.modelled_schedule (Table III, whole nodes, 300 s boot at idle power) times
+CO2: autoscaler.core.energy.accounting.modelled_schedule (Table III, whole nodes, 300 s boot at idle power) times
 s_t, as benchmarks/bench_carbon.py; "dCO2" is the grid LP's against the slot LP's, "max |dm|" the
 largest difference of m_t between the two schedules, servers.
 

@@ -12,7 +12,7 @@ drawn with a mean absolute error of about E (:func:`erred_forecast`), what a pro
 that quality would give.
 
 Per case: kg CO2eq of follow, hold (carbon-blind), the carbon-aware offline LP (3) (e0_t = s_t /
-mean s) and hold+carbon; emissions are energy.accounting.modelled_schedule's Wh per slot (Table III,
+mean s) and hold+carbon; emissions are autoscaler.core.energy.accounting.modelled_schedule's Wh per slot (Table III,
 whole nodes) times the actual s_t, over the trace and the D slots after it (the real next day).
 "kept" = (follow - hold+carbon) / (follow - offline+carbon). "over hold" = hold+carbon / hold - 1.
 The risk table gives, per load, D and run, over the days: the expected cut against follow, the
@@ -53,13 +53,13 @@ from bench_replay import diurnal_load, environment_table, load_workload_a  # noq
 
 from autoscaler.core import defaults
 from autoscaler.core.carbon_risk import WORST_SHARE, risk_against_follow
+from autoscaler.core.energy.accounting import modelled_schedule
+from autoscaler.core.energy.power import power_model
 from autoscaler.core.model import CostParams
 from autoscaler.core.objective import derive_costs
 from autoscaler.core.policies import carbon, follow, hold, offline
 from autoscaler.core.slot_signal import SlotSignal
 from autoscaler.core.twin import PRICE_PER_NODE_HOUR
-from energy.accounting import modelled_schedule
-from energy.power import power_model
 
 SLOT_S = 300.0
 SLOTS_PER_DAY = 288

@@ -46,9 +46,9 @@ from autoscaler.app import compose
 from autoscaler.app.config import Settings
 from autoscaler.app.replay_daemon import trace_jobs
 from autoscaler.app.traces import open_trace
+from autoscaler.core.energy.signal import Signal, utc_text
 from autoscaler.core.errors import AutoscalerError
 from autoscaler.core.workload import read_swim
-from energy.signal import Signal, utc_text
 
 SLOT_S = 300.0
 HALF_HOUR = timedelta(minutes=30)

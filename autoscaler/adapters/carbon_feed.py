@@ -18,7 +18,7 @@ was never read ("unreadable", with the error), the last good read is older than
 The per-slot values come from :func:`autoscaler.core.signal_slots.slot_window`, pure. Each read keeps
 the earlier reads' points before its own first one, up to ``HISTORY_KEPT_S`` (11 days and one more),
 so a source that serves only the last day still gives the blend the days it scores its forecasts
-over once the daemon has run that long (:func:`energy.signal.with_history`).
+over once the daemon has run that long (:func:`autoscaler.core.energy.signal.with_history`).
 
 The forecast is read as issued, never with look-ahead: an archive (a folder of provider documents,
 JSON lines, CSV ``issued,time,value``, :func:`~autoscaler.adapters.signal_source.load_forecast`)
@@ -39,19 +39,19 @@ import stat
 import threading
 from collections import Counter
 from collections.abc import Callable
+from typing import Protocol
 
 import structlog
 
 from autoscaler.adapters.signal_source import _shown, load_forecast, load_signal
-from autoscaler.app.config import CarbonSettings
 from autoscaler.core.controller import CarbonWindow, SignalUnavailable
+from autoscaler.core.energy.forecast_archive import ForecastArchive, IssuedForecast, archive_in_grams
+from autoscaler.core.energy.signal import Signal, in_grams, plausibility_notes, utc_text, with_history
 from autoscaler.core.errors import AutoscalerError, ConfigError, TraceError
 from autoscaler.core.forecast import EVALUATION_DAYS, WEEK_DAYS
 from autoscaler.core.ports import Clock
 from autoscaler.core.readable import duration_text, number_text
 from autoscaler.core.signal_slots import slot_window
-from energy.forecast_archive import ForecastArchive, IssuedForecast, archive_in_grams
-from energy.signal import Signal, in_grams, plausibility_notes, utc_text, with_history
 
 __all__ = ["CarbonFeed", "CarbonWindow", "carbon_feed"]
 
@@ -66,6 +66,20 @@ IN_SLOT_READ_BYTES = 1 << 20
 HISTORY_KEPT_S = (WEEK_DAYS + EVALUATION_DAYS + 2) * 86_400.0
 """Seconds of earlier reads kept before a read's first point: the 11 days the blend scores with
 (``autoscaler.core.forecast.history_needed``) and a day to spare."""
+
+
+class CarbonSettings(Protocol):
+    """The ``[carbon]`` section as the feed reads it (``autoscaler.app.config.CarbonSettings`` is one):
+    the signal's ``source`` and ``forecast`` (a path or an http(s) URL, or None), their ``unit``,
+    ``refresh_s``, ``max_staleness_s`` and ``timeout_s`` (seconds)."""
+
+    source: str | None
+    forecast: str | None
+    unit: str | None
+    refresh_s: float
+    max_staleness_s: float
+    timeout_s: float
+
 
 log = structlog.get_logger("autoscaler")
 

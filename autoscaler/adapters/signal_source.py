@@ -1,6 +1,6 @@
 """Read a cost signal (carbon intensity or price) from a local file or an http(s) URL.
 
-The parsing is ``energy.signal.read_signal``; this module only fetches the text, with errors that name
+The parsing is ``autoscaler.core.energy.signal.read_signal``; this module only fetches the text, with errors that name
 the path or URL. A URL's query string is left out of messages (it may carry an API token).
 
 A fetch is bounded as a whole: ``timeout_s`` covers connecting, the headers and the whole body (each
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from autoscaler.adapters.files import require_regular_file
 from autoscaler.core.budget import format_bytes
+from autoscaler.core.energy.forecast_archive import ForecastArchive, read_forecast, read_forecast_documents
+from autoscaler.core.energy.signal import Signal, read_signal
 from autoscaler.core.errors import ConfigError, TraceError
-from energy.forecast_archive import ForecastArchive, read_forecast, read_forecast_documents
-from energy.signal import Signal, read_signal
 
 MAX_SIGNAL_BYTES = 256 * 2**20
 """The largest answer read from a signal URL: 256 MiB. Ten years of 1-minute CSV points is about
@@ -161,10 +161,10 @@ def load_forecast(
     flag: str = "forecast source",
 ) -> Signal | ForecastArchive:
     """Read a forecast from a local path, a folder or an http(s) URL: a
-    :class:`~energy.forecast_archive.ForecastArchive` when it carries issue times (a folder of
+    :class:`~autoscaler.core.energy.forecast_archive.ForecastArchive` when it carries issue times (a folder of
     provider documents, one issue per ``.json`` file; JSON lines; CSV ``issued,time,value``; one
     provider document with its issue time), else a plain Signal
-    (:func:`energy.forecast_archive.read_forecast` tells them apart). Arguments as ``load_signal``.
+    (:func:`autoscaler.core.energy.forecast_archive.read_forecast` tells them apart). Arguments as ``load_signal``.
 
     Raises as ``load_signal``; TraceError naming the folder when it holds no ``.json`` file, and
     naming the file (and line or item) for a document that is not a forecast with its issue time.

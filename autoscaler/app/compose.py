@@ -86,8 +86,8 @@ def controller_config(
 def runner(settings: Settings, config: ControllerConfig, store, cluster, clock, **options) -> SlotRunner:
     """The slot runner on these adapters, with the settings' power model and retention; ``options``
     are SlotRunner's other fields (and override those)."""
+    from autoscaler.core.energy.power import power_model
     from autoscaler.core.learned import LengthErrors
-    from energy.power import power_model
 
     chosen = {
         "policy_name": config.policy_name,
@@ -290,15 +290,15 @@ def task_instances_source(settings: Settings, session=None):
 
 def metrics_reader(settings: Settings, session=None):
     """The CloudWatch reader of the TASK instances' metrics, in ``settings.cluster``'s region and endpoint."""
-    from cloudwatch.reader import CloudWatchMetricsReader, cloudwatch_client
+    from autoscaler.adapters.cloudwatch_reader import CloudWatchMetricsReader, cloudwatch_client
 
     return CloudWatchMetricsReader(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
 
 
 def energy_publisher(settings: Settings, session=None):
     """The CloudWatch publisher of the report's EnergyWh and SavedWh (and CO2 or cost) datapoints."""
-    from cloudwatch.publish import EnergyPublisher
-    from cloudwatch.reader import cloudwatch_client
+    from autoscaler.adapters.cloudwatch_publish import EnergyPublisher
+    from autoscaler.adapters.cloudwatch_reader import cloudwatch_client
 
     return EnergyPublisher(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session))
 
@@ -334,8 +334,8 @@ def twin_config(settings: Settings | None, **flags):
     """The cluster twin's settings (:class:`autoscaler.core.twin.TwinConfig`): ``flags`` (its field names;
     None: the default) and the settings' power model (booting and idle nodes draw its idle power, busy
     ones its peak). Raises ConfigError naming the flag and the value for a setting out of range."""
+    from autoscaler.core.energy.power import power_model
     from autoscaler.core.twin import TwinConfig
-    from energy.power import power_model
 
     model = power_model(settings.report.power_model if settings is not None else "table-iii")
     given = {name: value for name, value in flags.items() if value is not None}

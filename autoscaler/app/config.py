@@ -136,7 +136,7 @@ class CarbonSettings(BaseModel):
     """``[carbon]``: the cost signal hold+carbon defers work by (carbon intensity or price).
 
     ``source``: a file path or an http(s) URL (CSV ``time,value``, WattTime v3, Electricity Maps or
-    UK Carbon Intensity JSON; ``energy.signal``). Unset: the daemon is carbon-blind. ``unit``: the
+    UK Carbon Intensity JSON; ``autoscaler.core.energy.signal``). Unset: the daemon is carbon-blind. ``unit``: the
     signal's unit, required for CSV (a JSON format names its own). ``forecast``: an optional second
     source with values for future slots: an archive of forecasts as issued (a file or folder: each
     slot reads the newest issued by its start), a URL (each read is an issue), or a file without issue
@@ -342,8 +342,8 @@ class Settings(BaseSettings):
         [report] power model's idle and peak power, the boot time (``provision_s``, or ``report.boot_s``
         when it is 0), ``slot_s``, ``restart_penalty``
         and ``price_per_node_hour`` ($; default the twin's, autoscaler.core.twin.PRICE_PER_NODE_HOUR)."""
+        from autoscaler.core.energy.power import power_model
         from autoscaler.core.twin import PRICE_PER_NODE_HOUR
-        from energy.power import power_model
 
         model = power_model(self.report.power_model)
         return derive_costs(

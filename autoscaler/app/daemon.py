@@ -42,11 +42,11 @@ import structlog
 from autoscaler.core import defaults
 from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision, PolicyState, SignalUnavailable, start_by_slot, tick
 from autoscaler.core.edf import JobQueue, edf_key, release_by_slot
+from autoscaler.core.energy.power import TABLE_III, PowerModel
 from autoscaler.core.errors import ActuationError
 from autoscaler.core.learned import RATIO_TOLERANCE, LengthErrors
 from autoscaler.core.model import Job
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
-from energy.power import TABLE_III, PowerModel
 
 log = structlog.get_logger("autoscaler")
 

@@ -10,10 +10,10 @@ import math
 import numpy as np
 from rich.table import Table
 
+from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.errors import ReportError
 from autoscaler.core.readable import count_text, duration_text, number_text
 from autoscaler.core.replay import ReplayResult, to_dict
-from energy.signal import utc_text
 
 SUMMARY_COLUMNS = [
     "policy",

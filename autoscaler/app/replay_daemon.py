@@ -33,6 +33,7 @@ from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.traces import open_trace
 from autoscaler.core import defaults
 from autoscaler.core.controller import Decision
+from autoscaler.core.energy.accounting import whole_nodes
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
 from autoscaler.core.learned import LENGTH_SOURCES, check_quantile, planned, quantile_label
@@ -43,7 +44,6 @@ from autoscaler.core.recurring import repeat_days
 from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.slot_work import node_seconds_active
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, job_nodes, read_swim, workload_from_trace
-from energy.accounting import whole_nodes
 
 
 def trace_jobs(
@@ -395,7 +395,7 @@ def twin_inputs(args: argparse.Namespace, settings: Settings | None):
             raise ConfigError("--carbon-unit without --carbon: give the signal with --carbon SOURCE")
         return twin, None
     from autoscaler.adapters.signal_source import load_signal
-    from energy.signal import in_grams
+    from autoscaler.core.energy.signal import in_grams
 
     signal = load_signal(source, unit, unit_name="--carbon-unit", flag="--carbon")
     if signal.unit not in ("gCO2eq/kWh", "lbs/MWh"):

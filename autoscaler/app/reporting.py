@@ -7,7 +7,7 @@ The daemon's report: the TASK nodes' energy per slot, measured from their CloudW
 both modelled. A replay's report: every schedule modelled (paper: dynamic deferral, §VII-B).
 
 With a carbon or price signal (``--carbon``, else the config's [carbon] source), every schedule's
-energy is also counted in gCO2eq or $ per slot (``energy.accounting.with_signal``), and the daemon's
+energy is also counted in gCO2eq or $ per slot (``autoscaler.core.energy.accounting.with_signal``), and the daemon's
 run is split by tenant by the node-slots each held.
 """
 
@@ -48,7 +48,7 @@ class EnergyOptions:
 
     @property
     def model(self):
-        from energy.power import ccf_aws_model, power_model
+        from autoscaler.core.energy.power import ccf_aws_model, power_model
 
         return ccf_aws_model(self.node_vcpus) if self.power_model == "ccf-aws" else power_model(self.power_model)
 
@@ -71,7 +71,7 @@ def report_signal(source: str | None, unit: str | None, settings):
     config's [carbon] source and unit, else None (no CO2 or $). Raises ConfigError for a unit without
     a source; TraceError and ConfigError from ``load_signal``."""
     from autoscaler.adapters.signal_source import load_signal
-    from energy.signal import plausibility_notes
+    from autoscaler.core.energy.signal import plausibility_notes
 
     carbon = settings.carbon if settings is not None else None
     unit_name, flag = "--carbon-unit", "--carbon"
@@ -101,8 +101,8 @@ def replay_report(
     provisioning. ``start_s``: where the trace's first slot is placed (Unix seconds; 0: the trace's own clock).
     ``signal``: a :class:`autoscaler.core.replay.ReplaySignal` the policies decide by, as ``replay --carbon``
     does (offline with the slot cost, hold as hold+carbon); None: carbon-blind."""
+    from autoscaler.core.energy.accounting import schedules_report
     from autoscaler.core.replay import replay
-    from energy.accounting import schedules_report
 
     result = replay(workload, ["follow", *policies], deadline_slots, params, signal=signal, power=options.model, boot_s=options.boot_s)
     schedules = {name: (r.schedule.capacity, r.schedule.assigned) for name, r in result.policies.items()}
@@ -160,7 +160,7 @@ def live_report(
     slot in the window; StoreError, ActuationError and MetricsError from the adapters.
     """
     from autoscaler.app import compose
-    from energy.accounting import EnergyReport, calibrated, counterfactual_schedules, modelled_schedule
+    from autoscaler.core.energy.accounting import EnergyReport, calibrated, counterfactual_schedules, modelled_schedule
 
     slot_s = settings.slot_s
     first, end = report_window(since, until, time.time() if now_s is None else now_s, slot_s)
@@ -238,9 +238,9 @@ def _measured(settings, modelled, first: int, n_slots: int, assigned: np.ndarray
     usable data filled in by the model at the slot's utilisation, and the notes that say how many of each.
     When EMR or CloudWatch cannot be read, the run stays modelled and a note says why. Datapoints out of
     bounds are treated as missing, each (instance, metric) of them logged once as a warning; when that
-    leaves nothing measured, MetricsError refuses the report (``energy.accounting.measured_schedule``)."""
-    from cloudwatch.queries import utc_text
-    from energy.accounting import measured_schedule
+    leaves nothing measured, MetricsError refuses the report (``autoscaler.core.energy.accounting.measured_schedule``)."""
+    from autoscaler.core.energy.accounting import measured_schedule
+    from autoscaler.core.energy.metric_queries import utc_text
 
     if settings.slot_s % 60:
         return modelled, [f"slot_s = {settings.slot_s:g} is not a whole number of minutes, CloudWatch's period: nothing measured."]
@@ -290,7 +290,7 @@ def _read_metrics(settings, first: int, n_slots: int, options: EnergyOptions, se
     """(TASK instances listed, up mask (n_slots, n_instances), their metrics, the power model without the
     terms of metrics no node reported, notes), or one note saying why nothing can be measured."""
     from autoscaler.app import compose
-    from cloudwatch.queries import METRIC_NAMES
+    from autoscaler.core.energy.metric_queries import METRIC_NAMES
 
     slot_s = int(settings.slot_s)
     instances = compose.task_instances_source(settings, session).task_instances()
@@ -328,7 +328,7 @@ def _read_metrics(settings, first: int, n_slots: int, options: EnergyOptions, se
 def daily_report(settings, session=None) -> None:
     """Yesterday's report (UTC), for the daemon: logged per schedule, published and emailed as the
     config's [report] says. Raises what ``live_report``, ``publish`` and ``email`` raise."""
-    from energy.report import energy_png, markdown
+    from autoscaler.app.energy_report import energy_png, markdown
 
     options = EnergyOptions(
         settings.report.power_model, settings.report.boot_s, settings.report.max_hold_slots, settings.report.node_vcpus
@@ -371,7 +371,7 @@ def daily_report(settings, session=None) -> None:
 def _daily_signal(report, settings):
     """The daily report with the config's [carbon] signal, or, when it cannot be read or covers no slot
     of the day, without it: logged as a warning and said in a note, so the energy report still goes out."""
-    from energy.accounting import with_signal
+    from autoscaler.core.energy.accounting import with_signal
 
     try:
         return with_signal(report, report_signal(None, None, settings))
@@ -397,7 +397,7 @@ def signal_document(report) -> tuple[dict, dict[str, dict], list[dict]]:
     """The JSON of a report's signal: ({source, unit, converted_from, cost_unit, slots_covered,
     slots_left_out, first_left_out_s}, {schedule: its cost fields}, [per tenant: tenant, node_slots,
     co2_g or cost_usd, share_percent] (empty without a tenant breakdown))."""
-    from energy.accounting import NO_PROVISIONING
+    from autoscaler.core.energy.accounting import NO_PROVISIONING
 
     signal = report.signal
     covered = signal.covered
@@ -436,7 +436,7 @@ def signal_document(report) -> tuple[dict, dict[str, dict], list[dict]]:
 def deliver(report, args: argparse.Namespace, settings, out: Console, err: Console) -> int:
     """Print the report, write its files, publish its metrics and email it, as the arguments ask."""
     from autoscaler.adapters.files import write_all_atomic
-    from energy.report import energy_png, markdown, slots_csv, table_rows
+    from autoscaler.app.energy_report import energy_png, markdown, slots_csv, table_rows
 
     text = markdown(report)
     if args.format == "json":
@@ -484,7 +484,7 @@ def deliver(report, args: argparse.Namespace, settings, out: Console, err: Conso
         publish(report, settings)
         names = "EnergyWh and SavedWh"
         if report.signal is not None:
-            from cloudwatch.publish import CO2_METRICS, COST_METRICS
+            from autoscaler.adapters.cloudwatch_publish import CO2_METRICS, COST_METRICS
 
             names = "EnergyWh, SavedWh, " + " and ".join(CO2_METRICS if report.signal.is_carbon else COST_METRICS)
         err.print(f"published {names} to CloudWatch", highlight=False)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autoscaler.core.energy.forecast_archive import ForecastArchive
+from autoscaler.core.energy.signal import covered_means
 from autoscaler.core.errors import ConfigError
-from energy.forecast_archive import ForecastArchive
-from energy.signal import covered_means
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,8 +39,8 @@ class IssuedSlots:
     @classmethod
     def from_archive(cls, archive: ForecastArchive, start_s: float, slot_s: float, n_slots: int) -> IssuedSlots:
         """Place every issue of ``archive`` on ``n_slots`` slots of ``slot_s`` seconds from ``start_s``
-        (Unix s): per issue its per-slot mean (:func:`energy.signal.covered_means`, the time-weighted
-        mean of :func:`energy.signal.resample`) over the slots it covers. Values are in the archive's
+        (Unix s): per issue its per-slot mean (:func:`autoscaler.core.energy.signal.covered_means`, the time-weighted
+        mean of :func:`autoscaler.core.energy.signal.resample`) over the slots it covers. Values are in the archive's
         unit (the caller converts). Raises ConfigError for slot_s <= 0 or n_slots < 1."""
         if not (math.isfinite(slot_s) and slot_s > 0) or int(n_slots) != n_slots or n_slots < 1:
             raise ConfigError(f"issued forecast slots: expected slot_s > 0 and n_slots >= 1, got slot_s = {slot_s!r}, n_slots = {n_slots!r}")

@@ -7,7 +7,7 @@ the power model, the slot length, the boot time and the price into e0, e1 and be
 
 * ``energy`` (Wh): e0 = idle power x slot_s / 3600 per server-slot; e1 = (busy - idle power) x
   slot_s / 3600 per unit of work; a restart R = idle power x boot_s / 3600 (the energy model's
-  boot, ``energy.accounting``: a node switched on draws idle power for boot_s before it works)
+  boot, ``autoscaler.core.energy.accounting``: a node switched on draws idle power for boot_s before it works)
   plus ``restart_penalty``.
 * ``cost`` ($): e0 = price per node-hour x slot_s / 3600 per server-slot; e1 = 0 (a busy node costs
   what an idle one does); R = price x max(boot_s, 60 s) / 3600 (EC2 and EMR bill the provisioning

@@ -2,7 +2,7 @@
 
 Every policy is costed twice: by the deferral paper's abstract cost (eq. 2, ``cost`` and
 ``saving_pct``) and in real units, the modelled energy of its schedule on whole nodes
-(:func:`energy.accounting.modelled_schedule`: the power model, plus ``boot_s`` of idle power per node
+(:func:`autoscaler.core.energy.accounting.modelled_schedule`: the power model, plus ``boot_s`` of idle power per node
 started). With a per-slot signal (:class:`ReplaySignal`: a carbon intensity or a price) each
 schedule's energy is also priced slot by slot (grams of CO2eq or dollars), and the policies that have
 a carbon-aware variant run it: ``offline`` as LP (3) with the slot cost s_t / mean(s), ``hold`` as
@@ -22,15 +22,15 @@ import numpy as np
 
 from autoscaler.core.carbon_risk import Risk, risks_by_day
 from autoscaler.core.cost import check_schedule, deadline_curve, pad_to_horizon, schedule_cost
+from autoscaler.core.energy.accounting import DEFAULT_BOOT_S, ScheduleEnergy, modelled_schedule
+from autoscaler.core.energy.power import TABLE_III, PowerModel
+from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostBreakdown, CostParams, Schedule, Workload
 from autoscaler.core.policies import CARBON_AWARE, POLICIES, carbon, offline, plan, smallest_max_servers
 from autoscaler.core.readable import number_text
 from autoscaler.core.signal_slots import ReplaySignal
 from autoscaler.core.signal_slots import place_signal as place_signal  # where the CLI has always found it
-from energy.accounting import DEFAULT_BOOT_S, ScheduleEnergy, modelled_schedule
-from energy.power import TABLE_III, PowerModel
-from energy.signal import utc_text
 
 BASELINE = "follow"
 
@@ -226,8 +226,8 @@ def replay(
 
 
 def schedule_energy(schedule: Schedule, slot_s: float, power: PowerModel = TABLE_III, boot_s: float = DEFAULT_BOOT_S) -> ScheduleEnergy:
-    """The modelled energy of ``schedule`` on whole nodes (:func:`energy.accounting.modelled_schedule`;
-    solver noise above a whole number is not a node, :func:`energy.accounting.whole_nodes`).
+    """The modelled energy of ``schedule`` on whole nodes (:func:`autoscaler.core.energy.accounting.modelled_schedule`;
+    solver noise above a whole number is not a node, :func:`autoscaler.core.energy.accounting.whole_nodes`).
     Raises ConfigError as modelled_schedule does."""
     return modelled_schedule(schedule.policy, schedule.capacity, schedule.assigned, slot_s, power, boot_s)
 

@@ -1,15 +1,15 @@
-"""A cost signal on slots: the one pure place where a signal (:class:`energy.signal.Signal`) becomes
+"""A cost signal on slots: the one pure place where a signal (:class:`autoscaler.core.energy.signal.Signal`) becomes
 the per-slot values a decision is made by, for each route that carries one to a decision.
 
 * the daemon: :func:`slot_window`, hold+carbon's window of the slot being decided (the feed,
   :mod:`autoscaler.adapters.carbon_feed`, reads the source and hands the signal here);
 * the replay (and sweep, and ``report --replay``): :func:`place_signal`, the signal on a replay's
   slots with a day of history and an optional forecast (:class:`ReplaySignal`);
-* the report of measured slots: :func:`covered_means` (:func:`energy.signal.covered_means`, kept
+* the report of measured slots: :func:`covered_means` (:func:`autoscaler.core.energy.signal.covered_means`, kept
   here where its callers find it), the signal's mean over each slot, NaN where it does not cover one
-  (``energy.accounting.slot_signal``).
+  (``autoscaler.core.energy.accounting.slot_signal``).
 
-A carbon intensity is decided by in gCO2eq/kWh (:func:`energy.signal.in_grams`). Nothing here does I/O.
+A carbon intensity is decided by in gCO2eq/kWh (:func:`autoscaler.core.energy.signal.in_grams`). Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -21,21 +21,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from autoscaler.core.controller import CarbonWindow
+from autoscaler.core.energy.forecast_archive import ForecastArchive, archive_in_grams
+from autoscaler.core.energy.signal import Signal, covered_means, in_grams, plausibility_notes, resample, utc_text
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.forecast import KINDS, blend, history_needed
 from autoscaler.core.issued import IssuedSlots
 from autoscaler.core.policies import carbon
 from autoscaler.core.policies.carbon import window_slots
-from energy.forecast_archive import ForecastArchive, archive_in_grams
-from energy.signal import Signal, covered_means, in_grams, plausibility_notes, resample, utc_text
 
 if TYPE_CHECKING:
-    from energy.accounting import ScheduleEnergy
+    from autoscaler.core.energy.accounting import ScheduleEnergy
 
 DAY_S = 86_400.0
 
 CARBON_UNIT = "gCO2eq/kWh"
-"""The unit every carbon intensity is converted to (lbs/MWh by :func:`energy.signal.in_grams`)."""
+"""The unit every carbon intensity is converted to (lbs/MWh by :func:`autoscaler.core.energy.signal.in_grams`)."""
 
 PRICE_UNITS = ("$/kWh", "$/node-hour")
 
@@ -103,7 +103,7 @@ def place_signal(
     """Place ``signal`` on a replay's slots: slot k is [start_s + k*slot_s, start_s + (k+1)*slot_s).
 
     ``required_slots``: the slots the signal must cover (the window plus D: every slot a uniform-deadline
-    policy schedules); TraceError from :func:`energy.signal.resample` names the source and the first UTC
+    policy schedules); TraceError from :func:`autoscaler.core.energy.signal.resample` names the source and the first UTC
     time missing otherwise, or a gap. ``wanted_slots`` (>= required): the slots read if covered (a
     longer horizon, the look-ahead of the last slot); past what is covered the policies and the costing
     use persistence, the last day repeated. History: the whole slots covered before ``start_s``, at most
@@ -113,7 +113,7 @@ def place_signal(
     that, else its first time (a note says the forecast has no yesterday for the first day; another,
     under the blend, that it has fewer than the 11 days it scores with). ``forecast``: "blend" (the error-weighted blend of
     :mod:`autoscaler.core.forecast`, the default), "persistence" (yesterday's values), "perfect" (the
-    actual values), a :class:`~energy.forecast_archive.ForecastArchive` (forecasts as issued: in slot t
+    actual values), a :class:`~autoscaler.core.energy.forecast_archive.ForecastArchive` (forecasts as issued: in slot t
     the newest issued by t's start that covers a slot, :class:`~autoscaler.core.issued.IssuedSlots`;
     ``forecast_kind`` "as issued: SOURCE") or a second Signal with no issue times, used in every slot
     it covers as if known from the start (look-ahead, and a note says so); NaN, persistence,

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autoscaler.core.cost import schedule_cost
+from autoscaler.core.energy.accounting import DEFAULT_BOOT_S
+from autoscaler.core.energy.power import TABLE_III, PowerModel
+from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.model import CostParams, Workload
 from autoscaler.core.policies import plan
 from autoscaler.core.replay import CARBON_AWARE, ReplaySignal, carbon_aware_plan, schedule_energy
-from energy.accounting import DEFAULT_BOOT_S
-from energy.power import TABLE_III, PowerModel
-from energy.signal import utc_text
 
 
 @dataclass

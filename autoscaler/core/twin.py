@@ -27,7 +27,7 @@ management guide):
   whose w nodes are not there passed by later ones whose nodes are (YARN gives free containers to
   the applications that can use them);
 * per node state, power from the power model: booting and idle draw its idle power, busy its
-  peak (u = 1 on every input, as ``energy.power.modelled_energy_wh`` counts a server at x = m);
+  peak (u = 1 on every input, as ``autoscaler.core.energy.power.modelled_energy_wh`` counts a server at x = m);
 * per-second billing with a 60 s minimum per node, at ``price_per_node_hour``.
 """
 
@@ -102,7 +102,7 @@ class TwinConfig:
     length_jitter_sigma: float = 0.0
     step_concurrency: int = STEP_CONCURRENCY
     price_per_node_hour: float = PRICE_PER_NODE_HOUR
-    idle_power_w: float = 60.30  # Table III: gamma_cpu (energy.power.TABLE_III.idle_power_w)
+    idle_power_w: float = 60.30  # Table III: gamma_cpu (autoscaler.core.energy.power.TABLE_III.idle_power_w)
     busy_power_w: float = 93.87  # Table III at u = 1: every alpha and gamma (TABLE_III.peak_power_w)
 
     def __post_init__(self) -> None:

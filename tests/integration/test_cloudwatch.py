@@ -19,10 +19,10 @@ import boto3
 import numpy as np
 import pytest
 
+from autoscaler.adapters.cloudwatch_publish import ENERGY_METRIC, NAMESPACE, SAVED_METRIC, EnergyPublisher, energy_metric_data
+from autoscaler.adapters.cloudwatch_reader import CloudWatchMetricsReader, calling, cloudwatch_client
+from autoscaler.core.energy.metric_queries import METRIC_NAMES
 from autoscaler.core.errors import ConfigError, MetricsError
-from cloudwatch.publish import ENERGY_METRIC, NAMESPACE, SAVED_METRIC, EnergyPublisher, energy_metric_data
-from cloudwatch.queries import METRIC_NAMES
-from cloudwatch.reader import CloudWatchMetricsReader, calling, cloudwatch_client
 
 from conftest import REGION
 

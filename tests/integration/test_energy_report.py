@@ -12,8 +12,8 @@ import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app.cli import main
-from energy.accounting import modelled_schedule
-from energy.power import TABLE_III
+from autoscaler.core.energy.accounting import modelled_schedule
+from autoscaler.core.energy.power import TABLE_III
 
 SLOT_S = 300
 HOUR_S = 3600
@@ -39,7 +39,7 @@ def task_nodes_since(client, cluster_id: str, endpoint: str, backdate_task_group
     is backdated to precede, and a CloudWatch client on moto: (instance ids, start_s, client)."""
     import boto3
 
-    from cloudwatch.reader import cloudwatch_client
+    from autoscaler.adapters.cloudwatch_reader import cloudwatch_client
 
     instances = sorted(i["Ec2InstanceId"] for i in client.list_instances(ClusterId=cluster_id, InstanceGroupTypes=["TASK"])["Instances"])
     start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * HOUR_S
@@ -135,9 +135,9 @@ def test_daily_report_logs_each_schedule_and_publishes_yesterday(emr_cluster_id,
     import boto3
     from structlog.testing import capture_logs
 
+    from autoscaler.adapters.cloudwatch_reader import cloudwatch_client
     from autoscaler.app.config import load_settings
     from autoscaler.app.reporting import daily_report
-    from cloudwatch.reader import cloudwatch_client
 
     _, cluster_id = emr_cluster_id
     yesterday_s = (int(time.time()) // 86400 - 1) * 86400

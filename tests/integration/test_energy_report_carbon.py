@@ -53,7 +53,7 @@ def decide(tmp_path, first_slot: int) -> None:
 def test_daemon_report_costs_the_run_by_the_config_signal_splits_it_by_tenant_and_publishes_co2(tmp_path, moto_endpoint, capsys):
     import boto3
 
-    from cloudwatch.reader import cloudwatch_client
+    from autoscaler.adapters.cloudwatch_reader import cloudwatch_client
 
     start_s = (int(time.time()) // SLOT_S) * SLOT_S - 3 * 3600
     decide(tmp_path, start_s // SLOT_S)
@@ -176,9 +176,9 @@ def test_daily_report_counts_co2_by_the_config_signal_and_goes_out_without_it_wh
     import boto3
     from structlog.testing import capture_logs
 
+    from autoscaler.adapters.cloudwatch_reader import cloudwatch_client
     from autoscaler.app.config import load_settings
     from autoscaler.app.reporting import daily_report
-    from cloudwatch.reader import cloudwatch_client
 
     yesterday_s = (int(time.time()) // 86400 - 1) * 86400
     decide(tmp_path, yesterday_s // SLOT_S + 12)  # from 01:00 UTC yesterday

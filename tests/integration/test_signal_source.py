@@ -239,7 +239,7 @@ def electricity_maps_forecast(updated_at: str, value: float) -> str:
 
 
 def test_a_folder_of_forecasts_is_an_archive_sorted_by_issue_time(tmp_path):
-    from energy.forecast_archive import ForecastArchive
+    from autoscaler.core.energy.forecast_archive import ForecastArchive
 
     folder = tmp_path / "issues"
     folder.mkdir()
@@ -260,8 +260,8 @@ def test_a_folder_of_forecasts_is_an_archive_sorted_by_issue_time(tmp_path):
 
 
 def test_json_lines_over_http_are_an_archive_and_a_plain_series_stays_a_series(site):
-    from energy.forecast_archive import ForecastArchive
-    from energy.signal import Signal
+    from autoscaler.core.energy.forecast_archive import ForecastArchive
+    from autoscaler.core.energy.signal import Signal
 
     base, state = site
     state.bodies["/issues.jsonl"] = (electricity_maps_forecast("2026-03-29T00:50:00Z", 3) + "\n" + electricity_maps_forecast("2026-03-29T00:10:00Z", 2)).encode()

@@ -15,9 +15,9 @@ from autoscaler.adapters.carbon_feed import CarbonFeed, carbon_feed
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.signal_source import load_forecast, load_signal
 from autoscaler.app.config import CarbonSettings
+from autoscaler.core.energy.signal import Signal, with_history
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.signal_slots import covered_means, slot_window
-from energy.signal import Signal, with_history
 
 HOUR_S = 3600.0
 T0 = datetime(2026, 6, 1, 12, tzinfo=timezone.utc).timestamp()  # a slot boundary on every grid used here
@@ -281,7 +281,7 @@ def test_a_forecast_archive_gives_each_slot_only_what_was_issued_by_its_start(tm
 
 
 def test_slot_window_reads_the_newest_issue_by_the_slot_start_not_one_issued_inside_it():
-    from energy.forecast_archive import ForecastArchive, IssuedForecast
+    from autoscaler.core.energy.forecast_archive import ForecastArchive, IssuedForecast
 
     actual = hourly(T0 - 119 * HOUR_S, [100.0 + i % 24 for i in range(120)])
     older = IssuedForecast(T0 - 2 * HOUR_S, hourly(T0, [50.0, 51.0, 52.0], source="older"))
@@ -308,7 +308,7 @@ def watttime_forecast(generated_s: float, first_s: float, values_lbs) -> str:
 def test_each_read_of_a_forecast_url_is_an_issue_and_one_issued_after_now_is_left_out(tmp_path, forecast_server):
     import structlog
 
-    from energy.signal import GRAMS_PER_POUND
+    from autoscaler.core.energy.signal import GRAMS_PER_POUND
 
     served, url = forecast_server
     actual = tmp_path / "actual.csv"

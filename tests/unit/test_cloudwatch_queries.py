@@ -8,8 +8,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from autoscaler.core.errors import ConfigError, MetricsError
-from cloudwatch.queries import (
+from autoscaler.core.energy.metric_queries import (
     EC2_NAMESPACE,
     MAX_QUERIES_PER_CALL,
     METRIC_NAMES,
@@ -26,6 +25,7 @@ from cloudwatch.queries import (
     query_id,
     slot_count,
 )
+from autoscaler.core.errors import ConfigError, MetricsError
 
 NAN = np.nan
 START_S = 1_700_000_100  # a whole minute (and a whole 300 s slot) in unix seconds

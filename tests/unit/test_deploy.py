@@ -916,7 +916,7 @@ def test_the_policy_checks_refuse_an_empty_policy(document: dict) -> None:
 
 
 def test_iam_policy_limits_put_metric_data_to_the_publisher_namespace() -> None:
-    from cloudwatch.publish import NAMESPACE
+    from autoscaler.adapters.cloudwatch_publish import NAMESPACE
 
     granting = [s for s in statements() if "cloudwatch:PutMetricData" in as_list(s["Action"])]
     assert granting

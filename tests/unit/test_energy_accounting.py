@@ -8,9 +8,8 @@ import io
 import numpy as np
 import pytest
 
-from autoscaler.core.errors import ConfigError, MetricsError
-from cloudwatch.queries import METRIC_NAMES, instance_metrics
-from energy.accounting import (
+from autoscaler.app.energy_report import energy_png, markdown, slots_csv, table_rows
+from autoscaler.core.energy.accounting import (
     EnergyReport,
     counterfactual_schedules,
     measured_schedule,
@@ -18,8 +17,9 @@ from energy.accounting import (
     schedules_report,
     whole_nodes,
 )
-from energy.power import TABLE_III, PowerModel
-from energy.report import energy_png, markdown, slots_csv, table_rows
+from autoscaler.core.energy.metric_queries import METRIC_NAMES, instance_metrics
+from autoscaler.core.energy.power import TABLE_III, PowerModel
+from autoscaler.core.errors import ConfigError, MetricsError
 
 SLOT_S = 300.0
 IDLE_W, PEAK_W = 60.30, 60.30 + 25.70 + 7.21 + 0.66  # Table III, with every u = 1

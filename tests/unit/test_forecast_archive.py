@@ -7,8 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from autoscaler.core.errors import ConfigError, TraceError
-from energy.forecast_archive import (
+from autoscaler.core.energy.forecast_archive import (
     ForecastArchive,
     IssuedForecast,
     archive_in_grams,
@@ -18,7 +17,8 @@ from energy.forecast_archive import (
     read_forecast_lines,
     read_issued_document,
 )
-from energy.signal import GRAMS_PER_POUND, Signal
+from autoscaler.core.energy.signal import GRAMS_PER_POUND, Signal
+from autoscaler.core.errors import ConfigError, TraceError
 
 
 def unix(text: str) -> float:

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autoscaler.core.energy.forecast_archive import ForecastArchive, IssuedForecast
+from autoscaler.core.energy.signal import Signal, resample
 from autoscaler.core.errors import TraceError
 from autoscaler.core.issued import IssuedSlots
 from autoscaler.core.signal_slots import place_signal
-from energy.forecast_archive import ForecastArchive, IssuedForecast
-from energy.signal import Signal, resample
 
 HOUR_S = 3600.0
 T0 = datetime(2026, 6, 1, tzinfo=timezone.utc).timestamp()

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from autoscaler.core.cost import schedule_cost
+from autoscaler.core.energy.accounting import modelled_schedule
+from autoscaler.core.energy.power import TABLE_III
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import CostParams
 from autoscaler.core.objective import DEFAULT_OBJECTIVE, OBJECTIVES, derive_costs
 from autoscaler.core.policies.hold import break_even_slots
-from energy.accounting import modelled_schedule
-from energy.power import TABLE_III
 
 IDLE_W, BUSY_W = 60.30, 93.87  # Table III: gamma_cpu, and every alpha and gamma
 INPUTS = dict(slot_s=300.0, idle_power_w=IDLE_W, busy_power_w=BUSY_W, boot_s=300.0, price_per_node_hour=0.240)
@@ -76,7 +76,7 @@ def test_under_energy_holds_break_even_is_the_boot_in_slots():
 
 def test_eq_2_under_energy_is_the_energy_models_watt_hours_of_the_schedule():
     # An independent check of beta = restart / 2: eq. (2) charges beta on every switch, on and off,
-    # and energy.accounting charges boot_s of idle power once per node switched on; over a horizon
+    # and autoscaler.core.energy.accounting charges boot_s of idle power once per node switched on; over a horizon
     # that starts and ends with no node on the two agree. Whole nodes, utilisation x_t / m_t.
     capacity = np.array([0, 3, 5, 5, 2, 0, 4, 1, 0], dtype=float)
     assigned = np.array([0, 2, 5, 3.5, 1, 0, 4, 0.5, 0])

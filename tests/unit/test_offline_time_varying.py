@@ -121,8 +121,8 @@ def workload_a_and_cycle():
     from pathlib import Path
 
     from autoscaler.app.cli import load_workload
+    from autoscaler.core.energy.signal import parse_time_s, read_signal, resample
     from autoscaler.core.model import LengthModel
-    from energy.signal import parse_time_s, read_signal, resample
 
     workload, _ = load_workload(None, slot_s=300.0, window_slots=None, skip_bad_lines=False, length_model=LengthModel())
     path = Path(__file__).resolve().parents[2] / "deploy" / "carbon-daily.csv"

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.core.errors import ConfigError
-from energy.power import (
+from autoscaler.core.energy.power import (
     MODELS,
     POWER_CEILING_W,
     TABLE_III,
@@ -22,6 +21,7 @@ from energy.power import (
     modelled_energy_wh,
     power_model,
 )
+from autoscaler.core.errors import ConfigError
 
 NAN = np.nan
 

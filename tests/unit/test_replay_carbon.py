@@ -8,6 +8,7 @@ import pytest
 
 from autoscaler.app.cli import deadline_slots, parse_deadlines
 from autoscaler.app.cli.arguments import _compact_duration
+from autoscaler.core.energy.signal import Signal, parse_time_s
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.intake import parse_duration_s
 from autoscaler.core.model import CostParams
@@ -15,7 +16,6 @@ from autoscaler.core.policies import plan
 from autoscaler.core.replay import replay
 from autoscaler.core.signal_slots import place_signal
 from autoscaler.core.workload import workload_from_curve
-from energy.signal import Signal, parse_time_s
 
 T0 = parse_time_s("2020-06-01T00:00:00Z")
 HOUR_S = 3600.0

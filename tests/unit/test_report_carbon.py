@@ -13,12 +13,12 @@ import math
 import numpy as np
 import pytest
 
+from autoscaler.adapters.cloudwatch_publish import energy_metric_data
 from autoscaler.adapters.signal_source import load_signal
+from autoscaler.app.energy_report import markdown, slots_csv, table_rows
+from autoscaler.core.energy.accounting import EnergyReport, modelled_schedule, with_signal
+from autoscaler.core.energy.power import TABLE_III
 from autoscaler.core.errors import TraceError
-from cloudwatch.publish import energy_metric_data
-from energy.accounting import EnergyReport, modelled_schedule, with_signal
-from energy.power import TABLE_III
-from energy.report import markdown, slots_csv, table_rows
 
 HOUR_S = 3600.0
 START_S = 1_590_969_600.0  # 2020-06-01T00:00:00Z

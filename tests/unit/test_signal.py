@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autoscaler.core.errors import ConfigError, TraceError
-from energy.signal import (
+from autoscaler.core.energy.signal import (
     Signal,
     plausibility_notes,
     read_csv,
@@ -21,6 +20,7 @@ from energy.signal import (
     resample,
     to_grams_per_kwh,
 )
+from autoscaler.core.errors import ConfigError, TraceError
 
 
 def unix(text: str) -> float:

@@ -266,7 +266,7 @@ def test_the_same_jobs_do_the_same_work_whatever_the_resize_sequence(config, len
 
 
 def test_the_default_power_is_table_iii_idle_and_at_full_load():
-    from energy.power import TABLE_III
+    from autoscaler.core.energy.power import TABLE_III
 
     assert (TwinConfig().idle_power_w, TwinConfig().busy_power_w) == pytest.approx((TABLE_III.idle_power_w, TABLE_III.peak_power_w))
 

@@ -181,8 +181,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_signal_arguments(parser: argparse.ArgumentParser) -> None:
     """Energy model and carbon/price signal options shared by replay and sweep."""
-    from energy.power import MODELS
-    from energy.signal import UNITS
+    from autoscaler.core.energy.power import MODELS
+    from autoscaler.core.energy.signal import UNITS
 
     energy = parser.add_argument_group("energy and a carbon or price signal")
     energy.add_argument("--power-model", choices=list(MODELS), default="table-iii", help="power model for kWh: the paper's Table III, or Cloud Carbon Footprint's AWS averages for 1 vCPU")
@@ -215,9 +215,9 @@ def derived_costs(args: argparse.Namespace):
     --boot-s, --restart-penalty and, under paper, --e0, --e1, --beta; the price is the twin's default
     $ per node-hour. Raises ConfigError naming the flags for --e0, --e1 or --beta under another
     objective, or --restart-penalty under paper."""
+    from autoscaler.core.energy.power import power_model
     from autoscaler.core.objective import derive_costs
     from autoscaler.core.twin import PRICE_PER_NODE_HOUR
-    from energy.power import power_model
 
     given = {flag: value for flag, value in (("--e0", args.e0), ("--e1", args.e1), ("--beta", args.beta)) if value is not None}
     if given and args.objective != "paper":

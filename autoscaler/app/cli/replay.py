@@ -88,8 +88,8 @@ def add_parsers(commands) -> None:
 def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.app import render
     from autoscaler.core import budget
+    from autoscaler.core.energy.power import power_model
     from autoscaler.core.replay import parse_policy_list, place_signal, replay, to_dict
-    from energy.power import power_model
 
     names = parse_policy_list(args.policy)
     args.deadline = deadline_slots(args.deadline, args.slot_s)
@@ -254,7 +254,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
             )
             for note in signals[name].notes:
                 err.print(f"note: {name}: {note}", markup=False, highlight=False, soft_wrap=True)
-    from energy.power import power_model
+    from autoscaler.core.energy.power import power_model
 
     total = solves_needed(len(workloads), deadlines, policies, args.delta_deadline)
     with Progress(console=err, transient=True) as progress:

@@ -75,7 +75,7 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise ConfigError("report: --publish is for the daemon's measured slots, not a --replay")
         start_s = 0.0
         if args.start is not None:
-            from energy.signal import parse_time_s
+            from autoscaler.core.energy.signal import parse_time_s
 
             try:
                 start_s = parse_time_s(args.start)
@@ -120,7 +120,7 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                     err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
             report = reporting.replay_report(workload, names, args.deadline, params, options, start_s, signal=placed)
         if signal is not None:
-            from energy.signal import utc_text
+            from autoscaler.core.energy.signal import utc_text
 
             where = "--start" if args.start is not None else "one day after the signal's first point when it covers that day, as replay places it"
             report = dataclasses.replace(
@@ -140,7 +140,7 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
         options = reporting.energy_options(args, settings)
         report = reporting.live_report(settings, options, args.since, args.until, measure=not args.no_measure)
     if signal is not None:
-        from energy.accounting import with_signal
+        from autoscaler.core.energy.accounting import with_signal
 
         report = with_signal(report, signal)
     return reporting.deliver(report, args, settings, out, err)

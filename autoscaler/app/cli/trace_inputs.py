@@ -27,7 +27,7 @@ def signal_inputs(args: argparse.Namespace):
     (forecasts as issued: a folder, JSON lines, CSV issued,time,value, a document with its issue time),
     start Unix seconds or None)."""
     from autoscaler.adapters.signal_source import load_forecast, load_signal
-    from energy.signal import parse_time_s
+    from autoscaler.core.energy.signal import parse_time_s
 
     if args.carbon is None:
         given = [flag for flag, value in (("--carbon-unit", args.carbon_unit), ("--start", args.start)) if value is not None]

@@ -1,0 +1,299 @@
+"""Forecasts as they were issued: each forecast with the time it was issued, so that a replay at slot t
+reads only what was known at t (no look-ahead).
+
+Pure: readers parse text the caller has read (``autoscaler.adapters.signal_source`` reads files,
+folders and URLs). An :class:`IssuedForecast` is one forecast (a :class:`~autoscaler.core.energy.signal.Signal`) and
+its issue time; a :class:`ForecastArchive` is many, sorted by issue time.
+
+One provider forecast document, with the time it was issued:
+
+* WattTime v3 ``/v3/forecast``: ``{"data": [{"point_time", "value"}], "meta": {"generated_at", "units"}}``,
+  lbs/MWh; the issue time is ``meta.generated_at``;
+* Electricity Maps ``/v3/carbon-intensity/forecast``: ``{"zone", "forecast": [{"datetime",
+  "carbonIntensity"}], "updatedAt"}``, gCO2eq/kWh (the API reference's example response); the issue
+  time is ``updatedAt``;
+* UK Carbon Intensity ``/intensity/{from}/fw48h``: ``{"data": [{"from", "to", "intensity":
+  {"forecast", "actual"}}]}``, gCO2eq/kWh. It carries no issue time: the first point's ``from`` is
+  taken as the issue time (the API publishes the forecast for the half hours from then on, so it was
+  known by then at the latest), and ``intensity.forecast`` is read before ``intensity.actual``.
+
+An archive of many issues:
+
+* JSON lines (``.jsonl``): one provider document per line;
+* a folder of provider documents, one issue per ``.json`` file, sorted by issue time, not by file name
+  (the adapter reads the folder; :func:`read_forecast_documents` takes the texts);
+* a long CSV with the header ``issued,time,value``: one point per line, the time the forecast was
+  issued, the time of the point, its value; ISO-8601 times (all with a zone, or none: read as UTC, as
+  :func:`autoscaler.core.energy.signal.read_csv`); the unit is given by the caller (``--carbon-unit``).
+
+Bad input raises ``TraceError`` naming the file, the line (JSON lines, CSV) or item and what was
+expected; an unknown unit ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autoscaler.core import readable
+from autoscaler.core.energy.signal import (
+    _JSON_START,
+    CsvTimes,
+    Signal,
+    _build,
+    _check_unit,
+    _csv_rows,
+    _json_format,
+    _load_json,
+    in_grams,
+    parse_time_s,
+    read_electricity_maps,
+    read_signal,
+    read_uk_carbon,
+    read_watttime,
+    utc_text,
+)
+from autoscaler.core.errors import ConfigError, TraceError
+
+ARCHIVE_CSV_HEADER = ("issued", "time", "value")
+
+
+@dataclass(frozen=True, eq=False)
+class IssuedForecast:
+    """One forecast as issued: ``issued_s``, Unix seconds (UTC) it was issued at; ``signal``, its values.
+    Raises TraceError naming the signal's source for an issue time that is not a finite number."""
+
+    issued_s: float
+    signal: Signal
+
+    def __post_init__(self) -> None:
+        if isinstance(self.issued_s, bool) or not isinstance(self.issued_s, (int, float, np.floating)) or not math.isfinite(self.issued_s):
+            raise TraceError(self.signal.source, None, f"issue time: expected finite Unix seconds, got {self.issued_s!r}")
+        object.__setattr__(self, "issued_s", float(self.issued_s))
+
+    @property
+    def end_s(self) -> float:
+        """Unix seconds where the forecast's last step ends (its last point plus the median interval;
+        a forecast of one point: that point's time)."""
+        times_s = self.signal.times_s
+        return float(times_s[-1]) + (self.signal.median_interval_s if times_s.size > 1 else 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class ForecastArchive:
+    """Forecasts as issued, from one source.
+
+    ``source``: the file, folder or URL, for messages. ``unit``: every issue's unit (one of
+    ``autoscaler.core.energy.signal.UNITS``). ``issues``: sorted by ``issued_s`` here (given in any order).
+    ``notes``: what the reader chose that a user should know (times read as UTC).
+    Raises TraceError naming the source for no issues, an issue in another unit (naming it), or two
+    issues issued at one time (naming both); ConfigError for an unknown unit.
+    """
+
+    source: str
+    unit: str
+    issues: tuple[IssuedForecast, ...]
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_unit(self.unit)
+        issues = tuple(sorted(self.issues, key=lambda issue: issue.issued_s))
+        if not issues:
+            raise TraceError(self.source, None, "empty forecast archive: no issues (expected one forecast document, or line, per issue)")
+        for issue in issues:
+            if issue.signal.unit != self.unit:
+                raise TraceError(
+                    self.source, None,
+                    f"{issue.signal.source} (issued {utc_text(issue.issued_s)}) is in {issue.signal.unit}, the archive's other issues in "
+                    f"{self.unit}: an archive's issues are in one unit",
+                )  # fmt: skip
+        for before, after in zip(issues, issues[1:]):
+            if before.issued_s == after.issued_s:
+                raise TraceError(
+                    self.source, None,
+                    f"{before.signal.source} and {after.signal.source} are both issued at {utc_text(after.issued_s)}: which is newer is not known",
+                )  # fmt: skip
+        object.__setattr__(self, "issues", issues)
+
+    @classmethod
+    def of(cls, source: str, issues, notes: tuple[str, ...] = ()) -> ForecastArchive:
+        """The archive of ``issues`` in the first one's unit (TraceError as the class, also for no issues)."""
+        issues = tuple(issues)
+        if not issues:
+            raise TraceError(source, None, "empty forecast archive: no issues (expected one forecast document, or line, per issue)")
+        return cls(source, issues[0].signal.unit, issues, notes)
+
+    @property
+    def issued_s(self) -> np.ndarray:
+        """The issue times, shape (n_issues,), Unix seconds, increasing."""
+        return np.array([issue.issued_s for issue in self.issues])
+
+
+def archive_in_grams(archive: ForecastArchive) -> ForecastArchive:
+    """The archive with every issue in the unit decisions are made by (:func:`autoscaler.core.energy.signal.in_grams`:
+    lbs/MWh to gCO2eq/kWh, a price as it is)."""
+    if archive.unit != "lbs/MWh":
+        return archive
+    issues = tuple(IssuedForecast(issue.issued_s, in_grams(issue.signal)) for issue in archive.issues)
+    return ForecastArchive(archive.source, "gCO2eq/kWh", issues, archive.notes)
+
+
+def issue_time_s(document: Any, source: str) -> float | None:
+    """The issue time of a provider document already parsed, Unix seconds, or None when its format
+    carries none (a WattTime document without ``meta.generated_at``, Electricity Maps history or a
+    forecast without ``updatedAt``, UK Carbon Intensity). Raises TraceError naming the field for an
+    issue time that is not an ISO-8601 time with a zone."""
+    if not isinstance(document, dict):
+        return None
+    meta = document.get("meta")
+    if isinstance(document.get("data"), list) and isinstance(meta, dict) and "generated_at" in meta:
+        return _field_time(meta["generated_at"], source, "meta.generated_at")
+    if isinstance(document.get("forecast"), list) and "updatedAt" in document:
+        return _field_time(document["updatedAt"], source, "updatedAt")
+    return None
+
+
+def _field_time(text: Any, source: str, field: str) -> float:
+    try:
+        return parse_time_s(text)
+    except ValueError as exc:
+        raise TraceError(source, None, f"{field}: the time the forecast was issued: {exc}") from None
+
+
+def read_issued_document(text: str, source: str) -> IssuedForecast:
+    """One provider forecast document with its issue time (the module's list: WattTime v3
+    ``meta.generated_at``, Electricity Maps ``updatedAt``, UK Carbon Intensity the first point's
+    ``from``), in the format's own unit. Raises TraceError naming the source for a document of no
+    known shape, a history document (not a forecast), a missing or bad issue time (naming the field),
+    or a bad point (naming the item, as :mod:`autoscaler.core.energy.signal`'s readers do)."""
+    document = _load_json(text, source)
+    fmt, _unit = _json_format(document, source)
+    if fmt == "WattTime":
+        meta = document.get("meta")
+        if not (isinstance(meta, dict) and "generated_at" in meta):
+            raise TraceError(source, None, "meta.generated_at: expected the time the forecast was issued (WattTime v3 /v3/forecast carries it), found none")
+        return IssuedForecast(_field_time(meta["generated_at"], source, "meta.generated_at"), read_watttime(text, source))
+    if fmt == "Electricity Maps":
+        if not isinstance(document.get("forecast"), list):
+            raise TraceError(source, None, "expected an Electricity Maps forecast ('forecast' and 'updatedAt'), got a history document: it was not issued as a forecast")
+        if "updatedAt" not in document:
+            raise TraceError(source, None, "updatedAt: expected the time the forecast was issued (Electricity Maps /carbon-intensity/forecast carries it), found none")
+        return IssuedForecast(_field_time(document["updatedAt"], source, "updatedAt"), read_electricity_maps(text, source))
+    # UK Carbon Intensity carries no issue time: the first half hour's start is taken as it.
+    signal = read_uk_carbon(text, source, prefer="forecast")
+    return IssuedForecast(float(signal.times_s[0]), signal)
+
+
+def read_forecast_lines(text: str, source: str) -> ForecastArchive:
+    """An archive from JSON lines: one provider forecast document per line (``read_issued_document``),
+    blank lines skipped; each issue's source is ``source:line``. Raises TraceError naming the source
+    and the line for a bad document (and the item within it), TraceError as ``ForecastArchive``."""
+    issues: list[IssuedForecast] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            issues.append(read_issued_document(line, f"{source}:{line_no}"))
+        except TraceError as error:
+            raise TraceError(source, line_no, _message(error)) from None
+    return ForecastArchive.of(source, issues)
+
+
+def read_forecast_documents(documents, source: str) -> ForecastArchive:
+    """An archive from provider documents, one issue each (a folder's files): ``documents`` is an
+    iterable of (name, text), ``name`` each issue's source. Sorted by issue time, not by name. Raises
+    TraceError naming the document's name as ``read_issued_document``, and as ``ForecastArchive``."""
+    return ForecastArchive.of(source, [read_issued_document(text, name) for name, text in documents])
+
+
+def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
+    """An archive from a long CSV with the header ``issued,time,value`` (any case): the time each point's
+    forecast was issued, the point's time, its value in ``unit``. The lines of one issue need not be
+    together; within an issue the times must increase. Times all with a zone or all without (read as
+    UTC, with a note in ``notes``). Raises ConfigError for an unknown ``unit``; TraceError naming the
+    line for a wrong header, a wrong column count, a bad or mixed time, a bad value, or a time not
+    after the one before in its issue."""
+    _check_unit(unit)
+    time_rule = CsvTimes(source, repeated=True)
+    by_issue: dict[float, tuple[array, array, array]] = {}
+    header_seen = False
+    for line_no, row in _csv_rows(text, source):
+        cells = [cell.strip() for cell in row]
+        if not any(cells):
+            continue
+        if not header_seen:
+            if tuple(cell.lower() for cell in cells) != ARCHIVE_CSV_HEADER:
+                raise TraceError(source, line_no, f"expected the header 'issued,time,value', got {','.join(row)!r}")
+            header_seen = True
+            continue
+        if len(cells) != 3:
+            raise TraceError(source, line_no, f"expected 3 columns (issued, time, value), got {len(cells)}")
+        issued_s = time_rule.time_s(cells[0], line_no)
+        time_s = time_rule.time_s(cells[1], line_no)
+        try:
+            value = float(cells[2])
+        except ValueError:
+            raise TraceError(source, line_no, f"{utc_text(time_s)}: expected a number, got {readable.echo_text(cells[2])}") from None
+        times_s, values, lines = by_issue.setdefault(issued_s, (array("d"), array("d"), array("q")))
+        times_s.append(time_s)
+        values.append(value)
+        lines.append(line_no)
+    if not header_seen:
+        raise TraceError(source, None, "empty file: expected the header 'issued,time,value' and one point per line")
+    issues = []
+    for issued_s, (times_s, values, lines) in by_issue.items():
+        name = f"{source} (issued {utc_text(issued_s)})"
+        # Checked under the file's name, so that a bad point is named by the file and its line.
+        checked = _build(source, unit, np.frombuffer(times_s, dtype=float), np.frombuffer(values, dtype=float), lambda i, lines=lines: (int(lines[i]), ""))
+        issues.append(IssuedForecast(issued_s, Signal(checked.times_s, checked.values, unit, name)))
+    return ForecastArchive(source, unit, tuple(issues), time_rule.notes)
+
+
+def is_archive_csv(text: str) -> bool:
+    """True when the text's first non-blank line is the header ``issued,time,value`` (any case)."""
+    for line in text.splitlines():
+        if line.strip():
+            return tuple(cell.strip().lower() for cell in line.split(",")) == ARCHIVE_CSV_HEADER
+    return False
+
+
+def read_forecast(text: str, source: str, unit: str | None = None, unit_name: str = "the unit") -> Signal | ForecastArchive:
+    """A forecast source's text as an archive when it carries issue times, else a plain signal:
+
+    * JSON lines (``source`` ending ``.jsonl``, or JSON text holding more than one document) → an archive;
+    * a long CSV whose header is ``issued,time,value`` → an archive (``unit`` required);
+    * one provider document that carries an issue time (WattTime ``meta.generated_at``, Electricity
+      Maps ``updatedAt``) → an archive of one issue;
+    * anything else (CSV ``time,value``, UK Carbon Intensity, a document without an issue time) → a
+      plain :class:`~autoscaler.core.energy.signal.Signal` (:func:`autoscaler.core.energy.signal.read_signal`), with no issue times.
+
+    Raises ConfigError for a missing or unknown unit (CSV), TraceError as the readers."""
+    if source.split("?", 1)[0].lower().endswith(".jsonl"):
+        return read_forecast_lines(text, source)
+    if _JSON_START.match(text):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg == "Extra data":
+                return read_forecast_lines(text, source)
+            raise TraceError(source, exc.lineno, f"not JSON: {exc.msg} (column {exc.colno})") from None
+        if issue_time_s(document, source) is not None:
+            return ForecastArchive.of(source, [read_issued_document(text, source)])
+        return read_signal(text, source, unit, unit_name)
+    if is_archive_csv(text):
+        if unit is None:
+            raise ConfigError(f"{source}: a CSV forecast archive needs its unit: give {unit_name}")
+        return read_forecast_csv(text, source, unit)
+    return read_signal(text, source, unit, unit_name)
+
+
+def _message(error: TraceError) -> str:
+    """A TraceError's message without its ``path:line:`` prefix."""
+    where = f"{error.path}:{error.line}" if error.line is not None else error.path
+    text = str(error)
+    return text[len(where) + 2 :] if text.startswith(f"{where}: ") else text
