@@ -17,10 +17,10 @@ def iso(j: int) -> str:
 
 
 def write_long_csv(path, issues) -> None:
-    """``issues``: (issue half-hour, value of half-hour j) pairs, each forecasting every half-hour."""
+    """``issues``: (issue half-hour, value of half-hour j) pairs, each forecasting every half-hour from its own on."""
     lines = ["issued,time,value"]
     for issued, value in issues:
-        lines.extend(f"{iso(issued)},{iso(j)},{value(j)}" for j in range(HALF_HOURS))
+        lines.extend(f"{iso(issued)},{iso(j)},{value(j)}" for j in range(issued, HALF_HOURS))
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -106,3 +106,14 @@ def test_a_signal_with_naive_times_and_a_named_value_column_replays_as_utc(tmp_p
     same = run_json([*argv, "--carbon", str(zoned)], capsys)
     assert naive["signal"]["start"] == same["signal"]["start"] == "2020-06-02T00:00:00Z"
     assert naive["policies"]["hold"]["co2_g"] == same["policies"]["hold"]["co2_g"]
+
+
+def test_an_archive_row_issued_after_its_time_is_refused_naming_the_flag_the_file_and_the_line(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    archive = tmp_path / "swapped.csv"
+    # The columns swapped: the second row is "issued" at half-hour 3 for half-hour 2.
+    archive.write_text(f"issued,time,value\n{iso(2)},{iso(2)},300\n{iso(3)},{iso(2)},310\n")
+    assert main(["replay", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh", "--forecast", str(archive)]) == 2
+    err = capsys.readouterr().err
+    assert f"--forecast: {archive}:3: issued 2020-06-01T01:30:00Z, after the time it forecasts, 2020-06-01T01:00:00Z: " in err
+    assert "are the columns issued and time swapped?" in err and "Traceback" not in err

@@ -164,6 +164,37 @@ def test_long_csv_bad_input_is_named_by_its_line(text, expected):
         read_forecast_csv(text, "c.csv", "gCO2eq/kWh")
 
 
+def test_a_row_issued_at_its_own_time_is_a_forecast_of_the_interval_it_starts():
+    text = "issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,10\n2026-06-01T12:00Z,2026-06-01T12:30Z,11\n"
+    archive = read_forecast_csv(text, "now.csv", "gCO2eq/kWh")
+    assert archive.issued_s.tolist() == [NOON] and archive.issues[0].signal.times_s.tolist() == [NOON, NOON + 1800]
+
+
+def test_a_row_issued_after_the_time_it_forecasts_is_refused_naming_the_line_and_both_times():
+    text = "issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,10\n2026-06-01T13:00Z,2026-06-01T12:30Z,11\n"
+    with pytest.raises(TraceError) as info:
+        read_forecast_csv(text, "late.csv", "gCO2eq/kWh")
+    assert info.value.line == 3
+    assert str(info.value) == (
+        "late.csv:3: issued 2026-06-01T13:00Z, after the time it forecasts, 2026-06-01T12:30Z: a forecast is issued at or before "
+        "its time (a value given after its time is a measurement, not a forecast); are the columns issued and time swapped? "
+        "Leave out the rows for times before their issue"
+    )
+
+
+def test_a_row_issued_after_its_time_by_a_dst_offset_is_named_with_utc_and_the_offsets():
+    # Paris, 2026-03-29: summer time from 01:00 UTC. The issue, 03:00 local, still written with the winter offset.
+    text = "issued,time,value\n2026-03-29T03:00+01:00,2026-03-29T03:00+02:00,10\n2026-03-29T03:00+01:00,2026-03-29T03:30+02:00,11\n"
+    with pytest.raises(TraceError) as info:
+        read_forecast_csv(text, "paris.csv", "gCO2eq/kWh")
+    assert info.value.line == 2
+    assert str(info.value).startswith(
+        "paris.csv:2: issued 2026-03-29T03:00+01:00 (2026-03-29T02:00:00Z), after the time it forecasts, "
+        "2026-03-29T03:00+02:00 (2026-03-29T01:00:00Z): a forecast is issued at or before its time"
+    )
+    assert str(info.value).endswith("the two times carry the offsets +01:00 and +02:00: are they mislabelled across a DST change?")
+
+
 def test_an_empty_archive_mixed_units_and_one_issue_time_twice_are_refused():
     with pytest.raises(TraceError, match=r"^e\.jsonl: empty forecast archive"):
         read_forecast_lines("\n\n", "e.jsonl")

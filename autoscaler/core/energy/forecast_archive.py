@@ -24,7 +24,9 @@ An archive of many issues:
   (the adapter reads the folder; :func:`read_forecast_documents` takes the texts);
 * a long CSV with the header ``issued,time,value``: one point per line, the time the forecast was
   issued, the time of the point, its value; ISO-8601 times (all with a zone, or none: read as UTC, as
-  :func:`autoscaler.core.energy.signal.read_csv`); the unit is given by the caller (``--carbon-unit``).
+  :func:`autoscaler.core.energy.signal.read_csv`); the unit is given by the caller (``--carbon-unit``). Each row is
+  issued at or before its time (:func:`read_forecast_csv` says why at, and refuses after). A provider
+  document's points are kept as it gives them: it has one issue time for them all.
 
 Bad input raises ``TraceError`` naming the file, the line (JSON lines, CSV) or item and what was
 expected; an unknown unit ``ConfigError``.
@@ -50,6 +52,7 @@ from autoscaler.core.energy.signal import (
     _csv_rows,
     _json_format,
     _load_json,
+    _moment,
     in_grams,
     parse_time_s,
     read_electricity_maps,
@@ -215,9 +218,19 @@ def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
     """An archive from a long CSV with the header ``issued,time,value`` (any case): the time each point's
     forecast was issued, the point's time, its value in ``unit``. The lines of one issue need not be
     together; within an issue the times must increase. Times all with a zone or all without (read as
-    UTC, with a note in ``notes``). Raises ConfigError for an unknown ``unit``; TraceError naming the
-    line for a wrong header, a wrong column count, a bad or mixed time, a bad value, or a time not
-    after the one before in its issue."""
+    UTC, with a note in ``notes``).
+
+    A row is issued at or before its time. Issued at its time is a forecast: a point's value holds
+    from its time to the next point's (:class:`~autoscaler.core.energy.signal.Signal` is a step function), so it
+    forecasts the interval that starts then, and a replay reads an issue only from the slot that
+    starts at or after its issue time (:class:`~autoscaler.core.issued.IssuedSlots`), never before;
+    UK Carbon Intensity's forecasts are issued at their first half hour's start by the same rule.
+    Issued after its time, a value is a measurement, not a forecast (or the columns are swapped): refused.
+
+    Raises ConfigError for an unknown ``unit``; TraceError naming the line for a wrong header, a
+    wrong column count, a bad or mixed time, a bad value, a row issued after its time (naming both
+    times, and their UTC offsets when these differ by as much as the two times do: a DST change), or
+    a time not after the one before in its issue."""
     _check_unit(unit)
     time_rule = CsvTimes(source, repeated=True)
     by_issue: dict[float, tuple[array, array, array]] = {}
@@ -235,6 +248,8 @@ def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
             raise TraceError(source, line_no, f"expected 3 columns (issued, time, value), got {len(cells)}")
         issued_s = time_rule.time_s(cells[0], line_no)
         time_s = time_rule.time_s(cells[1], line_no)
+        if time_s < issued_s:
+            raise TraceError(source, line_no, _issued_after_text(cells[0], cells[1], issued_s, time_s))
         try:
             value = float(cells[2])
         except ValueError:
@@ -252,6 +267,35 @@ def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
         checked = _build(source, unit, np.frombuffer(times_s, dtype=float), np.frombuffer(values, dtype=float), lambda i, lines=lines: (int(lines[i]), ""))
         issues.append(IssuedForecast(issued_s, Signal(checked.times_s, checked.values, unit, name)))
     return ForecastArchive(source, unit, tuple(issues), time_rule.notes)
+
+
+def _offset(text: str):
+    """The UTC offset a time's text carries (a timedelta), None for a time without a zone."""
+    return _moment(text).utcoffset()
+
+
+def _offset_text(offset) -> str:
+    minutes = round(offset.total_seconds() / 60)
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _shown_time(text: str, time_s: float) -> str:
+    """A time as the file writes it, and its UTC instant when its offset is not UTC's."""
+    offset = _offset(text)
+    return text if not offset else f"{text} ({utc_text(time_s)})"
+
+
+def _issued_after_text(issued_text: str, time_text: str, issued_s: float, time_s: float) -> str:
+    """What is wrong with a row issued after its time: a DST mislabel when the two offsets differ by
+    at least the gap, else swapped columns or a measurement among forecasts."""
+    text = (
+        f"issued {_shown_time(issued_text, issued_s)}, after the time it forecasts, {_shown_time(time_text, time_s)}: "
+        "a forecast is issued at or before its time (a value given after its time is a measurement, not a forecast); "
+    )
+    offsets = _offset(issued_text), _offset(time_text)
+    if None not in offsets and offsets[0] != offsets[1] and issued_s - time_s <= abs((offsets[0] - offsets[1]).total_seconds()):
+        return text + f"the two times carry the offsets {_offset_text(offsets[0])} and {_offset_text(offsets[1])}: are they mislabelled across a DST change?"
+    return text + "are the columns issued and time swapped? Leave out the rows for times before their issue"
 
 
 def is_archive_csv(text: str) -> bool:
