@@ -154,7 +154,11 @@ def test_long_csv_with_naive_times_reads_them_as_utc_with_a_note():
         ("issued,time,value\nsoon,2026-06-01T12:00Z,1\n", r"^c\.csv:2: expected an ISO-8601 time"),
         ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,x\n", r"^c\.csv:2: .*expected a number"),
         ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n2026-06-01T12:00Z,2026-06-01 13:00,1\n", r"^c\.csv:3: .*has no zone but line 2"),
-        ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T13:00Z,1\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n", r"^c\.csv:3: .*decreasing time"),
+        (
+            "issued,time,value\n2026-06-01T12:00Z,2026-06-01T13:00Z,1\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n",
+            r"^c\.csv:3: time 2026-06-01T12:00Z is before line 2's 2026-06-01T13:00Z in the forecast issued 2026-06-01T12:00Z: "
+            r"within an issue each time is after the one before$",
+        ),
         ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,-1\n", r"^c\.csv:2: .*expected a value >= 0"),
         ("", r"^c\.csv: empty file"),
     ],
@@ -193,6 +197,66 @@ def test_a_row_issued_after_its_time_by_a_dst_offset_is_named_with_utc_and_the_o
         "2026-03-29T03:00+02:00 (2026-03-29T01:00:00Z): a forecast is issued at or before its time"
     )
     assert str(info.value).endswith("the two times carry the offsets +01:00 and +02:00: are they mislabelled across a DST change?")
+
+
+DST_HINT = "the UTC offsets may be mislabelled across a DST change (a summer time written with the winter offset, or the other way round)"
+
+
+def test_an_issue_that_steps_back_an_hour_at_the_end_of_summer_time_is_refused_suggesting_mislabelled_offsets():
+    # Paris, 2026-10-25: summer time (+02:00) ends at 01:00 UTC, 03:00 local, and 02:00-03:00 local comes twice.
+    # The file writes +01:00 from the first 02:00 on, an hour early: its line 6 goes back to line 4's instant.
+    text = (
+        "issued,time,value\n"
+        "2026-10-25T01:00+02:00,2026-10-25T01:00+02:00,50\n"  # 2026-10-24T23:00Z
+        "2026-10-25T01:00+02:00,2026-10-25T01:30+02:00,51\n"  # 23:30Z
+        "2026-10-25T01:00+02:00,2026-10-25T02:00+01:00,52\n"  # 01:00Z, meant 00:00Z
+        "2026-10-25T01:00+02:00,2026-10-25T02:30+01:00,53\n"  # 01:30Z, meant 00:30Z
+        "2026-10-25T01:00+02:00,2026-10-25T02:00+01:00,54\n"  # 01:00Z: the second 02:00, rightly +01:00
+    )
+    with pytest.raises(TraceError) as info:
+        read_forecast_csv(text, "paris.csv", "gCO2eq/kWh")
+    assert info.value.line == 6
+    assert str(info.value) == (
+        "paris.csv:6: time 2026-10-25T02:00+01:00 (2026-10-25T01:00:00Z) is before line 5's 2026-10-25T02:30+01:00 "
+        "(2026-10-25T01:30:00Z) in the forecast issued 2026-10-25T01:00+02:00 (2026-10-24T23:00:00Z): within an issue each "
+        f"time is after the one before; {DST_HINT}"
+    )
+
+
+def test_two_rows_of_one_issue_and_time_in_utc_are_refused_naming_both_spellings():
+    # 02:00+02:00 and 01:00+01:00 are one instant (00:00Z): the two rows forecast one time of one issue.
+    text = "issued,time,value\n2026-10-25T02:00+02:00,2026-10-25T03:00+01:00,10\n2026-10-25T01:00+01:00,2026-10-25T03:00+01:00,12\n"
+    with pytest.raises(TraceError) as info:
+        read_forecast_csv(text, "paris.csv", "gCO2eq/kWh")
+    assert info.value.line == 3
+    assert str(info.value) == (
+        "paris.csv:3: time 2026-10-25T03:00+01:00 (2026-10-25T02:00:00Z) is the same instant as line 2's 2026-10-25T03:00+01:00 "
+        "(2026-10-25T02:00:00Z) in the forecast issued 2026-10-25T01:00+01:00 (2026-10-25T00:00:00Z), which line 2 writes "
+        f"2026-10-25T02:00+02:00 (2026-10-25T00:00:00Z): within an issue each time is after the one before; {DST_HINT}"
+    )
+
+
+def test_naive_local_times_that_repeat_the_hour_when_summer_time_ends_are_refused_saying_they_are_read_as_utc():
+    text = "issued,time,value\n2026-10-25 00:00,2026-10-25 02:00,1\n2026-10-25 00:00,2026-10-25 02:30,2\n2026-10-25 00:00,2026-10-25 02:00,3\n"
+    with pytest.raises(TraceError) as info:
+        read_forecast_csv(text, "local.csv", "gCO2eq/kWh")
+    assert str(info.value) == (
+        "local.csv:4: time 2026-10-25 02:00 is before line 3's 2026-10-25 02:30 in the forecast issued 2026-10-25 00:00: within an "
+        "issue each time is after the one before; these times carry no zone and are read as UTC: if they are local times, the hour "
+        "repeated when summer time ends comes twice (give them in UTC or with their offsets)"
+    )
+
+
+def test_an_archive_ordered_across_both_dst_changes_with_its_offsets_is_read():
+    # Paris's half hours over each change, with the offsets right: one issue each, times increasing in UTC.
+    spring = ["2026-03-29T01:30+01:00", "2026-03-29T03:00+02:00", "2026-03-29T03:30+02:00"]
+    autumn = ["2026-10-25T02:30+02:00", "2026-10-25T02:00+01:00", "2026-10-25T02:30+01:00", "2026-10-25T03:00+01:00"]
+    rows = [f"{spring[0]},{t},1" for t in spring] + [f"{autumn[0]},{t},2" for t in autumn]
+    archive = read_forecast_csv("issued,time,value\n" + "\n".join(rows) + "\n", "paris.csv", "gCO2eq/kWh")
+    spring_s, autumn_s = unix("2026-03-29T00:30:00"), unix("2026-10-25T00:30:00")
+    assert archive.issued_s.tolist() == [spring_s, autumn_s]
+    assert archive.issues[0].signal.times_s.tolist() == [spring_s, spring_s + 1800, spring_s + 3600]
+    assert archive.issues[1].signal.times_s.tolist() == [autumn_s, autumn_s + 1800, autumn_s + 3600, autumn_s + 5400]
 
 
 def test_an_empty_archive_mixed_units_and_one_issue_time_twice_are_refused():

@@ -227,10 +227,16 @@ def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
     UK Carbon Intensity's forecasts are issued at their first half hour's start by the same rule.
     Issued after its time, a value is a measurement, not a forecast (or the columns are swapped): refused.
 
+    Within an issue each time is after the one before in UTC. Offsets mislabelled across a DST change
+    (a summer time written with the winter offset) show as a time that goes back, or two rows of one
+    issue and time in UTC (the same instant written twice, or two spellings of one issue time): the
+    message says so; a gap they leave cannot be told from the data.
+
     Raises ConfigError for an unknown ``unit``; TraceError naming the line for a wrong header, a
     wrong column count, a bad or mixed time, a bad value, a row issued after its time (naming both
     times, and their UTC offsets when these differ by as much as the two times do: a DST change), or
-    a time not after the one before in its issue."""
+    a time not after the one before in its issue (naming both lines' times, in UTC where they carry
+    another offset, and suggesting mislabelled offsets, or local times read as UTC)."""
     _check_unit(unit)
     time_rule = CsvTimes(source, repeated=True)
     by_issue: dict[float, tuple[array, array, array]] = {}
@@ -260,6 +266,7 @@ def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
         lines.append(line_no)
     if not header_seen:
         raise TraceError(source, None, "empty file: expected the header 'issued,time,value' and one point per line")
+    _check_order(text, source, by_issue)
     issues = []
     for issued_s, (times_s, values, lines) in by_issue.items():
         name = f"{source} (issued {utc_text(issued_s)})"
@@ -296,6 +303,58 @@ def _issued_after_text(issued_text: str, time_text: str, issued_s: float, time_s
     if None not in offsets and offsets[0] != offsets[1] and issued_s - time_s <= abs((offsets[0] - offsets[1]).total_seconds()):
         return text + f"the two times carry the offsets {_offset_text(offsets[0])} and {_offset_text(offsets[1])}: are they mislabelled across a DST change?"
     return text + "are the columns issued and time swapped? Leave out the rows for times before their issue"
+
+
+def _check_order(text: str, source: str, by_issue: dict) -> None:
+    """Raise the TraceError for the first line, in the file, whose time is not after the one before
+    in its issue (``by_issue``: issue time -> (times, values, lines) in file order). Vectorised per
+    issue: an archive of a year of day-ahead issues is most of a million rows."""
+    first: tuple[int, float, int] | None = None  # (line, issue time, index in its issue)
+    for issued_s, (times_s, _values, lines) in by_issue.items():
+        times = np.frombuffer(times_s, dtype=float)
+        back = np.flatnonzero(~(times[1:] > times[:-1]))
+        if back.size and (first is None or lines[back[0] + 1] < first[0]):
+            first = (int(lines[back[0] + 1]), issued_s, int(back[0]) + 1)
+    if first is None:
+        return
+    line_no, issued_s, i = first
+    times_s, _values, lines = by_issue[issued_s]
+    before = int(lines[i - 1])
+    message = _out_of_order_text(_cells_at(text, source, line_no), _cells_at(text, source, before), before, times_s[i], times_s[i - 1], issued_s)
+    raise TraceError(source, line_no, message)
+
+
+def _out_of_order_text(cells: list[str], before_cells: list[str], before_line: int, time_s: float, before_s: float, issued_s: float) -> str:
+    """What is wrong with a row whose time is not after the one before in its issue (on line
+    ``before_line``, its cells ``before_cells``): the times as written and in UTC, and how offsets
+    mislabelled across a DST change, or local times without a zone, give it."""
+    issued_text, time_text = cells[0], cells[1]
+    before_issued_text, before_time_text = before_cells[0], before_cells[1]
+    relation = "the same instant as" if time_s == before_s else "before"
+    text = (
+        f"time {_shown_time(time_text, time_s)} is {relation} line {before_line}'s {_shown_time(before_time_text, before_s)} "
+        f"in the forecast issued {_shown_time(issued_text, issued_s)}"
+    )
+    if before_issued_text != issued_text:
+        text += f", which line {before_line} writes {_shown_time(before_issued_text, issued_s)}"
+    text += ": within an issue each time is after the one before"
+    offsets = [_offset(cell) for cell in (issued_text, time_text, before_issued_text, before_time_text)]
+    if offsets[0] is None:
+        return text + (
+            "; these times carry no zone and are read as UTC: if they are local times, the hour repeated when summer time ends "
+            "comes twice (give them in UTC or with their offsets)"
+        )
+    if any(offsets):
+        return text + "; the UTC offsets may be mislabelled across a DST change (a summer time written with the winter offset, or the other way round)"
+    return text
+
+
+def _cells_at(text: str, source: str, line_no: int) -> list[str]:
+    """The cells of the CSV row on line ``line_no`` (read again for a message: rows are not kept)."""
+    for number, row in _csv_rows(text, source):
+        if number == line_no:
+            return [cell.strip() for cell in row]
+    raise ValueError(f"{source}: no row on line {line_no}")
 
 
 def is_archive_csv(text: str) -> bool:
