@@ -117,3 +117,16 @@ def test_an_archive_row_issued_after_its_time_is_refused_naming_the_flag_the_fil
     err = capsys.readouterr().err
     assert f"--forecast: {archive}:3: issued 2020-06-01T01:30:00Z, after the time it forecasts, 2020-06-01T01:00:00Z: " in err
     assert "are the columns issued and time swapped?" in err and "Traceback" not in err
+
+
+def test_a_forecast_of_one_point_is_refused_naming_the_flag_and_what_is_expected(tmp_path, capsys):
+    source = write_signal(tmp_path / "grid.csv")
+    argv = ["replay", *SMALL, "--carbon", str(source), "--carbon-unit", "gCO2eq/kWh", "--forecast"]
+    archive, series = tmp_path / "one-row.csv", tmp_path / "one-point.csv"
+    archive.write_text(f"issued,time,value\n{iso(0)},{iso(48)},300\n")
+    series.write_text(f"time,value\n{iso(48)},300\n")
+    for path in (archive, series):
+        assert main([*argv, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"autoscaler: error: --forecast: {path}: one forecast point; expected at least 2 (a point's value holds" in err
+        assert "Traceback" not in err

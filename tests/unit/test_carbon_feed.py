@@ -244,6 +244,17 @@ def test_the_daemon_names_carbon_unit_for_a_csv_source_without_one(tmp_path):
         check_sources(CarbonSettings(source=str(path)))
 
 
+def test_a_forecast_of_one_point_in_the_config_is_refused_at_start_naming_the_key(tmp_path):
+    from autoscaler.adapters.carbon_feed import check_sources
+
+    source, forecast = tmp_path / "grid.csv", tmp_path / "issued.csv"
+    source.write_text(csv_text(T0, HOUR_S, [300.0, 310.0]))
+    forecast.write_text(f"issued,time,value\n{iso(T0)},{iso(T0 + HOUR_S)},290\n")
+    with pytest.raises(ConfigError) as info:
+        check_sources(CarbonSettings(source=str(source), forecast=str(forecast), unit="gCO2eq/kWh"))
+    assert str(info.value).startswith(f"[carbon] forecast: {forecast}: one forecast point; expected at least 2")
+
+
 @pytest.mark.parametrize("fields", [{"unit": "gCO2eq/kWh"}, {"refresh_s": 600}, {"timeout_s": 5}, {"max_staleness_s": 9000}])
 def test_a_carbon_section_with_fields_but_no_source_is_a_config_error(fields):
     # Without a source the daemon would run carbon-blind, the fields doing nothing.

@@ -285,10 +285,42 @@ def test_read_forecast_tells_an_archive_from_a_plain_signal():
     assert isinstance(one, ForecastArchive) and one.issued_s.tolist() == [NOON - 300]
     lines = read_forecast(f"{watttime('2026-06-01T11:55:00Z')}\n{watttime('2026-06-01T12:00:00Z')}\n", "two.json")
     assert isinstance(lines, ForecastArchive) and len(lines.issues) == 2
-    long_csv = read_forecast("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n", "l.csv", "gCO2eq/kWh")
+    long_csv = read_forecast("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n2026-06-01T12:00Z,2026-06-01T13:00Z,2\n", "l.csv", "gCO2eq/kWh")
     assert isinstance(long_csv, ForecastArchive)
     # No issue time: a plain signal, read as --carbon is.
-    for text, unit in ((watttime(None), None), (UK, None), (electricity_maps(None), None), ("time,value\n2026-06-01T12:00Z,1\n", "$/kWh")):
+    for text, unit in ((watttime(None), None), (UK, None), (electricity_maps(None), None), ("time,value\n2026-06-01T12:00Z,1\n2026-06-01T13:00Z,2\n", "$/kWh")):
         assert isinstance(read_forecast(text, "plain", unit), Signal)
     with pytest.raises(ConfigError, match="needs its unit"):
         read_forecast("issued,time,value\n2026-06-01T12:00Z,2026-06-01T12:00Z,1\n", "l.csv")
+
+
+# -- a forecast of one point ---------------------------------------------------------------------
+
+ONE_POINT = "one forecast point; expected at least 2 (a point's value holds until the next point's time: one point covers no slot)"
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        ("issued,time,value\n2026-06-01T12:00Z,2026-06-01T13:00Z,10\n", "gCO2eq/kWh"),  # an archive of one row
+        ("time,value\n2026-06-01T13:00Z,10\n", "gCO2eq/kWh"),  # a series without issue times
+        (electricity_maps("2026-06-01T12:56:53Z", values=(300,)), None),  # one document, issued, of one point
+        (json.dumps({"data": [json.loads(UK)["data"][0]]}), None),  # UK Carbon Intensity, one half hour: a series
+    ],
+)
+def test_a_forecast_of_one_point_is_refused_saying_two_are_needed(text, unit):
+    with pytest.raises(TraceError) as info:
+        read_forecast(text, "one", unit)
+    assert str(info.value) == f"one: {ONE_POINT}"
+
+
+def test_an_archive_whose_every_issue_has_one_point_is_refused_and_one_of_two_points_is_enough():
+    one_each = [("f/a.json", electricity_maps("2026-06-01T12:10:00Z", (5,))), ("f/b.json", electricity_maps("2026-06-01T12:30:00Z", (7,)))]
+    with pytest.raises(TraceError) as info:
+        read_forecast_documents(one_each, "f")
+    assert str(info.value) == (
+        "f: 2 issues of one point each; expected an issue of at least 2 points (a point's value holds until the next point's "
+        "time: one point covers no slot)"
+    )
+    enough = read_forecast_documents([*one_each, ("f/c.json", electricity_maps("2026-06-01T12:50:00Z", (8, 9)))], "f")
+    assert [issue.signal.times_s.size for issue in enough.issues] == [1, 1, 2]

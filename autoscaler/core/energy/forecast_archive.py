@@ -210,8 +210,28 @@ def read_forecast_lines(text: str, source: str) -> ForecastArchive:
 def read_forecast_documents(documents, source: str) -> ForecastArchive:
     """An archive from provider documents, one issue each (a folder's files): ``documents`` is an
     iterable of (name, text), ``name`` each issue's source. Sorted by issue time, not by name. Raises
-    TraceError naming the document's name as ``read_issued_document``, and as ``ForecastArchive``."""
-    return ForecastArchive.of(source, [read_issued_document(text, name) for name, text in documents])
+    TraceError naming the document's name as ``read_issued_document``, and as ``ForecastArchive``;
+    TraceError naming ``source`` when no issue has two points (:func:`at_least_two_points`)."""
+    return at_least_two_points(ForecastArchive.of(source, [read_issued_document(text, name) for name, text in documents]))
+
+
+ONE_POINT_RULE = "a point's value holds until the next point's time: one point covers no slot"
+
+
+def at_least_two_points(forecast: Signal | ForecastArchive) -> Signal | ForecastArchive:
+    """``forecast`` as it is when it can cover a slot: a series of two points or more, an archive with
+    an issue of two points or more (an issue of one point covers none and is never read). Raises
+    TraceError naming the forecast's source otherwise: "one forecast point; expected at least 2",
+    or for an archive of several issues, how many there are of one point each."""
+    if isinstance(forecast, Signal):
+        sizes = [forecast.times_s.size]
+    else:
+        sizes = [issue.signal.times_s.size for issue in forecast.issues]
+    if max(sizes) >= 2:
+        return forecast
+    if len(sizes) == 1:
+        raise TraceError(forecast.source, None, f"one forecast point; expected at least 2 ({ONE_POINT_RULE})")
+    raise TraceError(forecast.source, None, f"{len(sizes)} issues of one point each; expected an issue of at least 2 points ({ONE_POINT_RULE})")
 
 
 def read_forecast_csv(text: str, source: str, unit: str) -> ForecastArchive:
@@ -375,7 +395,13 @@ def read_forecast(text: str, source: str, unit: str | None = None, unit_name: st
     * anything else (CSV ``time,value``, UK Carbon Intensity, a document without an issue time) → a
       plain :class:`~autoscaler.core.energy.signal.Signal` (:func:`autoscaler.core.energy.signal.read_signal`), with no issue times.
 
-    Raises ConfigError for a missing or unknown unit (CSV), TraceError as the readers."""
+    Raises ConfigError for a missing or unknown unit (CSV), TraceError as the readers, and naming
+    ``source`` for a forecast that covers no slot: one point, or issues of one point each
+    (:func:`at_least_two_points`)."""
+    return at_least_two_points(_read_forecast(text, source, unit, unit_name))
+
+
+def _read_forecast(text: str, source: str, unit: str | None, unit_name: str) -> Signal | ForecastArchive:
     if source.split("?", 1)[0].lower().endswith(".jsonl"):
         return read_forecast_lines(text, source)
     if _JSON_START.match(text):
