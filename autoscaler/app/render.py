@@ -224,7 +224,17 @@ def slots_csv(result: ReplayResult) -> str:
 
 
 def schedule_png(result: ReplayResult) -> bytes:
-    """PNG like the deferral paper's Fig. 3: one panel per policy, L_t shaded and that policy's m_t over it."""
+    """PNG like the deferral paper's Fig. 3: one panel per policy, L_t shaded and that policy's m_t over it.
+
+    The time axis ends D slots after the window (every job's deadline under a uniform D); a
+    schedule that runs on past it (gcp's class deadlines can reach days) is cut there, and its
+    panel's title says until when it runs."""
+    fig, plt = schedule_figure(result)
+    return _png(fig, plt)
+
+
+def schedule_figure(result: ReplayResult):
+    """replay.png's figure and pyplot (see :func:`schedule_png`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -238,6 +248,7 @@ def schedule_png(result: ReplayResult) -> bytes:
     # Each slot is drawn from its start to its end: n values need n + 1 edges.
     hours = np.arange(w.n_slots + 1) * w.slot_s / 3600
     load = np.append(w.active, w.active[-1:])
+    right_h = (w.n_slots + result.deadline_slots) * w.slot_s / 3600
     for ax, (name, r), colour in zip(axes[:n, 0], result.policies.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
         m = r.schedule.capacity
         t = np.arange(m.shape[0] + 1) * w.slot_s / 3600
@@ -248,6 +259,10 @@ def schedule_png(result: ReplayResult) -> bytes:
         if sig is not None:
             total = f"{r.signal_total / 1000:,.1f} kgCO2eq" if sig.is_carbon else f"${r.signal_total:,.2f}"
             title += f"; {r.energy.energy_wh / 1000:,.1f} kWh, {total}, {r.signal_saving_pct:.1f} % {'CO2' if sig.is_carbon else 'cost'} cut"
+        running = np.flatnonzero(m > 0)
+        end_h = (running[-1] + 1) * w.slot_s / 3600 if running.size else 0.0
+        if end_h > right_h:
+            title += f"; runs to {end_h:,.1f} h, cut at {right_h:,.1f} h"
         ax.set_title(title, fontsize=9, loc="left")
         ax.set_ylabel("servers")
         ax.grid(alpha=0.3)
@@ -264,11 +279,12 @@ def schedule_png(result: ReplayResult) -> bytes:
         ax.grid(alpha=0.3)
         ax.axvline(w.n_slots * w.slot_s / 3600, color="0.5", linewidth=0.6, linestyle=":")
     axes[0, 0].legend(loc="upper right", fontsize=8, frameon=False)
+    axes[-1, 0].set_xlim(0.0, right_h)
     axes[-1, 0].set_xlabel("time (h); dotted: end of the window")
     deadline = f"D = {result.deadline_slots} slots" + (" (gcp: class deadlines)" if "gcp" in result.policies else "")
     fig.suptitle(f"{w.source}: capacity by policy, {deadline}", fontsize=10)
     fig.tight_layout()
-    return _png(fig, plt)
+    return fig, plt
 
 
 
@@ -386,33 +402,59 @@ def ratios_png(ratios: list[dict], n: int, source: str) -> bytes:
 
 
 COMPARE_PLOTTED = ("hold", "managed", "managed-dampened", "fixed")
-"""The runs whose nodes compare.png draws: the default policy and the two an operator would run instead."""
+"""The runs whose nodes up are drawn (every run that finished has its cumulative kWh drawn)."""
+
+COMPARE_OURS = "hold"
+"""The run drawn on top, thicker, in every panel: the daemon's default policy."""
 
 
 def compare_png(results: dict, deadlines: list[int], slot_s: float, with_carbon: bool) -> bytes:
-    """compare.png: one column per deadline; the nodes up over time of hold, managed, managed-dampened and fixed, and
-    every run's cumulative kWh (and kgCO2eq with a carbon signal) (``results``: {(name, D):
-    autoscaler.app.compare.RunResult}; the bound and runs that did not finish have no curves)."""
+    """compare.png (see :func:`compare_figure`) as PNG bytes."""
+    fig, plt = compare_figure(results, deadlines, slot_s, with_carbon)
+    return _png(fig, plt)
+
+
+def compare_figure(results: dict, deadlines: list[int], slot_s: float, with_carbon: bool):
+    """compare.png's figure and pyplot: one column per deadline; the nodes up over time (billed,
+    whatever their state) of hold, managed, managed-dampened and fixed, and every run's cumulative
+    kWh (and kgCO2eq with a carbon signal). ``results``: {(name, D): autoscaler.app.compare.RunResult}.
+
+    A run keeps one colour in every panel; hold is drawn on top and thicker. The bound has no
+    curve (the LP gives totals, not a path): its total is a dashed level in the kWh (and kgCO2eq)
+    panel, to read against where each curve ends. Runs that did not finish are not drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from autoscaler.app.compare import BOUND
+
+    names = list(dict.fromkeys(name for name, _ in results))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = {name: palette[i % len(palette)] for i, name in enumerate(n for n in names if n != BOUND)}
     panels = 3 if with_carbon else 2
     fig, axes = plt.subplots(panels, len(deadlines), figsize=(6 * len(deadlines), 3.5 * panels), squeeze=False, sharex="col")
     for column, d in enumerate(deadlines):
         nodes_ax, kwh_ax = axes[0][column], axes[1][column]
         for (name, deadline), result in results.items():
-            if deadline != d or result.nodes is None:
+            if deadline != d or result.figures is None:
                 continue
+            if name == BOUND:
+                _bound_level(kwh_ax, result.figures.energy_kwh, f"bound ({result.figures.energy_kwh:,.0f} kWh, total)")
+                if with_carbon and result.figures.co2_kg is not None:
+                    _bound_level(axes[2][column], result.figures.co2_kg, f"bound ({result.figures.co2_kg:,.1f} kg, total)")
+                continue
+            if result.nodes is None:
+                continue
+            style = {"color": colours[name], "linewidth": 2.0 if name == COMPARE_OURS else 0.9, "zorder": 3 if name == COMPARE_OURS else 2}
             if name in COMPARE_PLOTTED:
                 times, nodes = result.nodes
-                nodes_ax.step(times / 3600.0, nodes, where="post", label=name, linewidth=0.8)
+                nodes_ax.step(times / 3600.0, nodes, where="post", label=name, **style)
             hours = slot_s * np.arange(1, len(result.cumulative_kwh) + 1) / 3600.0
-            kwh_ax.plot(hours, result.cumulative_kwh, label=f"{name} ({result.figures.energy_kwh:,.0f} kWh)", linewidth=1.0)
+            kwh_ax.plot(hours, result.cumulative_kwh, label=f"{name} ({result.figures.energy_kwh:,.0f} kWh)", **style)
             if with_carbon and result.cumulative_co2_kg is not None:
-                axes[2][column].plot(hours, result.cumulative_co2_kg, label=f"{name} ({result.figures.co2_kg:,.1f} kg)", linewidth=1.0)
-        nodes_ax.set_title(f"D = {d * slot_s / 3600:g} h: nodes up (booting, idle, busy)")
+                axes[2][column].plot(hours, result.cumulative_co2_kg, label=f"{name} ({result.figures.co2_kg:,.1f} kg)", **style)
+        nodes_ax.set_title(f"D = {d * slot_s / 3600:g} h: nodes up (billed: booting, idle or busy)")
         nodes_ax.set_ylabel("nodes")
         kwh_ax.set_ylabel("cumulative kWh")
         if with_carbon:
@@ -422,7 +464,11 @@ def compare_png(results: dict, deadlines: list[int], slot_s: float, with_carbon:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="upper left", fontsize=7)
     fig.tight_layout()
-    return _png(fig, plt)
+    return fig, plt
+
+
+def _bound_level(ax, total: float, label: str) -> None:
+    ax.axhline(total, color="0.3", linestyle="--", linewidth=0.9, label=label, zorder=1)
 
 
 def _png(fig, plt) -> bytes:
