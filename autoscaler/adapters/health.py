@@ -16,6 +16,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
 from autoscaler.adapters.clock import WallClock
+from autoscaler.core import defaults
 from autoscaler.core.controller import SIGNAL_FALLBACKS
 from autoscaler.core.errors import ConfigError
 
@@ -188,7 +189,7 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
-def serve(telemetry: Telemetry, host: str = "127.0.0.1", port: int = 9464) -> WSGIServer:
+def serve(telemetry: Telemetry, host: str = "127.0.0.1", port: int = defaults.HEALTH_PORT) -> WSGIServer:
     """Serve /healthz and /metrics on ``host``:``port`` (0: a free port; ``server.server_port`` says
     which) on a daemon thread; ``server.shutdown()`` stops it. Raises ConfigError if the address
     cannot be bound (in use, or not an address of this machine)."""

@@ -250,12 +250,12 @@ class Settings(BaseSettings):
     known_tenants: list[str] = Field(default_factory=list)
     """Tenants allowed to submit; empty accepts any tenant."""
     health_host: str = "127.0.0.1"
-    health_port: int = Field(default=9464, ge=0, le=65535)
+    health_port: int = Field(default=defaults.HEALTH_PORT, ge=0, le=65535)
     """/healthz and /metrics; 0 picks a free port (logged at start)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
     carbon: CarbonSettings = Field(default_factory=CarbonSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
-    retention_days: float = Field(default=30.0, gt=0, le=36_600)
+    retention_days: float = Field(default=defaults.RETENTION_DAYS, gt=0, le=36_600)
     """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
     startup_wait_s: float | None = Field(default=None, ge=0, le=86_400)
     """How long start-up keeps trying EMR through errors that pass (throttling, 5xx, no connection)

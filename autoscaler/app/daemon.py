@@ -66,7 +66,7 @@ listing stops at the first recorded one, so a few of the newest are enough."""
 UNKNOWN_STEPS_NAMED = 50
 """Job ids named in the ``steps_unknown_to_store`` log line; the rest are counted."""
 
-DEFAULT_RETENTION_S = 30 * 86400.0
+DEFAULT_RETENTION_S = defaults.RETENTION_DAYS * 86400.0
 """Finished jobs and decisions older than this are pruned from the store (30 days)."""
 
 

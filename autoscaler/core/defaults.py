@@ -112,3 +112,29 @@ CARBON_SHORT_DEFERRAL_S = 7200.0
 """How far hold+carbon defers when it cannot trust its forecast or is over its regret cap, seconds (at
 least hold's break-even W; ``[carbon] short_deferral_s``;
 :func:`autoscaler.core.policies.carbon.short_deadline_slots`)."""
+
+RETENTION_DAYS = 30.0
+"""Days finished jobs (released, or submitted if never released) and slot decisions are kept in the
+store before a slot prunes them (``retention_days``)."""
+
+HEALTH_PORT = 9464
+"""The port of /healthz and Prometheus /metrics (``health_port``): the one Prometheus's list of
+default ports gives exporters of this kind."""
+
+BLOCK_MB = 128.0
+"""The HDFS block size, MB (MiB): one mapper per block (paper: deferral, §V-A)."""
+
+MAP_S_PER_MB = 0.8
+"""f(x) = this * x: a mapper's compute seconds per MB of input (paper: deferral, §V-A)."""
+
+REDUCE_S_PER_MB = 0.9
+"""g(x) = this * x: a reducer's compute seconds per MB of shuffle (paper: deferral, §V-A)."""
+
+READ_MB_S = 100.0
+"""V_i, the rate data is read at, MB/s (paper: deferral, §V-A)."""
+
+WRITE_MB_S = 100.0
+"""V_o, the rate output is written at, MB/s (paper: deferral, §V-A)."""
+
+NETWORK_MB_S = 10.0
+"""V_n, the network transfer rate of the shuffle, MB/s (paper: deferral, §V-A)."""

@@ -60,12 +60,12 @@ class LengthModel:
     mapper in one round, which is what lambda_m = 1 assumes.
     """
 
-    block_bytes: float = 128 * MIB
-    map_s_per_mb: float = 0.8
-    reduce_s_per_mb: float = 0.9
-    read_mb_s: float = 100.0
-    write_mb_s: float = 100.0
-    network_mb_s: float = 10.0
+    block_bytes: float = defaults.BLOCK_MB * MIB
+    map_s_per_mb: float = defaults.MAP_S_PER_MB
+    reduce_s_per_mb: float = defaults.REDUCE_S_PER_MB
+    read_mb_s: float = defaults.READ_MB_S
+    write_mb_s: float = defaults.WRITE_MB_S
+    network_mb_s: float = defaults.NETWORK_MB_S
     map_rounds: int = 1
     reduce_rounds: int = 1
     map_slots: int | None = None

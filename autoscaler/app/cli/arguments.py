@@ -171,12 +171,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="refuse, before allocating, a run estimated to need more memory than this (MiB)",
     )  # fmt: skip
     length = parser.add_argument_group("job-length estimate (deferral paper, §V-A)")
-    length.add_argument("--block-mb", type=positive_float, default=128.0, help="HDFS block size in MB")
-    length.add_argument("--map-s-per-mb", type=non_negative_float, default=0.8, help="f(x) = this * x")
-    length.add_argument("--reduce-s-per-mb", type=non_negative_float, default=0.9, help="g(x) = this * x")
-    length.add_argument("--read-mb-s", type=positive_float, default=100.0, help="V_i, data read rate")
-    length.add_argument("--write-mb-s", type=positive_float, default=100.0, help="V_o, data output rate")
-    length.add_argument("--network-mb-s", type=positive_float, default=10.0, help="V_n, network transfer rate")
+    length.add_argument("--block-mb", type=positive_float, default=defaults.BLOCK_MB, help="HDFS block size in MB")
+    length.add_argument("--map-s-per-mb", type=non_negative_float, default=defaults.MAP_S_PER_MB, help="f(x) = this * x")
+    length.add_argument("--reduce-s-per-mb", type=non_negative_float, default=defaults.REDUCE_S_PER_MB, help="g(x) = this * x")
+    length.add_argument("--read-mb-s", type=positive_float, default=defaults.READ_MB_S, help="V_i, data read rate")
+    length.add_argument("--write-mb-s", type=positive_float, default=defaults.WRITE_MB_S, help="V_o, data output rate")
+    length.add_argument("--network-mb-s", type=positive_float, default=defaults.NETWORK_MB_S, help="V_n, network transfer rate")
 
 
 def add_signal_arguments(parser: argparse.ArgumentParser) -> None:
