@@ -17,10 +17,10 @@ from autoscaler.adapters.fakes import FakeCluster
 from autoscaler.core import defaults
 from autoscaler.core.errors import ActuationError, StoreError
 from autoscaler.core.learned import runs_ended_by
-from autoscaler.core.model import Job
+from autoscaler.core.model import FINISHED_STATES, Job, JobState
 from autoscaler.core.ports import Clock, Cluster, JobStore
 
-FINAL_STATES = ("done", "failed")
+FINAL_STATES = FINISHED_STATES
 
 
 class ShadowStore:
@@ -64,7 +64,7 @@ class ShadowStore:
             for job in self._real.jobs_after(self._seq):
                 self._seq = max(self._seq, job.seq or 0)
                 # New to the shadow: queued, whatever the real daemon has done with it since.
-                self._remember(dataclasses.replace(job, state="queued", released_s=None, step_id=None))
+                self._remember(dataclasses.replace(job, state=JobState.QUEUED, released_s=None, step_id=None))
         return self._jobs
 
     def submit_many(self, jobs: list[Job]) -> int:
@@ -72,7 +72,7 @@ class ShadowStore:
         self._sync()
         for job in jobs:
             self._seq += 1
-            self._remember(dataclasses.replace(job, state="queued", seq=self._seq))
+            self._remember(dataclasses.replace(job, state=JobState.QUEUED, seq=self._seq))
         return len(jobs)
 
     def all_jobs(self) -> list[Job]:
@@ -178,9 +178,9 @@ class ShadowStore:
         """Released jobs as the SQL store marks them; then finished jobs leave the shadow."""
         for job_id, (released_s, step_id) in released.items():
             job = jobs.get(job_id)
-            if job is not None and (job.state == "queued" or job.step_id is None):
+            if job is not None and (job.state == JobState.QUEUED or job.step_id is None):
                 jobs[job_id] = dataclasses.replace(
-                    job, state="released" if job.state == "queued" else job.state, released_s=released_s, step_id=step_id
+                    job, state=JobState.RELEASED if job.state == JobState.QUEUED else job.state, released_s=released_s, step_id=step_id
                 )
                 self._recent.append((released_s, step_id))
         for job_id in [job_id for job_id, job in jobs.items() if job.state in FINAL_STATES]:
@@ -202,7 +202,7 @@ class ShadowStore:
         jobs = self._sync()
         _set_states(jobs, states or {})
         # A run counts only for a job done (as the SQL store's run_lengths_s asks state = 'done').
-        self._record_runs(jobs, {job_id: run for job_id, run in (runs or {}).items() if job_id in jobs and jobs[job_id].state == "done"})
+        self._record_runs(jobs, {job_id: run for job_id, run in (runs or {}).items() if job_id in jobs and jobs[job_id].state == JobState.DONE})
         self._mark_released(jobs, released)
         self._state = state
         self._last_slot = int(slot)

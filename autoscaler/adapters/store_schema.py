@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autoscaler.core import model
 from autoscaler.core.errors import StoreError, SubmitError
 from autoscaler.core.intake import deadline_difference
 from autoscaler.core.model import JOB_STATES, Job, StepSpec
@@ -32,9 +33,9 @@ version 6 a job's width (``jobs.nodes``), its submitted length when a learned on
 (``run_start_s``, ``run_end_s``), with the index the learned lengths read; older stores are migrated
 when opened."""
 
-ACTIVE_STATES = ("queued", "released", "running")
+ACTIVE_STATES = model.ACTIVE_STATES
 
-FINISHED_STATES = ("done", "failed")
+FINISHED_STATES = model.FINISHED_STATES
 
 SMALL_TABLES = ("meta", "controller_state", "intents")
 

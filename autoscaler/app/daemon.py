@@ -45,7 +45,7 @@ from autoscaler.core.edf import JobQueue, edf_key, release_by_slot
 from autoscaler.core.energy.power import TABLE_III, PowerModel
 from autoscaler.core.errors import ActuationError
 from autoscaler.core.learned import RATIO_TOLERANCE, LengthErrors
-from autoscaler.core.model import Job
+from autoscaler.core.model import Job, JobState
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 
 log = structlog.get_logger("autoscaler")
@@ -236,7 +236,7 @@ class SlotRunner:
         refused: list[str] = []
         for job in urgent:
             self._add_step(job, now_s, released, refused)
-        self.store.commit_release(slot, released, states=dict.fromkeys(refused, "failed"))
+        self.store.commit_release(slot, released, states=dict.fromkeys(refused, JobState.FAILED))
         self._settle_queue(released, refused)
         late = [job.job_id for job in urgent if job.job_id in released and start_by_slot(job, self.config) < slot]
         log.info(
@@ -325,8 +325,8 @@ class SlotRunner:
         for job_id in states.keys() | found.keys():
             released_s, step_id = found.get(job_id, (None, None))
             # When a RUNNING step started: what it still needs in the slot is counted from then.
-            run_start_s = steps[job_id].start_s if states.get(job_id) == "running" and job_id in steps else None
-            self._queue.update(job_id, states.get(job_id, "released"), released_s=released_s, step_id=step_id, run_start_s=run_start_s)
+            run_start_s = steps[job_id].start_s if states.get(job_id) == JobState.RUNNING and job_id in steps else None
+            self._queue.update(job_id, states.get(job_id, JobState.RELEASED), released_s=released_s, step_id=step_id, run_start_s=run_start_s)
         try:
             group = self.cluster.task_group()
         except ActuationError as error:
@@ -543,7 +543,7 @@ class SlotRunner:
 
     def _record(self, decision: Decision, new_state: PolicyState, observation: Observation, released: dict, refused: list[str]) -> None:
         """One store transaction for the slot; then the queue takes what was released."""
-        states = dict(observation.states) | {job_id: "failed" for job_id in refused}
+        states = dict(observation.states) | {job_id: JobState.FAILED for job_id in refused}
         prune_before_s = None if self.retention_s is None else observation.now_s - self.retention_s
         self.store.commit_slot(
             decision.slot,
@@ -562,11 +562,11 @@ class SlotRunner:
     def _settle_queue(self, released: dict, refused: list[str]) -> None:
         """The queue takes what the store recorded: refused jobs failed, queued jobs released."""
         for job_id in refused:
-            self._queue.update(job_id, "failed")
+            self._queue.update(job_id, JobState.FAILED)
         for job_id, (released_s, step_id) in released.items():
             job = self._queue.get(job_id)
-            if job is not None and job.state == "queued":
-                self._queue.update(job_id, "released", released_s=released_s, step_id=step_id)
+            if job is not None and job.state == JobState.QUEUED:
+                self._queue.update(job_id, JobState.RELEASED, released_s=released_s, step_id=step_id)
 
     # -- afterwards: log, metrics, decision record ----------------------------------------------
 

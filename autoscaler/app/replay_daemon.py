@@ -37,7 +37,7 @@ from autoscaler.core.energy.accounting import whole_nodes
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
 from autoscaler.core.learned import LENGTH_SOURCES, check_quantile, planned, quantile_label
-from autoscaler.core.model import Job, StepSpec
+from autoscaler.core.model import Job, JobState, StepSpec
 from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.readable import count_text
 from autoscaler.core.recurring import repeat_days
@@ -520,16 +520,16 @@ class _DrainCheck:
             self._first_slot = slot
             active = active_jobs()
             check_drain(
-                [job for job in active if job.state == "queued"] + self._jobs[submitted:],
-                [job for job in active if job.state != "queued"],
+                [job for job in active if job.state == JobState.QUEUED] + self._jobs[submitted:],
+                [job for job in active if job.state != JobState.QUEUED],
                 slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap, self._cap_flag,
             )  # fmt: skip
             return
         if self._left[0] <= self._max_nodes * (self._end - slot):
             return  # all of the trace's node-slots fit in what is left, whatever has run
         active = active_jobs()
-        queued = [job for job in active if job.state == "queued"]
-        running = [job for job in active if job.state != "queued" and job.released_s is not None]
+        queued = [job for job in active if job.state == JobState.QUEUED]
+        running = [job for job in active if job.state != JobState.QUEUED and job.released_s is not None]
         busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) * job.nodes for job in running)
         work = sum(self._held_by_id.get(job.job_id, node_slots(job, self._slot_s)) for job in queued) + self._left[submitted] + busy
         count = len(queued) + len(self._jobs) - submitted
@@ -608,7 +608,7 @@ def _queued(runner: SlotRunner, store) -> int:
     """Jobs queued: the runner's queue once it has run a slot, else the store's."""
     if runner.queue is not None:
         return runner.queue.queued_count
-    return sum(job.state == "queued" for job in store.active_jobs())
+    return sum(job.state == JobState.QUEUED for job in store.active_jobs())
 
 
 def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: float) -> list[Job]:
@@ -616,7 +616,7 @@ def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: flo
     released them, or still queued; what lateness (``autoscaler.core.lateness``) needs."""
     released_in = {job_id: d.slot for d in decisions for job_id in d.release}
     return [
-        dataclasses.replace(job, state="released", released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job
+        dataclasses.replace(job, state=JobState.RELEASED, released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job
         for job in jobs
     ]
 
@@ -629,7 +629,7 @@ def _record_last_runs(cluster: TwinCluster, store) -> None:
     if runs:
         # Runs before states: the shadow store (a dry run) keeps a run only for a job it still holds.
         store.set_runs(runs)
-        store.set_states(dict.fromkeys(runs, "done"))
+        store.set_states(dict.fromkeys(runs, JobState.DONE))
 
 
 def overran_jobs(bill, store, jobs: list[Job]) -> set[str] | None:

@@ -32,7 +32,7 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from autoscaler.core.errors import ConfigError, ScheduleError
-from autoscaler.core.model import JOB_STATES, Job
+from autoscaler.core.model import FINISHED_STATES, JOB_STATES, Job, JobState
 from autoscaler.core.readable import duration_text
 
 
@@ -338,10 +338,10 @@ def demand_vector(job: Job, rates: NodeRates) -> np.ndarray:
     return np.array([job.nodes * max(job.length_s, 1.0), 0.0, 0.0])
 
 
-QUEUED = "queued"
-RUNNING_STATES = ("released", "running")
+QUEUED = JobState.QUEUED
+RUNNING_STATES = (JobState.RELEASED, JobState.RUNNING)
 """States in which a job holds a node."""
-FINAL_STATES = ("done", "failed")
+FINAL_STATES = FINISHED_STATES
 
 
 class JobQueue:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from autoscaler.core.model import Job
+from autoscaler.core.model import Job, JobState
 
 if TYPE_CHECKING:
     from autoscaler.core.controller import ControllerConfig
@@ -42,7 +42,7 @@ def slots_late(job: Job, config: ControllerConfig, now_s: float, last_decided_sl
     start_by = start_by_slot(job, config)
     if job.released_s is not None:
         return max(0, config.slot_of(job.released_s) - start_by)
-    if job.state != "queued":
+    if job.state != JobState.QUEUED:
         return 0
     # Queued: the earliest slot it can still be released in.
     next_slot = config.slot_of(now_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -233,10 +234,35 @@ def require_non_negative(name: str, value: float) -> None:
         raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
-JOB_STATES = ("queued", "released", "running", "done", "failed")
-"""A job's life: queued (in our store) -> released (an EMR step was added) -> running -> done | failed.
-"Late" is not a state: a job is late (missed its deadline) when it was not released by the end of
-its start-by slot, whatever its state since; see ``autoscaler.core.lateness``."""
+class JobState(str, Enum):
+    """A job's life: queued (in our store) -> released (an EMR step was added) -> running -> done | failed.
+    "Late" is not a state: a job is late (missed its deadline) when it was not released by the end of
+    its start-by slot, whatever its state since; see ``autoscaler.core.lateness``.
+
+    Each state is its lower-case name as a string (``JobState.QUEUED == "queued"``), as the store,
+    the JSON and the command line write it."""
+
+    QUEUED = "queued"
+    RELEASED = "released"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+JOB_STATES = tuple(state.value for state in JobState)
+"""Every job state's name, in the order of a job's life."""
+
+ACTIVE_STATES = (JobState.QUEUED.value, JobState.RELEASED.value, JobState.RUNNING.value)
+"""A job the daemon still follows: queued, or holding a node."""
+
+FINISHED_STATES = (JobState.DONE.value, JobState.FAILED.value)
+"""A job whose step has ended; retention prunes these."""
 
 
 @dataclass(frozen=True)
@@ -279,7 +305,7 @@ class Job:
     deadline_s: float
     length_s: float
     step: StepSpec
-    state: str = "queued"
+    state: str = JobState.QUEUED
     released_s: float | None = None
     step_id: str | None = None
     demand_vector: tuple[float, float, float] | None = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from autoscaler.core import defaults
-from autoscaler.core.model import Job
+from autoscaler.core.model import Job, JobState
 
 if TYPE_CHECKING:
     from autoscaler.core.controller import CarbonWindow, SignalUnavailable
@@ -56,13 +56,13 @@ class StepStatus:
 
 
 JOB_STATE_BY_STEP_STATE = {
-    "PENDING": "released",
-    "CANCEL_PENDING": "released",
-    "RUNNING": "running",
-    "COMPLETED": "done",
-    "CANCELLED": "failed",
-    "FAILED": "failed",
-    "INTERRUPTED": "failed",
+    "PENDING": JobState.RELEASED,
+    "CANCEL_PENDING": JobState.RELEASED,
+    "RUNNING": JobState.RUNNING,
+    "COMPLETED": JobState.DONE,
+    "CANCELLED": JobState.FAILED,
+    "FAILED": JobState.FAILED,
+    "INTERRUPTED": JobState.FAILED,
 }
 """EMR step state -> our job state (see ``autoscaler.core.model.JOB_STATES``)."""
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, slot_of, start_by_slot
-from autoscaler.core.model import Job
+from autoscaler.core.model import Job, JobState
 
 __all__ = ["SHARE_TOLERANCE", "Dispatch", "deadline_key", "dispatch", "fair_release", "need_s", "running_need_s"]
 
@@ -421,7 +421,7 @@ def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
     release (``released_s``); a step still PENDING (state "released") needs min(length_s, slot_s), and
     a job still running past its estimated end (runs longer than estimated, or started unseen) needs
     min(length_s, slot_s) again, as if it started now."""
-    if job.state == "running" and job.run_start_s is not None:
+    if job.state == JobState.RUNNING and job.run_start_s is not None:
         started_s = job.run_start_s
     else:
         started_s = slot_start_s if job.released_s is None else job.released_s
