@@ -111,6 +111,26 @@ def held_note(store_path: str | os.PathLike) -> bytes | None:
         os.close(fd)
 
 
+def held_by_a_process(path: str | os.PathLike) -> bool:
+    """Whether a process (this one too, through another open file) holds an exclusive advisory lock
+    (``flock``) on the file at ``path``: a daemon's store lock, or a copy being staged. False when
+    there is no such file or it cannot be opened. Holds it shared for an instant to find out, as
+    ``held_note`` does (so neither takes the other for a holder), which a starting daemon waits out."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False  # a file system without flock: no lock to see
+    finally:
+        os.close(fd)  # drops the instant's lock with it
+    return False
+
+
 def hard_links_text(store_path: str | os.PathLike, why: str) -> str:
     """Why a store file with more than one hard link is refused (``why``), the other names found
     near it (see ``other_names``), and what to do: make each a copy of its own with ``autoscaler

@@ -518,7 +518,8 @@ class SqliteJobStore:
 
         Returns the copy's summary. Raises StoreError if ``dest`` exists (unless ``force``: then it
         is replaced at once, atomically, if it is a regular file), is a folder, a FIFO or a device,
-        is the store itself or one of its side files (``store_files.SIDE_FILES``), or its folder is
+        is the store itself or one of its side files (``store_files.SIDE_FILES``) or another store's,
+        is held (``flock``) by a running process, is a store a daemon runs on, or its folder is
         missing, or if writing fails ("disk full: ..." when that is why); ``dest`` is then untouched.
         """
         return backup_store(self._connection, self.path, dest, force)

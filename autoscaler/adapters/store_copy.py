@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoscaler.adapters.files import file_kind, require_regular_file
-from autoscaler.adapters.lock import StoreLock
+from autoscaler.adapters.lock import StoreLock, held_by_a_process, lock_path
 from autoscaler.adapters.store_check import (
     SQLITE_HEADER_BYTES,
     SQLITE_MAGIC,
@@ -34,6 +34,7 @@ from autoscaler.adapters.store_files import (
     new_marker,
     os_store_error,
     read_marker,
+    side_file_of,
     side_file_role,
     store_error,
     write_marker,
@@ -70,9 +71,11 @@ def backup_store(
 
 def _require_backup_dest(dest: Path, store_path: Path, force: bool) -> None:
     """Nothing if a backup may be written at ``dest``; StoreError naming it otherwise: it is the
-    store, one of the store's side files (its WAL, -shm, journal, lock or marker: replacing one
-    loses commits or guards), a folder, in a missing folder, exists without ``force``, or exists
-    and is not a regular file (a FIFO or a device, which a rename would replace by a plain file)."""
+    store, one of the store's side files or another store's (its WAL, -shm, journal, lock or marker:
+    replacing one loses commits or guards; see ``store_files.side_file_of``), a folder, in a missing
+    folder, exists without ``force``, exists and is not a regular file (a FIFO or a device, which a
+    rename would replace by a plain file), is held (``flock``) by a running process, or is a store a
+    daemon runs on (it holds the store's lock)."""
     if os.path.realpath(dest) == os.path.realpath(store_path):
         raise StoreError(f"{dest}: is the job store itself; back it up to another file")
     role = side_file_role(dest, store_path)
@@ -82,6 +85,7 @@ def _require_backup_dest(dest: Path, store_path: Path, force: bool) -> None:
         raise StoreError(f"{dest}: is a folder; give the backup's file name")
     if not dest.parent.is_dir():
         raise StoreError(f"{dest}: cannot write the backup: folder {dest.parent} does not exist")
+    _require_no_side_file(dest, "back the store up to another file")
     if os.path.lexists(dest) and not force:
         raise StoreError(f"{dest}: exists; give --force to replace it, or another file name")
     try:
@@ -90,6 +94,28 @@ def _require_backup_dest(dest: Path, store_path: Path, force: bool) -> None:
         return  # nothing there, or a dangling symlink, which the backup replaces
     if not stat.S_ISREG(mode):
         raise StoreError(f"{dest}: is {file_kind(mode)}, not a regular file; the backup is written only as a new file or over one")
+    _require_unheld(dest, "back the store up to another file")
+    if held_by_a_process(lock_path(dest)):
+        raise StoreError(
+            f"{dest}: a daemon is running on this job store (it holds {lock_path(dest)}); "
+            "stop it before replacing the store, or back the store up to another file"
+        )
+
+
+def _require_no_side_file(path: Path, instead: str) -> None:
+    """StoreError naming ``path`` if it is named as another store's side file (``side_file_of``)."""
+    side = side_file_of(path)
+    if side is not None:
+        role, base = side
+        raise StoreError(f"{path}: is the {role} of the job store {base}; replacing it takes that from the store: {instead}")
+
+
+def _require_unheld(path: Path, instead: str) -> None:
+    """StoreError naming the existing regular file ``path`` if a process holds ``flock`` on it
+    (a daemon's lock whose store was moved, a copy being staged): a rename would put a new file
+    beside the one it holds."""
+    if held_by_a_process(path):
+        raise StoreError(f"{path}: is held by a running process (an advisory lock, as a daemon holds its store's); {instead}")
 
 
 @dataclass(frozen=True)
@@ -204,12 +230,15 @@ def _file_state(real: Path) -> tuple:
 
 def _require_replaceable(path: Path, real: Path) -> None:
     """Nothing if restore may replace what is at ``path``; StoreError naming it otherwise (naming
-    --store too for a FIFO or a device: the rename aside would leave a plain file in its place)."""
+    --store too for a FIFO or a device: the rename aside would leave a plain file in its place; and
+    for another store's side file, or a file a process holds ``flock`` on, see ``_require_backup_dest``)."""
+    _require_no_side_file(path, "give the store's own path as --store")
     if not real.exists():
         return
     if real.is_dir():
         raise StoreError(f"{path}: is a folder, expected a job store file")
     require_regular_file(path, "--store", StoreError)
+    _require_unheld(path, "give the store's own path as --store")
     if marker_path(path).exists() or real.stat().st_size == 0:
         return
     refusal = f"restore replaces only a job store (or a file with its marker {marker_path(path)}): move it away or give another --store"

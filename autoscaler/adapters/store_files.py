@@ -59,6 +59,20 @@ def side_file_role(path: str | os.PathLike, store_path: str | os.PathLike) -> st
     return next((role for suffix, role in SIDE_FILES.items() if real == store + suffix), None)
 
 
+def side_file_of(path: str | os.PathLike) -> tuple[str, Path] | None:
+    """The role (one of ``SIDE_FILES``') and the file it would serve, if ``path`` (any name of it:
+    symlinks followed; it need not exist) is named as a side file of an existing file: its real path
+    is that file's plus a side file's suffix (``b.db.lock`` beside ``b.db``); None otherwise.
+    Replacing such a file takes a store's commits or guards: a daemon keeps its lock on the
+    replaced lock file while the next daemon locks the new one."""
+    real = os.path.realpath(path)
+    for suffix, role in SIDE_FILES.items():
+        base = real[: -len(suffix)]
+        if real.endswith(suffix) and base and os.path.isfile(base):
+            return role, Path(base)
+    return None
+
+
 def file_bytes(path: Path) -> int:
     try:
         return path.stat().st_size

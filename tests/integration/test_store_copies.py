@@ -1,7 +1,7 @@
 """Backup and restore of the job store against what an operator may give them, on real SQLite files:
-a DEST that is the store's own side file or not a regular file, a backup with a damaged row, a
-store another program holds open in either journal mode, a live store newer than the backup, and
-the files a killed backup or restore leaves behind."""
+a DEST that is the store's own side file or another store's, one a process holds a lock on, or not a
+regular file, a backup with a damaged row, a store another program holds open in either journal
+mode, a live store newer than the backup, and the files a killed backup or restore leaves behind."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.adapters.lock import StoreLock
 from autoscaler.adapters.sqlite_store import SqliteJobStore, check_store, restore_store
 from autoscaler.app.cli import main
-from autoscaler.core.errors import StoreError
+from autoscaler.core.errors import ConfigError, StoreError
 from autoscaler.core.model import Job, StepSpec
 
 
@@ -79,6 +80,75 @@ def test_a_backup_onto_a_fifo_or_a_device_is_refused_and_leaves_it_as_it_was(tmp
     assert fifo.is_fifo() and os.readlink(tmp_path / "null") == "/dev/null"
     assert Path("/dev/null").is_char_device()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing staged is left
+
+
+def test_a_backup_onto_another_stores_side_files_is_refused_and_its_daemon_keeps_its_lock(tmp_path, capsys):
+    path, other = tmp_path / "a.db", tmp_path / "b.db"
+    store_with_jobs(path)
+    store_with_jobs(other, n=3)
+    with StoreLock(other, note=b"the daemon's clock") as daemon:  # a daemon on b.db, as `autoscaler run` holds it
+        inode = os.stat(daemon.path).st_ino
+        assert main(["store", "backup", "--force", "--store", str(path), str(daemon.path)]) == 2
+        said = capsys.readouterr().err
+        assert f"{daemon.path}: is the daemon lock of the job store {other}" in said, said
+        with SqliteJobStore(other) as second:
+            second.submit(job("in-the-wal"))  # b.db-wal and b.db-shm exist while it is open
+            (tmp_path / "b.db-journal").write_bytes(b"")
+            with SqliteJobStore(path) as store:
+                roles = [("-wal", "WAL"), ("-shm", "shared-memory index"), ("-journal", "rollback journal"), (".created", "marker")]
+                for suffix, role in roles:
+                    with pytest.raises(StoreError, match=f"b.db{suffix}: is the {role} of the job store {other}"):
+                        store.backup(f"{other}{suffix}", force=True)
+        assert os.stat(daemon.path).st_ino == inode and daemon.path.read_bytes() == b"the daemon's clock"
+        with pytest.raises(ConfigError, match="another daemon is running on this store"):
+            with StoreLock(other):
+                pass
+    assert job_ids(other) == ["j0000", "j0001", "j0002", "in-the-wal"]
+
+
+def test_a_backup_onto_a_lock_file_held_by_a_running_process_is_refused(tmp_path, capsys):
+    path, other = tmp_path / "a.db", tmp_path / "b.db"
+    store_with_jobs(path)
+    store_with_jobs(other, n=3)
+    with StoreLock(other) as daemon:
+        other.rename(tmp_path / "moved.db")  # b.db.lock is now beside no store, and still held
+        assert main(["store", "backup", "--force", "--store", str(path), str(daemon.path)]) == 2
+        assert f"{daemon.path}: is held by a running process" in capsys.readouterr().err
+        assert daemon.path.read_bytes() == b""
+    assert main(["store", "backup", "--force", "--store", str(path), str(daemon.path)]) == 0  # no longer held
+    assert job_ids(daemon.path) == job_ids(path)
+
+
+def test_a_backup_onto_a_store_a_daemon_runs_on_is_refused(tmp_path, capsys):
+    path, other = tmp_path / "a.db", tmp_path / "b.db"
+    store_with_jobs(path)
+    store_with_jobs(other, n=3)
+    with StoreLock(other):
+        assert main(["store", "backup", "--force", "--store", str(path), str(other)]) == 2
+        assert f"{other}: a daemon is running on this job store (it holds {other}.lock)" in capsys.readouterr().err
+        assert job_ids(other) == ["j0000", "j0001", "j0002"]
+    assert main(["store", "backup", "--force", "--store", str(path), str(other)]) == 0  # a copy of its own, as --force is for
+    assert job_ids(other) == job_ids(path)
+
+
+def test_restore_refuses_a_store_path_that_is_another_stores_side_file(tmp_path):
+    path, other, backup = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "backup.db"
+    store_with_jobs(path)
+    store_with_jobs(other, n=3)
+    with SqliteJobStore(path) as store:
+        store.backup(backup)
+    with StoreLock(other) as daemon:
+        inode = os.stat(daemon.path).st_ino
+        with pytest.raises(StoreError, match=f"b.db.lock: is the daemon lock of the job store {other}"):
+            restore_store(backup, daemon.path)
+        (tmp_path / "b.db-journal").write_bytes(b"")  # as journal_mode=TRUNCATE leaves it
+        with pytest.raises(StoreError, match=f"b.db-journal: is the rollback journal of the job store {other}"):
+            restore_store(backup, f"{other}-journal")
+        other.rename(tmp_path / "moved.db")  # b.db.lock is now beside no store, and still held
+        with pytest.raises(StoreError, match="b.db.lock: is held by a running process"):
+            restore_store(backup, daemon.path)
+        assert os.stat(daemon.path).st_ino == inode
+        assert sorted(p.name for p in tmp_path.iterdir() if "before-restore" in p.name) == []
 
 
 # -- finding 2: restore checks the backup as `store check` does ------------------------------
