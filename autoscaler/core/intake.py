@@ -65,6 +65,8 @@ def build_job(
     container_vcpus: float | None = None,
     container_memory_gb: float | None = None,
     wall_minus_now_s: float = 0.0,
+    length_from: str | None = None,
+    length_option: str = "length_s",
 ) -> Job:
     """A queued Job submitted at ``now_s`` (Unix seconds, on the daemon's clock), checked field by field.
 
@@ -84,6 +86,11 @@ def build_job(
     container must fit one node, and the demand is k = :func:`containers_for` such containers, at most
     :func:`containers_per_node` to a node: w = ceil(k / per node). A width above ``max_nodes`` (when
     given and >= 1) could never start, since a job starts only on all its nodes at once, and is refused.
+
+    ``length_from``: where ``length_s`` came from when it was not given for this job, in words ("p90
+    of 50 past runs of name 'x' (tenant 't')"); a deadline shorter than the length is then refused
+    naming it and suggesting a length for this run, given as ``length_option`` (the caller's name
+    for the field, e.g. a command-line option), if the run is shorter.
 
     ``job_id`` None gets a random id (uuid4 hex). Clients that may retry should supply their own
     id: the store treats a resubmission with the same id and content as a no-op, which a fresh
@@ -122,6 +129,12 @@ def build_job(
         needs, leaves = duration_text(length_s), duration_text(deadline_s - now_s)
         if needs == leaves:
             needs, leaves = f"{length_s:,.6g} s", f"{deadline_s - now_s:,.6g} s"
+        if length_from is not None:
+            # A length not given for this run is a guess from others: say whose, and how to give this run's own.
+            raise SubmitError(
+                f"deadline: the job is planned at {length_from}: {needs}, but the deadline {deadline!r} leaves only {leaves}; "
+                f"give {length_option} if this run is shorter, or a deadline at least {needs} from now"
+            )
         raise SubmitError(
             f"deadline: the job needs {needs} but the deadline {deadline!r} leaves only {leaves}; "
             f"expected a deadline at least {needs} from now"

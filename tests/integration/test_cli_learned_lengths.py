@@ -110,3 +110,21 @@ def test_a_name_or_tenant_that_is_not_utf8_is_refused_before_its_runs_are_looked
     assert f"{flag[2:]}: expected UTF-8 text, got '\\udc80' (bytes that are not UTF-8)" in capsys.readouterr().err
     with SqliteJobStore(store) as opened:
         assert [job.job_id for job in opened.all_jobs()] == ["n-1"]
+
+
+def test_a_deadline_shorter_than_the_learned_length_says_where_the_length_came_from_and_what_to_give(tmp_path, capsys):
+    store = tmp_path / "jobs.db"
+    for i in range(3):
+        assert submit(store, f"n{i}", "--length-s", "600") == 0
+    run_history(store, [700.0, 20000.0, 650.0])  # p90 of 3 runs: the 3rd smallest, 20,000 s = 5 h 33 min 20 s
+    capsys.readouterr()
+    short = ["submit", "--store", str(store), "--name", "nightly", "--tenant", "analytics", "--deadline", "1h", "--command", "true"]
+    assert main(short) == 2
+    said = capsys.readouterr().err
+    assert (
+        "deadline: the job is planned at p90 of 3 past runs of name 'nightly' (tenant 'analytics'): 5 h 33 min, "
+        "but the deadline '1h' leaves only 1 h; give --length-s SECONDS if this run is shorter, "
+        "or a deadline at least 5 h 33 min from now"
+    ) in said, said
+    assert main([*short[:-2], "--length-s", "1800", "--command", "true"]) == 0  # as it says
+    assert "length 1,800 s (given)" in capsys.readouterr().err

@@ -103,6 +103,18 @@ def test_a_deadline_exactly_the_job_length_away_is_accepted():
     assert build_job(**submission(deadline="600", length_s=600.0)).deadline_s == NOW_S + 600
 
 
+def test_a_deadline_shorter_than_a_length_from_past_runs_names_where_it_came_from_and_the_fields_to_give():
+    learned_from = "p90 of 50 past runs of name 'nightly etl' (tenant 'analytics')"
+    with pytest.raises(SubmitError) as refused:
+        build_job(**submission(deadline="1h", length_s=20000.0, length_from=learned_from))
+    assert str(refused.value) == (
+        "deadline: the job is planned at p90 of 50 past runs of name 'nightly etl' (tenant 'analytics'): 5 h 33 min, "
+        "but the deadline '1h' leaves only 1 h; give length_s if this run is shorter, or a deadline at least 5 h 33 min from now"
+    )
+    with pytest.raises(SubmitError, match="; give --length-s SECONDS if this run is shorter, or a deadline"):
+        build_job(**submission(deadline="1h", length_s=20000.0, length_from="p90 of 1 past run", length_option="--length-s SECONDS"))
+
+
 def test_known_tenants_admit_their_own():
     assert build_job(**submission(known_tenants={"analytics", "ads"})).tenant == "analytics"
 

@@ -155,7 +155,7 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.core import defaults
     from autoscaler.core.errors import SubmitError
     from autoscaler.core.intake import build_job, non_empty_text
-    from autoscaler.core.learned import nearest_rank, planned
+    from autoscaler.core.learned import nearest_rank, planned, quantile_label
     from autoscaler.core.readable import utc_text
 
     if (args.command is None) == (args.jar is None):
@@ -176,6 +176,8 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
                 "give --length-s SECONDS or --sizes MAP_IN SHUFFLE REDUCE_OUT"
             )
         learned_s = nearest_rank(runs_s, quantile) if runs_s else None
+        of_name = f"of name {name!r} (tenant {tenant!r})"
+        learned_from = f"{quantile_label(quantile)} of {count_text(len(runs_s), 'past run')} {of_name}"
         retried = None
         if args.length_s is None and args.sizes is None and args.job_id:
             # A retry of a job planned on its runs alone keeps the length it was stored with: a run that
@@ -183,6 +185,7 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             stored = next((j for j in store.all_jobs() if j.job_id == args.job_id), None)
             if stored is not None and stored.prior_length_s is None and stored.length_source not in (None, "given", "size model"):
                 retried, learned_s = stored, stored.length_s
+                learned_from = f"{stored.length_source} {of_name}, as first submitted"
         job = build_job(
             job_id=args.job_id,
             name=args.name,
@@ -205,6 +208,8 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             max_nodes=settings.cluster.max_nodes if settings else DEFAULT_MAX_NODES,
             node_capacity=settings.cluster.task_capacity() if settings else None,
             wall_minus_now_s=stamp.wall_minus_now_s,
+            length_from=learned_from if args.length_s is None and not args.sizes else None,
+            length_option="--length-s SECONDS",
         )
         if args.length_s is not None:
             job = dataclasses.replace(job, length_source="given")
