@@ -79,6 +79,10 @@ class ShadowStore:
         """The jobs active in the shadow (finished ones are forgotten)."""
         return self.active_jobs()
 
+    def job(self, job_id: str) -> Job | None:
+        """The job ``job_id`` if it is active in the shadow, else None (finished ones are forgotten)."""
+        return self._sync().get(job_id)
+
     def _remember(self, job: Job) -> None:
         if job.state in FINAL_STATES:
             return

@@ -271,6 +271,13 @@ class SqliteJobStore:
             rows = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs ORDER BY submit_s, seq").fetchall()
         return [job_from_row(row) for row in rows]
 
+    def job(self, job_id: str) -> Job | None:
+        """The stored job ``job_id``, or None if there is none (never submitted, or pruned by
+        retention): one row, found by the table's primary key."""
+        with self._transaction() as conn:
+            row = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return None if row is None else job_from_row(row)
+
     def jobs_after(self, seq: int) -> list[Job]:
         """The jobs that arrived after ``seq`` (``job.seq > seq``), in any state, in arrival order.
         ``jobs_after(0)`` is every job; ``jobs_after(max_seq())`` is empty until a job arrives.

@@ -137,6 +137,10 @@ class JobStore(Protocol):
     def all_jobs(self) -> list[Job]:
         """Every job stored (seq filled), oldest submission first. Reads the whole store: not per slot."""
 
+    def job(self, job_id: str) -> Job | None:
+        """The stored job ``job_id`` (seq filled) as ``all_jobs`` has it, or None if none is. Reads
+        that one job: a resubmission's look-up costs the same however many jobs are stored."""
+
     def jobs_after(self, seq: int) -> list[Job]:
         """Jobs with ``job.seq > seq``, any state, in arrival order. Raises StoreError if ``seq`` is not
         a whole number."""

@@ -61,6 +61,15 @@ def test_jobs_arrive_in_order_with_seqs_one_to_n(five_jobs):
     assert five_jobs.active_jobs()[2] == dataclasses.replace(job("j2", 1020.0), seq=3)  # every field as submitted
 
 
+def test_one_job_is_read_by_its_id_as_all_jobs_has_it(five_jobs):
+    five_jobs.commit_slot(1, {}, {"j1": (1100.0, "s-1"), "j3": (1100.0, "s-3")}, {"slot": 1}, states={"j3": "done"})
+    every = {j.job_id: j for j in five_jobs.all_jobs()}
+    assert five_jobs.job("j2") == every["j2"] == dataclasses.replace(job("j2", 1020.0), seq=3)
+    assert five_jobs.job("j1") == every["j1"] and (five_jobs.job("j1").state, five_jobs.job("j1").step_id) == ("released", "s-1")
+    assert five_jobs.job("j3") == every.get("j3")  # done: the SQLite store keeps it, the shadow forgets it
+    assert five_jobs.job("nobody") is None and five_jobs.job("") is None
+
+
 def test_a_slot_commit_releases_sets_states_and_keeps_its_decision_and_state(five_jobs):
     five_jobs.commit_slot(1, {"last_slot": 1, "backlog": [1.5, 2.0]}, {"j0": (1100.0, "s-0"), "j1": (1100.0, "s-1")}, {"slot": 1, "m_t": 2})
     assert by_id(five_jobs.active_jobs()) == {

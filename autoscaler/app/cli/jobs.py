@@ -182,7 +182,7 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
         if args.length_s is None and args.sizes is None and args.job_id:
             # A retry of a job planned on its runs alone keeps the length it was stored with: a run that
             # ended since would change it, and the retry would read as a different job.
-            stored = next((j for j in store.all_jobs() if j.job_id == args.job_id), None)
+            stored = store.job(args.job_id)
             if stored is not None and stored.prior_length_s is None and stored.length_source not in (None, "given", "size model"):
                 retried, learned_s = stored, stored.length_s
                 learned_from = f"{stored.length_source} {of_name}, as first submitted"
@@ -221,7 +221,7 @@ def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
             job = dataclasses.replace(planned(job, runs_s, quantile), prior_length_s=None)
         added = store.submit(job)
         if not added:
-            job = next(j for j in store.all_jobs() if j.job_id == job.job_id)
+            job = store.job(job.job_id) or job  # or job: pruned by retention in between, as submitted
     out.print(f"{'queued' if added else 'already queued'}: {job.job_id}", highlight=False)
     if stamp.wall_minus_now_s:
         err.print(_stepped_text(stamp.wall_minus_now_s), highlight=False, soft_wrap=True)
