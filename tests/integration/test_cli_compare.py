@@ -291,6 +291,28 @@ def test_bad_input_is_refused_naming_the_flag_and_value_before_any_work(flags, m
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-nodes", "0"], "argument --max-nodes: expected a whole number >= 1, got '0'"),
+        (["--length-error", "-1"], "--length-error (length_error_sigma): expected a finite number >= 0 and <= 5, got -1.0"),
+        (["--deadline", "-1"], "--deadline: '-1' has a negative deadline (-1)"),
+        (["--max-nodes", "10", "--min-nodes", "11"], "--min-nodes 11 is above --max-nodes 10"),
+        (["--window", "200000"], "--window 200,000 and --deadline of 72 slots: 200,072 slots, more than the 105,120 compare runs"),
+        (["--window", "12", "-D", "30m,2h"], "--deadline: D = 24 slots is longer than the window (12 slots); give a D of at most 12"),
+    ],
+)
+def test_a_flag_out_of_range_is_refused_before_the_trace_is_looked_at(flags, message, tmp_path, capsys):
+    missing = tmp_path / "no-such-trace.tsv"  # the flag's refusal comes first, so no trace is opened
+    try:
+        code = main(["compare", "--trace", str(missing), *flags])
+    except SystemExit as exited:  # refused by argparse
+        code = exited.code
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and message in err, err
+    assert "no-such-trace" not in err
+
+
 @pytest.mark.parametrize("kind", ["parent is a file", "compare.json is a folder"])
 def test_an_out_folder_that_cannot_take_the_files_is_refused_before_any_work(kind, three_hours, tmp_path, capsys):
     if kind == "parent is a file":

@@ -96,6 +96,8 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     refuse_carbon_objective(settings, "compare")
     slot_s = settings.slot_s
     deadlines = parse_deadlines(args.deadline, slot_s, "--deadline")
+    if args.window is not None:
+        _check_window(args.window, max(deadlines))
     names = runs.check_runs(runs.DEFAULT_RUNS if args.policy.strip() == "all" else [n.strip() for n in args.policy.split(",")])
     _check_out(args.out)
     max_nodes = args.max_nodes if args.max_nodes is not None else settings.cluster.max_nodes
@@ -199,6 +201,20 @@ def default_window_slots(submit_s: list[float], slot_s: float) -> int:
     return math.ceil((max(submit_s) + 1) / DAY_S) * day_slots
 
 
+def _check_window(window_slots: int, max_deadline: int) -> None:
+    """Refuse a --window (slots) that with the largest --deadline (slots) is more than compare runs,
+    or is shorter than that deadline: ConfigError naming both. The flags alone tell, so this comes
+    before the trace is read (``_run_compare``)."""
+    from autoscaler.core.replay import require_deadline_within_window
+
+    if window_slots + max_deadline > MAX_WINDOW_SLOTS:
+        raise ConfigError(
+            f"--window {window_slots:,} and --deadline of {max_deadline:,} slots: {window_slots + max_deadline:,} slots, "
+            f"more than the {MAX_WINDOW_SLOTS:,} compare runs (a year of 5-minute slots); give a shorter --window"
+        )
+    require_deadline_within_window(max_deadline, window_slots, "--deadline: D")
+
+
 def _inputs(
     trace_text, settings, twin, carbon, min_nodes: int, max_nodes: int, fixed_nodes, max_deadline: int, window_slots: int | None, err: Console,
     containers_per_node: int | None = None,
@@ -227,11 +243,8 @@ def _inputs(
             f"{path}: its jobs are submitted up to {last_s:,.0f} s, {window_slots:,} slots of whole days, more than the "
             f"{MAX_WINDOW_SLOTS:,} compare runs (a year of 5-minute slots); give --window, the slots from the trace's start to run"
         )
-    if window_slots + max_deadline > MAX_WINDOW_SLOTS:
-        raise ConfigError(
-            f"--window {window_slots:,} and --deadline of {max_deadline:,} slots: {window_slots + max_deadline:,} slots, "
-            f"more than the {MAX_WINDOW_SLOTS:,} compare runs (a year of 5-minute slots); give a shorter --window"
-        )
+    if given:
+        _check_window(window_slots, max_deadline)
     workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots, containers_per_node=containers_per_node)
     window_slots = workload.n_slots
     for warning in workload.notes:
