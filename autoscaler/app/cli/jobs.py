@@ -78,13 +78,15 @@ def add_parsers(commands) -> None:
     submit.add_argument("--jar", help="jar to run (a path on the cluster or s3://...); its arguments follow --args")
     submit.add_argument("--main-class", default=None, help="main class for --jar")
     submit.add_argument(
-        "--command", nargs=argparse.REMAINDER, default=None,
+        "--command", nargs=argparse.REMAINDER, action=RestOfLine, default=None,
         help="last option: everything after it is the command for command-runner.jar, dashes included "
-        "(--command spark-submit --deploy-mode cluster app.py)",
+        "(--command spark-submit --deploy-mode cluster app.py); a flag of submit's in it, such as --name, is refused "
+        "unless submit was also given it before --command",
     )  # fmt: skip
     submit.add_argument(
-        "--args", nargs=argparse.REMAINDER, default=[],
-        help="last option: everything after it is the arguments for --jar, dashes included",
+        "--args", nargs=argparse.REMAINDER, action=RestOfLine, default=[],
+        help="last option: everything after it is the arguments for --jar, dashes included; a flag of submit's "
+        "in them is refused unless submit was also given it before --args",
     )  # fmt: skip
     submit.set_defaults(handler=_run_submit)
 
@@ -148,6 +150,31 @@ def add_parsers(commands) -> None:
     )  # fmt: skip
     add_twin_arguments(twin)
     run.set_defaults(handler=_run_daemon)
+
+
+class RestOfLine(argparse.Action):
+    """An option that takes every word after it, dashes included (submit's --command and --args).
+
+    One of the command's own flags among those words was meant for the command when the command was
+    also given it before; one that was not given is refused by name, since it was written after this
+    option by mistake (the job would run with it as an argument, or the command would say it is missing).
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        swallowed = []
+        for word in values:
+            flag = word.split("=", 1)[0]
+            action = parser._option_string_actions.get(flag)
+            if action is None or isinstance(action, RestOfLine) or action.default is argparse.SUPPRESS:
+                continue
+            if getattr(namespace, action.dest) == action.default and flag not in swallowed:
+                swallowed.append(flag)
+        if swallowed:
+            parser.error(
+                f"{option_string} takes the rest of the line, and it swallowed {', '.join(swallowed)}; "
+                f"put {option_string} ... last"
+            )
+        setattr(namespace, self.dest, values)
 
 
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
