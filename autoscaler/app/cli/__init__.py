@@ -32,7 +32,7 @@ def _check_out_folder(folder: Path | None) -> None:
         raise ConfigError(f"--out: {folder} exists and is not a folder")
 
 
-_DASH_VALUE_OPTIONS = ("--deadline", "--deadlines", "--since", "--until")
+_DASH_VALUE_OPTIONS = ("--deadline", "--deadlines", "--since", "--until", "--slot")
 """Options whose value may begin with a dash and a digit ('-1h', '12-1' is fine, '-1-12' is not)."""
 
 

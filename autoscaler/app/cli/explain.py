@@ -5,15 +5,56 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
 
 from autoscaler.adapters.files import require_regular_file
-from autoscaler.app.cli.arguments import add_store_arguments, non_negative_int, open_store
+from autoscaler.app.cli.arguments import add_store_arguments, non_negative_int, open_store, settings_or_none
+from autoscaler.core import defaults
 from autoscaler.core.errors import AutoscalerError, ConfigError
+from autoscaler.core.intake import parse_duration_s, parse_past_time
+from autoscaler.core.readable import duration_text, utc_text
+
+SLOT_FORMS = (
+    "a slot number (a whole number >= 0), an ISO-8601 time with a timezone like '2026-12-05T21:00Z', "
+    "or a duration ago like '10m', '2h' or '1d'"
+)
+
+
+def slot_or_time(text: str) -> int | str:
+    """An argparse type for explain's --slot: a whole number is a slot (returned as an int); a time with a
+    timezone or a duration ago with its unit ('10m', '2h', '1d', as report --since reads it) is checked
+    and returned as text, for :func:`slot_at`, which needs the clock and slot_s."""
+    stripped = text.strip()
+    if re.fullmatch(r"[+-]?\d+", stripped):
+        return non_negative_int(stripped)
+    if re.search(r"[dhms]\Z", stripped):
+        if parse_duration_s(stripped) is not None:
+            return stripped
+        if stripped.startswith("-") and parse_duration_s(stripped[1:].strip()) is not None:
+            raise argparse.ArgumentTypeError(f"{text!r} is negative; a duration here counts back from now: write {stripped[1:].strip()!r}")
+    try:
+        moment = datetime.fromisoformat(stripped)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {SLOT_FORMS}, got {text!r}") from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise argparse.ArgumentTypeError(f"the time {text!r} has no timezone; expected one such as 'Z' or '+01:00' at its end")
+    return stripped
+
+
+def slot_at(text: str, now_s: float, slot_s: float) -> int:
+    """The slot holding the time ``text`` (see :func:`slot_or_time`), counted from the Unix epoch as the
+    daemon counts them: floor(t / slot_s). Raises ConfigError for a time before the epoch (slot 0)."""
+    time_s = parse_past_time(text, now_s, "--slot")
+    if not time_s >= 0:
+        raise ConfigError(f"--slot: {text!r} is {utc_text(time_s)}, before slot 0 (1970-01-01T00:00Z); expected a time after it")
+    return math.floor(time_s / slot_s)
 
 
 def add_parsers(commands) -> None:
@@ -26,7 +67,11 @@ def add_parsers(commands) -> None:
         "also the signal the slot saw (or why it had none).",
     )
     add_store_arguments(explain)
-    explain.add_argument("--slot", type=non_negative_int, default=None, help="the slot (default: the last decided)")
+    explain.add_argument(
+        "--slot", type=slot_or_time, default=None,
+        help="the slot: its number, or a time in it, with a timezone (2026-12-05T21:00Z) or a duration ago (10m, 2h, 1d), "
+        f"taken to the slot that holds it by the config's slot_s (else {defaults.SLOT_S:g} s) (default: the last decided)",
+    )  # fmt: skip
     explain.add_argument("--decisions", type=Path, default=None, metavar="FILE", help="read a --decisions-out file instead of the store")
     explain.add_argument("--format", choices=["text", "json"], default="text", help="stdout format")
     explain.set_defaults(handler=_run_explain)
@@ -36,6 +81,18 @@ def _run_explain(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.app.daemon import decision_line
     from autoscaler.core.controller import Decision, explain
 
+    if isinstance(args.slot, str):
+        import time
+
+        settings = settings_or_none(args.config)
+        slot_s = settings.slot_s if settings is not None else defaults.SLOT_S
+        asked = args.slot
+        args.slot = slot_at(asked, time.time(), slot_s)
+        err.print(
+            f"note: --slot {asked} is in slot {args.slot:,} ({utc_text(args.slot * slot_s)} to {utc_text((args.slot + 1) * slot_s)}, "
+            f"slots of {duration_text(slot_s)})",
+            markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
     if args.decisions is not None:
         require_regular_file(args.decisions, "--decisions")
         scan = scan_decisions(args.decisions, args.slot)
