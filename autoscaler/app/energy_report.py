@@ -29,15 +29,23 @@ METRIC_ROWS = (
 """Table IV's metric rows: (CloudWatch metric, label, divisor to the label's unit)."""
 
 
+PERCENT_BASE_RATIO = 2.0
+"""A reduction against the baseline is given as a percentage while the schedule's figure is at most this
+many times the baseline's (-100 % at most): past that the baseline is too small a base (a quiet day's
+follow, a few kWh against no provisioning's hundreds) and the percentage (-2,654 %) says little."""
+
+
 def table_rows(report: EnergyReport) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) shaped like Table IV: one column per schedule, each non-baseline schedule followed
-    by its % reduction against the baseline; rows for energy, start-up energy, node-slots, nodes started
-    and, when some schedule was measured, each CloudWatch metric's total ("-" where not measured)."""
+    """(header, rows) shaped like Table IV: one column per schedule, each schedule but the baseline and no
+    provisioning (the two the others are measured against) followed by its % reduction against the
+    baseline, "n/a" where the baseline's figure is 0 or under 1 / PERCENT_BASE_RATIO of the schedule's;
+    rows for energy, start-up energy, node-slots, nodes started and, when some schedule was measured,
+    each CloudWatch metric's total ("-" where not measured)."""
     header = ["metric"]
     for energy in report.schedules:
         header.append(f"{energy.schedule} ({energy.source})")
-        if energy.schedule != report.baseline:
-            header.append("% reduction")
+        if _has_reduction(report, energy.schedule):
+            header.append(f"% reduction vs {report.baseline}")
     baseline = report.get(report.baseline)
 
     def row(label: str, value) -> list[str]:
@@ -46,7 +54,7 @@ def table_rows(report: EnergyReport) -> tuple[list[str], list[list[str]]]:
         for energy in report.schedules:
             own = value(energy)
             cells.append(_number(own))
-            if energy.schedule != report.baseline:
+            if _has_reduction(report, energy.schedule):
                 cells.append(_percent(base, own))
         return cells
 
@@ -80,30 +88,59 @@ def markdown(report: EnergyReport) -> str:
     ]
     names = [e.schedule for e in report.schedules]
     for energy in report.schedules:
-        if energy.schedule in (report.baseline, NO_PROVISIONING):
+        name = energy.schedule
+        # The baseline is measured against no provisioning; every other schedule against the baseline and no provisioning.
+        if name == NO_PROVISIONING or (name == report.baseline and NO_PROVISIONING not in names):
             continue
-        line = (
-            f"- {energy.schedule}: {report.saved_wh(energy.schedule) / 1000:,.2f} kWh saved against "
-            f"{report.baseline} ({_percent_text(report.reduction_percent(energy.schedule))}"
-        )
-        if NO_PROVISIONING in names:
-            line += f"; {_percent_text(report.reduction_percent(energy.schedule, NO_PROVISIONING))} than no provisioning"
-        line += ")"
+        against = NO_PROVISIONING if name == report.baseline else report.baseline
+        also = [NO_PROVISIONING] if against != NO_PROVISIONING and NO_PROVISIONING in names else []
+
+        def kwh(schedule: str) -> float:
+            return report.get(schedule).energy_wh
+
+        line = f"- {name}: {report.saved_wh(name, against) / 1000:,.2f} kWh saved against {against} ({_against(report, name, [against, *also], kwh, 1000.0, 'kWh', 2)})"
         if report.signal is not None:
             label, divisor = cost_label(report.signal)
             amount = label.rsplit(" (", 1)[1].rstrip(")")
+            places = _places(report.signal)
             line += (
-                f"; {report.cost_saved(energy.schedule) / divisor:,.{_places(report.signal)}f} {amount} saved "
-                f"({_percent_text(report.cost_reduction_percent(energy.schedule))}"
+                f"; {report.cost_saved(name, against) / divisor:,.{places}f} {amount} saved "
+                f"({_against(report, name, [against, *also], report.cost, divisor, amount, places)})"
             )
-            if NO_PROVISIONING in names:
-                line += f"; {_percent_text(report.cost_reduction_percent(energy.schedule, NO_PROVISIONING))} than no provisioning"
-            line += ")"
         lines.append(line + ".")
     if report.signal is not None and report.nodes_by_tenant is not None:
         lines += ["", *tenant_lines(report)]
-    lines += ["", *(f"Note: {note}" for note in report.notes)]
+    notes = list(report.notes)
+    if any(cell == "n/a" for cells in rows for cell in cells[1:]):
+        notes.append(
+            f"% reduction vs {report.baseline} is n/a where {report.baseline}'s figure is 0 or less than "
+            f"1/{PERCENT_BASE_RATIO:g} of the schedule's: a percentage of so small a base says little; the figures "
+            "beside it say how far apart they are."
+        )
+    lines += ["", *(f"Note: {note}" for note in notes)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _has_reduction(report: EnergyReport, schedule: str) -> bool:
+    """Whether the table gives ``schedule`` a % reduction column: not the baseline, not no provisioning."""
+    return schedule not in (report.baseline, NO_PROVISIONING)
+
+
+def _against(report: EnergyReport, schedule: str, references: list[str], value, divisor: float, unit: str, places: int) -> str:
+    """How ``schedule``'s ``value`` (energy_wh or cost) compares with each of ``references``', joined by
+    "; ": "3.20 % less" (the first; later ones "... than no provisioning"), or where a percentage of the
+    reference would mislead (see PERCENT_BASE_RATIO) "2.93 times follow's 0.09 kWh" or "follow used none"."""
+    own = value(schedule)
+    parts = []
+    for i, reference in enumerate(references):
+        base = value(reference)
+        if not base > 0:
+            parts.append(f"{reference} used none")
+        elif own > PERCENT_BASE_RATIO * base:
+            parts.append(f"{own / base:,.2f} times {reference}'s {base / divisor:,.{places}f} {unit}")
+        else:
+            parts.append(_percent_text(100.0 * (base - own) / base) + (f" than {reference}" if i else ""))
+    return "; ".join(parts)
 
 
 def cost_label(signal: ReportSignal) -> tuple[str, float]:
@@ -211,8 +248,12 @@ def _number(value: float | None) -> str:
 
 
 def _percent(base: float | None, own: float | None) -> str:
-    if base is None or own is None or base == 0:
+    """The % reduction of ``own`` against ``base``; "-" where either is unknown (not measured), "n/a" where
+    ``base`` is 0 or ``own`` is over PERCENT_BASE_RATIO times it."""
+    if base is None or own is None:
         return "-"
+    if not base > 0 or own > PERCENT_BASE_RATIO * base:
+        return "n/a"
     return f"{round(100 * (base - own) / base, 2) + 0.0:.2f}"
 
 

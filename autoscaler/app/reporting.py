@@ -455,7 +455,7 @@ def deliver(report, args: argparse.Namespace, settings, out: Console, err: Conso
                     "boot_energy_wh": e.boot_energy_wh,
                     "node_slots": e.node_slots,
                     "switch_ons": e.switch_ons,
-                    "reduction_percent": report.reduction_percent(e.schedule),
+                    "reduction_percent": _json_number(report.reduction_percent(e.schedule)),
                     "metric_totals": e.metric_totals,
                 }
                 for e in report.schedules

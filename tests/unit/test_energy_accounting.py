@@ -82,7 +82,7 @@ def test_report_compares_each_schedule_with_follow():
     # No provisioning: 2 nodes on in all 4 slots, half busy on average.
     assert report.get("no provisioning").node_slots == 8
     header, rows = table_rows(report)
-    assert header == ["metric", "no provisioning (modelled)", "% reduction", "follow (modelled)", "smooth (modelled)", "% reduction"]
+    assert header == ["metric", "no provisioning (modelled)", "follow (modelled)", "smooth (modelled)", "% reduction vs follow"]
     energy_row = dict(zip(header, rows[0], strict=True))
     assert float(energy_row["follow (modelled)"]) == pytest.approx(follow.energy_wh / 1000, abs=0.005)
 
