@@ -268,13 +268,13 @@ def _period(report: EnergyReport) -> str:
     """'290 slots of 5 min, 0 h to 24 h 10 min: the 288-slot window (to 24 h) and 2 slots after it,
     where deferred work runs', or with dates for the daemon's slots."""
     start_s, slot_s, n = report.start_s, report.slot_s, report.n_slots
-    text = f"{n:,} slots of {duration_text(slot_s)}, {_time_words(start_s)} to {_time_words(start_s + n * slot_s)}"
+    text = f"{readable.count_text(n, 'slot')} of {duration_text(slot_s)}, {_time_words(start_s)} to {_time_words(start_s + n * slot_s)}"
     window = report.window_slots
     if window is not None and window < n:
         after = n - window
         text += (
             f": the {window:,}-slot window (to {_time_words(start_s + window * slot_s)}) and "
-            f"{after:,} slot{'' if after == 1 else 's'} after it, where deferred work runs"
+            f"{readable.count_text(after, 'slot')} after it, where deferred work runs"
         )
     return text
 

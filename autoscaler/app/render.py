@@ -73,14 +73,14 @@ def summary_table(result: ReplayResult) -> Table:
     p = result.params
     w = result.workload
     title = (
-        f"{w.source}: {w.n_slots:,} slots of {duration_text(w.slot_s)}, D = {result.deadline_slots}, "
+        f"{w.source}: {count_text(w.n_slots, 'slot')} of {duration_text(w.slot_s)}, D = {result.deadline_slots}, "
         f"e0 = {p.e0:g}, e1 = {p.e1:g}, beta = {p.beta:g}"
         + (f", M = {number_text(p.max_servers)}" if p.max_servers is not None else "")
     )
     span = next(iter(result.policies.values())).span_slots if result.policies else w.n_slots
     sig = result.signal
     caption = (
-        f"saving: against follow the workload; m: servers on; peak and mean m over the {span:,} slots of the "
+        f"saving: against follow the workload; m: servers on; peak and mean m over the {count_text(span, 'slot')} of the "
         f"window and after it, where deferred work runs; kWh: modelled ({result.power_model}, {result.boot_s:g} s boot)"
     )
     if sig is not None:
@@ -170,7 +170,9 @@ def class_table(assignment) -> Table:
             f"{c.mean_reduce_output_mb:.2f}",
             str(c.deadline_slots),
         )
-    table.caption = f"{assignment.raised_to_length} jobs had their deadline raised to their length"
+    raised = assignment.raised_to_length
+    its = "its" if raised == 1 else "their"
+    table.caption = f"{count_text(raised, 'job')} had {its} deadline raised to {its} length"
     return table
 
 
@@ -281,7 +283,7 @@ def schedule_figure(result: ReplayResult):
     axes[0, 0].legend(loc="upper right", fontsize=8, frameon=False)
     axes[-1, 0].set_xlim(0.0, right_h)
     axes[-1, 0].set_xlabel("time (h); dotted: end of the window")
-    deadline = f"D = {result.deadline_slots} slots" + (" (gcp: class deadlines)" if "gcp" in result.policies else "")
+    deadline = f"D = {count_text(result.deadline_slots, 'slot')}" + (" (gcp: class deadlines)" if "gcp" in result.policies else "")
     fig.suptitle(f"{w.source}: capacity by policy, {deadline}", fontsize=10)
     fig.tight_layout()
     return fig, plt

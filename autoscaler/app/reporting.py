@@ -193,11 +193,14 @@ def live_report(
     assigned = np.minimum(running, nodes)
     notes = [
         f"Actual: {settings.policy} as the daemon ran it, slots {first}..{end - 1}; follow and no provisioning "
-        f"({settings.cluster.max_nodes} nodes) are modelled from its decision log, {options.model.name} power model, "
+        f"({readable.count_text(settings.cluster.max_nodes, 'node')}) are modelled from its decision log, {options.model.name} power model, "
         f"{options.boot_s:g} s of idle power per node started.",
     ]
     if missing:
-        notes.append(f"{missing} of {n_slots} slots have no decision (daemon down): their nodes are the last decided.")
+        notes.append(
+            f"{missing:,} of the {readable.count_text(n_slots, 'slot')} {'has' if missing == 1 else 'have'} no decision (daemon down): "
+            f"{'its' if missing == 1 else 'their'} nodes are the last decided."
+        )
     notes.append(
         "Follow runs all the work released in the window inside it; work the run deferred past the window's "
         "end is not charged to it, so a short window flatters deferral."
@@ -265,20 +268,24 @@ def _measured(settings, modelled, first: int, n_slots: int, assigned: np.ndarray
             message=record.message,
         )
     notes.append(
-        f"Measured: {run.counted_count} of {run.up_count} node-slots from CloudWatch ({instance_count} TASK "
-        f"instances); {run.held_count} held a missing datapoint from the slot before; {run.modelled_count} had "
-        "no data and are modelled at the slot's utilisation. Start-up energy is inside the measured power."
+        f"Measured: {run.counted_count:,} of {readable.count_text(run.up_count, 'node-slot')} from CloudWatch "
+        f"({readable.count_text(instance_count, 'TASK instance')}); {run.held_count:,} held a missing datapoint from the slot "
+        f"before; {run.modelled_count:,} had no data and {'is' if run.modelled_count == 1 else 'are'} modelled at the slot's "
+        "utilisation. Start-up energy is inside the measured power."
     )
     if run.out_of_bounds:
         shown = run.out_of_bounds[:MAX_BOUNDS_NOTES]
         more = len(run.out_of_bounds) - len(shown)
         notes.append(
-            f"Out of bounds, so treated as missing: {sum(r.count for r in run.out_of_bounds)} datapoints of "
-            f"{len(run.out_of_bounds)} instance metrics. " + "; ".join(r.message for r in shown)
-            + (f"; and {more} more instance metrics (each one logged)." if more else ".")
+            f"Out of bounds, so treated as missing: {readable.count_text(sum(r.count for r in run.out_of_bounds), 'datapoint')} of "
+            f"{readable.count_text(len(run.out_of_bounds), 'instance metric')}. " + "; ".join(r.message for r in shown)
+            + (f"; and {more:,} more instance metric{'' if more == 1 else 's'} (each one logged)." if more else ".")
         )
     if run.clipped_count:
-        notes.append(f"{run.clipped_count} CPUUtilization datapoints a little above 100 % were read as 100 %.")
+        notes.append(
+            f"{readable.count_text(run.clipped_count, 'CPUUtilization datapoint')} a little above 100 % "
+            f"{'was' if run.clipped_count == 1 else 'were'} read as 100 %."
+        )
     return run.energy, notes
 
 

@@ -109,3 +109,11 @@ def test_replay_table_numbers_have_separators(capsys):
     assert main(["replay", "--policy", "gcp-u", "--objective", "paper"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "288 slots of 5 min" in text and "44,299.0" in text  # follow's cost on Workload A (README)
+
+
+def test_replay_of_one_slot_says_one_slot(tmp_path, capsys):
+    curve = tmp_path / "curve.csv"
+    curve.write_text("slot,released\n0,3\n")
+    assert main(["replay", "--trace", str(curve), "--policy", "follow", "--deadline", "0"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{curve}: 1 slot of 5 min, D = 0," in out and "peak and mean m over the 1 slot of the window" in out

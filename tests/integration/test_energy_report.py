@@ -227,7 +227,7 @@ def test_report_treats_datapoints_out_of_bounds_as_missing_and_names_them(
     assert "5 of 8 node-slots from CloudWatch" in notes and "3 had no data" in notes
     assert "Out of bounds, so treated as missing: 3 datapoints of 3 instance metrics." in notes
     assert f"CPUUtilization of {a} at {_minute(start_s + SLOT_S)} is 1e+09" in notes
-    assert "1 CPUUtilization datapoints a little above 100 % were read as 100 %" in notes
+    assert "1 CPUUtilization datapoint a little above 100 % was read as 100 %" in notes
 
 
 @pytest.mark.parametrize("emr_cluster_id", [2], indirect=True)

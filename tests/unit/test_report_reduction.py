@@ -1,6 +1,6 @@
 """The energy report's "% reduction": against follow, named in the heading, and only where follow's
 figure is a base a percentage can be taken of; no provisioning is what the schedules are measured
-against, not a schedule with a reduction of its own.
+against, not a schedule with a reduction of its own; counts are written "1 slot", "2 slots".
 
 Every figure is worked by hand from Table III (idle 60.30 W, busy 93.87 W) on one-hour slots, start-up
 energy 0, so a slot's Wh is its nodes' watts."""
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from energy.accounting import EnergyReport, modelled_schedule
-from energy.power import TABLE_III
-from energy.report import markdown, table_rows
+from autoscaler.app.energy_report import markdown, table_rows
+from autoscaler.core.energy.accounting import EnergyReport, modelled_schedule, schedules_report
+from autoscaler.core.energy.power import TABLE_III
 
 HOUR_S = 3600.0
 START_S = 1_590_969_600.0  # 2020-06-01T00:00:00Z
@@ -70,3 +70,14 @@ def test_report_without_follows_energy_says_so():
     text = markdown(EnergyReport("idle", START_S, HOUR_S, (follow, run), TABLE_III, 0.0))
     # The run kept one idle node on for two hours: 120.60 Wh, where follow used none.
     assert "- run: -0.12 kWh saved against follow (follow used none)." in text
+
+
+def test_report_counts_one_slot_and_one_node_in_the_singular():
+    report = schedules_report("t", np.array([1.0]), {"p": (np.array([1.0]), np.array([1.0]))}, HOUR_S, boot_s=0.0)
+    text = " ".join(markdown(report).split())
+    assert "1 slot of 1 h, 0 h to 1 h;" in text
+    assert "no provisioning keeps 1 node on in 1 slot." in text
+    report = schedules_report("t", np.array([2.0, 1.0]), {"p": (np.array([2.0, 1.0]), np.array([2.0, 1.0]))}, HOUR_S, boot_s=0.0)
+    text = " ".join(markdown(report).split())
+    assert "2 slots of 1 h, 0 h to 2 h;" in text and "no provisioning keeps 2 nodes on in all 2 slots." in text
+

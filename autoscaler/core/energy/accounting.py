@@ -34,7 +34,7 @@ from autoscaler.core.energy.metric_queries import METRIC_NAMES, InstanceMetrics,
 from autoscaler.core.energy.power import TABLE_III, PowerModel, measured_energy, modelled_energy_wh
 from autoscaler.core.energy.signal import Signal, covered_means, in_grams
 from autoscaler.core.errors import ConfigError, MetricsError, TraceError
-from autoscaler.core.readable import duration_text, number_text
+from autoscaler.core.readable import count_text, duration_text, number_text
 
 DEFAULT_BOOT_S = defaults.BOOT_S
 """Seconds a new task node draws idle power before it runs work: EMR provisions and bootstraps a
@@ -177,10 +177,10 @@ def measured_schedule(
     if not counted.any() and (metrics.rejected & up[:, :, None]).any():
         end_s = metrics.start_s + metrics.n_slots * metrics.slot_s
         shown = "; ".join(record.message for record in metrics.out_of_bounds[:3])
-        more = f"; and {len(metrics.out_of_bounds) - 3} more instance metrics" if len(metrics.out_of_bounds) > 3 else ""
+        more = f"; and {count_text(len(metrics.out_of_bounds) - 3, 'more instance metric')}" if len(metrics.out_of_bounds) > 3 else ""
         raise MetricsError(
             f"nothing to measure from {utc_text(metrics.start_s)} to {utc_text(end_s)}: in every node-slot of the "
-            f"{int(up.any(axis=0).sum())} TASK instances up then, a datapoint was out of bounds or missing ({shown}{more})"
+            f"{count_text(int(up.any(axis=0).sum()), 'TASK instance')} up then, a datapoint was out of bounds or missing ({shown}{more})"
         )
     energy = measured_energy(
         metrics.cpu_utilization_percent, metrics.disk_bytes, metrics.disk_ops, metrics.network_bytes, metrics.slot_s, model, counted
@@ -290,7 +290,7 @@ def slot_signal(signal: Signal, start_s: float, slot_s: float, n_slots: int) -> 
         raise TraceError(
             signal.source,
             None,
-            f"covers none of the report's {n_slots:,} slots from {utc_text(start_s)} to {utc_text(end_s)} "
+            f"covers none of the report's {count_text(n_slots, 'slot')} from {utc_text(start_s)} to {utc_text(end_s)} "
             f"(first uncovered slot at {utc_text(start_s)}); the series runs from {utc_text(float(signal.times_s[0]))} to "
             f"{utc_text(float(signal.times_s[-1]) + median_s)}",
         )
@@ -435,9 +435,9 @@ def with_signal(report: EnergyReport, signal: Signal) -> EnergyReport:
     if missing:
         first = int(np.flatnonzero(~on_slots.covered)[0])
         notes.append(
-            f"The signal does not cover {missing:,} of the {report.n_slots:,} slots (the first at "
+            f"The signal does not cover {missing:,} of the {count_text(report.n_slots, 'slot')} (the first at "
             f"{utc_text(report.start_s + first * report.slot_s)}): their {'CO2' if on_slots.is_carbon else 'cost'} is "
-            f"unknown, so every {'CO2' if on_slots.is_carbon else '$'} total covers the other {on_slots.covered_count:,} slots only."
+            f"unknown, so every {'CO2' if on_slots.is_carbon else '$'} total covers the other {count_text(on_slots.covered_count, 'slot')} only."
         )
     return dataclasses.replace(report, signal=on_slots, notes=(*report.notes, *notes))
 
@@ -479,7 +479,7 @@ def schedules_report(
     energies = tuple(modelled_schedule(name, c, x, slot_s, model, boot_s, io_utilisation) for name, (c, x) in planned.items())
     window = load.shape[0]
     if on_slots == horizon:
-        kept_on = f"in all {horizon:,} slots"
+        kept_on = f"in all {horizon:,} slots" if horizon != 1 else "in 1 slot"
     elif on_slots > window:
         kept_on = f"in the first {on_slots:,} of the {horizon:,} slots (the window and {on_slots - window:,} more), then none"
     else:
@@ -487,7 +487,7 @@ def schedules_report(
     notes = (
         f"Every schedule is modelled, none measured: whole nodes ceil(m_t) at u = x_t/nodes, the {model.name} "
         f"power model, {duration_text(boot_s)} of idle power per node started; no provisioning keeps "
-        f"{number_text(peak)} nodes on {kept_on}.",
+        f"{number_text(peak)} node{'' if peak == 1 else 's'} on {kept_on}.",
         *notes,
     )
     return EnergyReport(title, start_s, slot_s, energies, model, boot_s, FOLLOW, notes, window_slots=window)
