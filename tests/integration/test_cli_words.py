@@ -111,6 +111,16 @@ def test_replay_table_numbers_have_separators(capsys):
     assert "288 slots of 5 min" in text and "44,299.0" in text  # follow's cost on Workload A (README)
 
 
+def test_replay_caption_names_the_schedule_every_mean_is_taken_to_the_end_of(capsys):
+    # gcp's class deadlines reach past the window and D: every mean, follow's too, is over its longer schedule.
+    assert main(["replay", "--policy", "gcp-u,gcp", "--window", "48"]) == 0
+    caption = " ".join(capsys.readouterr().out.split())
+    assert "where deferred work runs (to the end of gcp's schedule, the longest: every policy's mean is over these slots)" in caption
+    assert main(["replay", "--policy", "gcp-u", "--window", "48"]) == 0
+    caption = " ".join(capsys.readouterr().out.split())
+    assert "peak and mean m over the 50 slots of the window and after it, where deferred work runs;" in caption
+
+
 def test_replay_of_one_slot_says_one_slot(tmp_path, capsys):
     curve = tmp_path / "curve.csv"
     curve.write_text("slot,released\n0,3\n")
