@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -126,6 +126,77 @@ def tick(
     slot = config.slot_of(now_s)
     if slot <= state.last_slot:
         raise ConfigError(f"slot {slot} was already decided (last decided: {state.last_slot})")
+    work = _slot_work(queue, state, slot, config)
+    state = work.state
+    policy = POLICY_TABLE[config.policy]
+    step, states = _policy_step(policy, work.arrivals, state, config, carbon_window)
+    load = float(work.arrivals.sum())
+    recent_arrivals = ((load,) + state.recent_arrivals)[: arrival_history_slots(config)]
+    tenants, tenant_demands, dominant_shares = arrive_tenants(state, work.arrived, slot, config)
+    dispatched = dispatch(
+        slot,
+        step.capacity,
+        queue,
+        config,
+        dict(zip(tenants, dominant_shares)),
+        last_slot=state.last_slot,
+        arrived=work.arrived,
+        released_due=state.released_due,
+        work_model=config.work_model,
+        holding_nodes=state.last_nodes if slot == state.last_slot + 1 else None,
+        arrival_nodes=arrival_forecast(recent_arrivals, config.deadline_slots, day_slots(config), config.max_nodes) if policy.cap_ahead else None,
+    )
+    _settle_books(states, policy, dispatched, queue, slot, config, step.assigned)
+    decision = _explained_decision(slot, step, load, dispatched, queue, state, config, carbon_window, work.cause)
+    watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
+    decision = _with_follow_watch(decision, watch, state.follow_watch, config)
+    released_due = frozenset(job_id for job_id in dispatched.release if start_by_slot(queue.get(job_id), config) == slot)
+    return decision, PolicyState(
+        last_slot=slot,
+        gcp=states["gcp"],
+        future=work.future,
+        flow=tuple(float(u) for u in work.flowing),
+        flow_ends=work.flow_ends,
+        counted_seq=work.counted_seq,
+        vfw=states["vfw"],
+        policy_key=config.policy_key,
+        tenants=tenants,
+        tenant_demands=tenant_demands,
+        dominant_shares=dominant_shares,
+        uncounted=work.uncounted,
+        hold=states["hold"],
+        follow_watch=watch,
+        released_due=released_due,
+        carbon=states["carbon"],
+        last_nodes=decision.nodes,
+        recent_arrivals=recent_arrivals,
+    )
+
+
+@dataclass(frozen=True)
+class _SlotWork:
+    """What a slot's policy is handed, and what the next state carries of it (see :func:`_slot_work`).
+
+    ``state``: the state the slot starts from (rebuilt after a gap or a policy change);
+    ``arrivals``: the policy's work released now, shape (nu+1,), server-slots by slots to deadline;
+    ``future``: work still to join later slots, {slot: (nu+1,) tuple}; ``flowing``/``flow_ends``: the
+    flow of units of the jobs counted so far; ``arrived``: the jobs counted now; ``counted_seq``,
+    ``uncounted``: where counting stopped; ``cause``: why the work was rebuilt, or None."""
+
+    state: PolicyState
+    arrivals: np.ndarray
+    future: dict
+    flowing: np.ndarray
+    flow_ends: tuple
+    arrived: list[Job]
+    counted_seq: int
+    uncounted: tuple
+    cause: str | None
+
+
+def _slot_work(queue: JobQueue, state: PolicyState, slot: int, config: ControllerConfig) -> _SlotWork:
+    """The jobs counted in ``slot`` join the policy's work; after a gap or a policy change
+    (``rebuild_cause``) the work is rebuilt from the active jobs instead."""
     nu = config.nu
     arrived, counted_seq, uncounted = counted_now(queue, state, slot, config)
     cause = rebuild_cause(state, slot, config)
@@ -160,13 +231,19 @@ def tick(
     arrivals = np.array(future.pop(slot, (0.0,) * (nu + 1))) + flowing / config.ticks_per_unit
     for s in [s for s in future if s < slot]:  # none after a rebuild; kept for states saved before it
         del future[s]
-    policy = POLICY_TABLE[config.policy]
+    return _SlotWork(state, arrivals, future, flowing, flow_ends, arrived, counted_seq, uncounted, cause)
+
+
+def _policy_step(policy, arrivals: np.ndarray, state: PolicyState, config: ControllerConfig, carbon_window):
+    """The policy's step on ``arrivals`` (its row's online rule, or its carbon variant under
+    ``config.carbon``): (the step: m_t, x_t, reason, why; every policy's state, the one that ran
+    moved on)."""
     rule = policy.carbon_online if config.carbon else policy.online
     assert rule is not None  # ControllerConfig admits online policies only, and a carbon variant only where there is one
     window = carbon_window if isinstance(carbon_window, CarbonWindow) else None
     missing = None if window is not None else carbon_window or SignalUnavailable("not_given", "no signal was handed to the slot")
     # Every policy's state is carried; only the one the policy runs changes (gcp's starts empty, as saved before).
-    states = {"gcp": state.gcp or GcpState.empty(nu), "vfw": state.vfw, "hold": state.hold, "carbon": state.carbon}
+    states = {"gcp": state.gcp or GcpState.empty(config.nu), "vfw": state.vfw, "hold": state.hold, "carbon": state.carbon}
     slot_input = SlotInput(
         arrivals=arrivals,
         policy=config.policy,
@@ -183,24 +260,13 @@ def tick(
     step = rule.step(None if rule.state_field is None else states[rule.state_field], slot_input)
     if rule.state_field is not None:
         states[rule.state_field] = step.state
-    capacity, work, carbon = step.capacity, step.assigned, step.carbon
-    policy_reason = (step.reason, step.why)
-    load = float(arrivals.sum())
-    recent_arrivals = ((load,) + state.recent_arrivals)[: arrival_history_slots(config)]
-    tenants, tenant_demands, dominant_shares = arrive_tenants(state, arrived, slot, config)
-    dispatched = dispatch(
-        slot,
-        capacity,
-        queue,
-        config,
-        dict(zip(tenants, dominant_shares)),
-        last_slot=state.last_slot,
-        arrived=arrived,
-        released_due=state.released_due,
-        work_model=config.work_model,
-        holding_nodes=state.last_nodes if slot == state.last_slot + 1 else None,
-        arrival_nodes=arrival_forecast(recent_arrivals, config.deadline_slots, day_slots(config), config.max_nodes) if policy.cap_ahead else None,
-    )
+    return step, states
+
+
+def _settle_books(states: dict, policy, dispatched: Dispatch, queue: JobQueue, slot: int, config: ControllerConfig, work: float) -> None:
+    """Under node time, hold's (and hold+carbon's) books follow the queue: the cluster ran whole
+    jobs on whole nodes, ahead of hold's x_t (``work``). Updates ``states`` in place."""
+    rule = policy.carbon_online if config.carbon else policy.online
     books = rule.state_field if rule.state_field in ("hold", "carbon") and states[rule.state_field] is not None else None
     if books is not None and config.work_model != WORK_MODELS[0]:
         # The cluster ran whole jobs on whole nodes, ahead of hold's x_t: its books follow the queue
@@ -210,6 +276,14 @@ def tick(
         still_queued = dispatched.queue_depth > 0
         released_units = sum(min(float(queue.get(job_id).nodes), arrived_units(queue.get(job_id), slot, config)) for job_id in dispatched.release)
         states[books] = states[books].with_work_done(max(0.0, released_units - work) if still_queued else math.inf)
+
+
+def _explained_decision(
+    slot: int, step, load: float, dispatched: Dispatch, queue: JobQueue, state: PolicyState, config: ControllerConfig, carbon_window, cause: str | None
+) -> Decision:
+    """The slot's Decision: the policy's m_t and x_t, the release, and why (the rule that bound the
+    nodes, the deadline that binds, a rebuild, and hold+carbon's fields)."""
+    capacity, work = step.capacity, step.assigned
     decision = Decision(
         slot=slot,
         capacity=capacity,
@@ -228,6 +302,7 @@ def tick(
         nodes_by_tenant=dispatched.nodes_by_tenant,
         load=load,
     )
+    policy_reason = (step.reason, step.why)
     reason, why = _node_reason(dispatched, queue, config, policy_reason)
     why += waits_text(dispatched.waits)
     if reason == "deadlines" and step.binding_slots:
@@ -238,38 +313,24 @@ def tick(
         was = f"{count_text(slot - state.last_slot - 1, 'slot')} went undecided" if cause == "gap" else "the policy changed"
         why += f"; {was}, so the policy's work was rebuilt from the {count_text(len(queue), 'active job')}"
     decision = replace(decision, reason=reason, why=why)
-    if carbon is not None:
-        decision = _with_carbon(decision, carbon, carbon_window, reason, policy_reason)
-    watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
-    if watch.worse:
-        decision = replace(decision, worse_than_follow=True)
-        if not state.follow_watch.worse:
-            decision = replace(
-                decision,
-                warning=f"{config.policy_name} has cost {watch.policy_cost + config.cost.beta * watch.last_capacity:.6g} "
-                f"over its slots so far (servers switched off after the last), more than follow the workload "
-                f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
-            )
-    released_due = frozenset(job_id for job_id in dispatched.release if start_by_slot(queue.get(job_id), config) == slot)
-    return decision, PolicyState(
-        last_slot=slot,
-        gcp=states["gcp"],
-        future=future,
-        flow=tuple(float(u) for u in flowing),
-        flow_ends=flow_ends,
-        counted_seq=counted_seq,
-        vfw=states["vfw"],
-        policy_key=config.policy_key,
-        tenants=tenants,
-        tenant_demands=tenant_demands,
-        dominant_shares=dominant_shares,
-        uncounted=uncounted,
-        hold=states["hold"],
-        follow_watch=watch,
-        released_due=released_due,
-        carbon=states["carbon"],
-        last_nodes=decision.nodes,
-        recent_arrivals=recent_arrivals,
+    if step.carbon is not None:
+        decision = _with_carbon(decision, step.carbon, carbon_window, reason, policy_reason)
+    return decision
+
+
+def _with_follow_watch(decision: Decision, watch: FollowWatch, before: FollowWatch, config: ControllerConfig) -> Decision:
+    """``decision`` marked worse than follow when the running comparison says so, with a warning the
+    first slot it does (``before``: the watch as it stood)."""
+    if not watch.worse:
+        return decision
+    decision = replace(decision, worse_than_follow=True)
+    if before.worse:
+        return decision
+    return replace(
+        decision,
+        warning=f"{config.policy_name} has cost {watch.policy_cost + config.cost.beta * watch.last_capacity:.6g} "
+        f"over its slots so far (servers switched off after the last), more than follow the workload "
+        f"would have ({watch.follow_cost + config.cost.beta * watch.last_load:.6g}); its deferral is not paying here",
     )
 
 
