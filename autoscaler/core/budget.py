@@ -121,17 +121,21 @@ def replay_estimate(size: WorkloadSize, policies: list[str], deadline_slots: int
     if size.n_deadlines is not None:
         needs.append(Need(f"L_(d,t): {size.n_deadlines:,} deadlines x {n + 1:,} slots", size.n_deadlines * (n + 1) * 8))
     numbers = 2 * n
-    from autoscaler.core.policies import WORK_VECTOR_POLICIES  # numpy and scipy: not for the CLI's parser
+    from autoscaler.core.policies import (  # numpy and scipy: not for the CLI's parser
+        CLASS_DEADLINE_POLICIES,
+        POLICY_TABLE,
+        WORK_VECTOR_POLICIES,
+    )
 
     updates: dict[str, int] = {}
     longest = n
     for name in policies:
-        nu = size.max_deadline if name == "gcp" and size.max_deadline is not None else deadline_slots
+        nu = size.max_deadline if name in CLASS_DEADLINE_POLICIES and size.max_deadline is not None else deadline_slots
         horizon = n + nu
         longest = max(longest, horizon)
         numbers += 2 * horizon
         needs.append(Need(f"{name}'s schedule over {horizon:,} slots", 8 * horizon * 8))
-        if name == "offline":
+        if name in POLICY_TABLE and POLICY_TABLE[name].is_offline_lp:
             needs.append(Need(f"offline LP over {horizon:,} slots", horizon * OFFLINE_BYTES_PER_SLOT))
         if name in WORK_VECTOR_POLICIES:
             updates[name] = (nu + 1) * horizon

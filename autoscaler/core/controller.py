@@ -267,7 +267,7 @@ def _settle_books(states: dict, policy, dispatched: Dispatch, queue: JobQueue, s
     """Under node time, hold's (and hold+carbon's) books follow the queue: the cluster ran whole
     jobs on whole nodes, ahead of hold's x_t (``work``). Updates ``states`` in place."""
     rule = policy.carbon_online if config.carbon else policy.online
-    books = rule.state_field if rule.state_field in ("hold", "carbon") and states[rule.state_field] is not None else None
+    books = rule.state_field if rule.follows_cluster and states[rule.state_field] is not None else None
     if books is not None and config.work_model != WORK_MODELS[0]:
         # The cluster ran whole jobs on whole nodes, ahead of hold's x_t: its books follow the queue
         # (under the paper's job-slots the daemon plans as ``autoscaler replay`` does, slot for slot).

@@ -27,12 +27,20 @@ from autoscaler.core.energy.power import TABLE_III, PowerModel
 from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostBreakdown, CostParams, Schedule, Workload
-from autoscaler.core.policies import CARBON_AWARE, POLICIES, carbon, offline, plan, smallest_max_servers
+from autoscaler.core.policies import (
+    BASELINE,
+    CARBON_AWARE,
+    CLASS_DEADLINE_POLICIES,
+    POLICIES,
+    POLICY_TABLE,
+    carbon,
+    offline,
+    plan,
+    smallest_max_servers,
+)
 from autoscaler.core.readable import number_text
 from autoscaler.core.signal_slots import ReplaySignal
 from autoscaler.core.signal_slots import place_signal as place_signal  # where the CLI has always found it
-
-BASELINE = "follow"
 
 WORSE_THAN_FOLLOW_RTOL = 1e-9
 """A schedule is worse than follow when it costs more by over this share of follow's cost (solver noise is not)."""
@@ -181,7 +189,11 @@ def replay(
             ) from None
         if signal is not None and name != BASELINE:
             extra = (
-                (f"carbon-aware: {schedule.policy}" if name != "offline" else "carbon-aware: LP (3) with the slot cost s_t / mean(s)")
+                (
+                    "carbon-aware: LP (3) with the slot cost s_t / mean(s)"
+                    if POLICY_TABLE[name].is_offline_lp
+                    else f"carbon-aware: {schedule.policy}"
+                )
                 if blind is not None
                 else f"{name} has no carbon-aware variant: run carbon-blind, costed under the signal"
             )
@@ -242,11 +254,12 @@ def carbon_aware_plan(name: str, load: np.ndarray, deadline_slots: int, params: 
     """
     load = np.asarray(load, dtype=float)
     released = pad_to_horizon(load, deadline_slots)
-    if name == "offline":
+    policy = POLICY_TABLE.get(name)
+    if policy is not None and policy.is_offline_lp:
         s = signal.actual(released.shape[0])
         mean = float(s.mean())
         schedule = offline.plan(load, deadline_slots, params, slot_cost=s / mean if mean > 0 else np.ones_like(s))
-    elif name == "hold":
+    elif policy is not None and policy.carbon == carbon.NAME:
         schedule = carbon.plan(load, deadline_slots, params, signal.slots)
     else:
         raise ConfigError(f"{name} has no carbon-aware variant; these have: {', '.join(CARBON_AWARE)}")
@@ -268,7 +281,7 @@ def _smallest_caps(workload: Workload, names: list[str], deadline_slots: int, pa
             name, workload.active, deadline_slots, params, delta=delta, load_by_deadline=workload.active_by_deadline
         )
         for name in parse_policy_list(",".join(names))
-        if name != BASELINE and (name != "gcp" or workload.active_by_deadline is not None)
+        if name != BASELINE and (name not in CLASS_DEADLINE_POLICIES or workload.active_by_deadline is not None)
     }
     if len(caps) == 1:
         ((name, cap),) = caps.items()

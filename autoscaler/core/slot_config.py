@@ -123,7 +123,7 @@ class ControllerConfig:
             raise ConfigError(f"tenants_n must be >= 1 (the tenants dynamic DRF plans for), got {self.tenants_n}")
         for name in ("slot_s", "node_disk_bytes_s", "node_network_bytes_s"):
             require_positive(name, getattr(self, name))
-        if self.policy == "vfw" and not (0 < self.vfw_delta < self.deadline_slots):
+        if POLICY_TABLE[self.policy].needs_delta and not (0 < self.vfw_delta < self.deadline_slots):
             raise ConfigError(
                 f"vfw needs 0 < delta < deadline_slots, got delta = {self.vfw_delta} with deadline_slots = {self.deadline_slots}"
             )
@@ -132,7 +132,7 @@ class ControllerConfig:
     def policy_key(self) -> str:
         """What the saved policy state depends on; a restart with another key starts it afresh."""
         key = f"{self.policy}/D={self.deadline_slots}/nu={self.nu}/delta={self.vfw_delta}/slot_s={self.slot_s:g}"
-        if self.policy == "hold":
+        if POLICY_TABLE[self.policy].learns_costs:
             # hold's learned rules (and so its state's shape) follow from beta/e0; its costs from e1 too.
             key += f"/e0={self.cost.e0:g}/e1={self.cost.e1:g}/beta={self.cost.beta:g}"
             if self.carbon:

@@ -14,7 +14,7 @@ from autoscaler.core.energy.accounting import DEFAULT_BOOT_S
 from autoscaler.core.energy.power import TABLE_III, PowerModel
 from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.model import CostParams, Workload
-from autoscaler.core.policies import plan
+from autoscaler.core.policies import BASELINE, plan, runs_at_deadline
 from autoscaler.core.replay import CARBON_AWARE, ReplaySignal, carbon_aware_plan, schedule_energy
 
 
@@ -71,7 +71,7 @@ def sweep(
 
     def saving(name: str, workload: Workload, deadline: int, trace: str | None = None, **options) -> float:
         schedule = plan(name, workload.active, deadline, params, **options)
-        baseline = plan("follow", workload.active, deadline, params)
+        baseline = plan(BASELINE, workload.active, deadline, params)
         signal = signals[trace] if signals is not None and trace is not None else None
         if signal is not None:
             base_total = priced(signal, baseline, workload.slot_s)
@@ -100,7 +100,7 @@ def sweep(
             }
         for name in policies:
             for deadline in deadlines:
-                if name == "vfw" and deadline < 2:
+                if not runs_at_deadline(name, deadline):
                     continue
                 table.setdefault(name, {})[deadline] = saving(name, workload, deadline, trace)
         if workload.active_by_deadline is not None:
@@ -118,5 +118,5 @@ def _cut(total: float, baseline: float) -> float:
 
 def solves_needed(n_traces: int, deadlines: list[int], policies: list[str], delta_deadline: int) -> int:
     """How many policy runs :func:`sweep` makes, for a progress bar's total."""
-    per_trace = sum(1 for name in policies for d in deadlines if not (name == "vfw" and d < 2))
+    per_trace = sum(1 for name in policies for d in deadlines if runs_at_deadline(name, d))
     return n_traces * (per_trace + 1 + max(0, delta_deadline - 1))

@@ -25,11 +25,18 @@ from autoscaler.core.policies.carbon import NAME as HOLD_CARBON
 @dataclass(frozen=True)
 class SlotRule:
     """How the controller runs a policy slot by slot: ``step(before, slot)`` (:mod:`autoscaler.core.policies.slot`),
-    the ``PolicyState`` field holding its state (None: it keeps none), and the reason codes its step gives."""
+    the ``PolicyState`` field holding its state (None: it keeps none), and the reason codes its step gives.
+
+    ``follows_cluster``: its state keeps books of the work still queued (``with_work_done``) that
+    follow the work the cluster ran: under a work model other than "job-slots" the daemon releases
+    whole jobs onto whole nodes, ahead of the policy's x_t, so the controller hands the work run
+    beyond x_t back to the state (under "job-slots" it plans slot for slot as the replay does).
+    """
 
     step: Callable[[object, slot_steps.SlotInput], slot_steps.SlotStep]
     state_field: str | None
     reasons: tuple[str, ...]
+    follows_cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,14 @@ class Policy:
     (``controller.arrival_forecast``): follow and hold, whose nodes follow the work due; gcp and vfw,
     whose m_t is the paper's, keep the release that binds only on the work queued (the forecast's
     day-before saturation made them run at the cap through a bursty load's days, +8 to +20 % kWh).
+    ``is_baseline``: follow the workload, the schedule every saving is measured against (the
+    replay runs it first; the lists of policies compared with it leave it out).
+    ``is_offline_lp``: LP (3) over the whole horizon, known ahead (the optimum): its least cap M is the
+    LP's own bound, its memory the LP's, and its carbon-aware variant the same LP with the signal as
+    slot cost. ``needs_delta``: its plan takes vfw's valley look-ahead delta, 0 < delta < D (default
+    floor(D/2)); the config checks it and ``--delta`` is only for it. ``learns_costs``: its online state
+    is learned from e0, e1 and beta (hold's break-even rules), so a restart under other costs starts
+    the state afresh.
     """
 
     name: str
@@ -62,6 +77,17 @@ class Policy:
     min_deadline_slots: int = 0
     daemon_deadlines: str | None = None
     cap_ahead: bool = False
+    is_baseline: bool = False
+    is_offline_lp: bool = False
+    needs_delta: bool = False
+    learns_costs: bool = False
+
+    @property
+    def class_deadlines(self) -> bool:
+        """It plans the load split by deadline class, L_{d,t} (``deadlines`` "per_job", gcp): the replay
+        needs the trace's deadline classes (k-means of its jobs, or a deadline column) and plans over
+        n_slots + nu slots, nu the largest class deadline."""
+        return self.deadlines == "per_job"
 
 
 _GCP_RULE = SlotRule(slot_steps.gcp_slot, "gcp", ("deadlines",))
@@ -69,15 +95,22 @@ _GCP_RULE = SlotRule(slot_steps.gcp_slot, "gcp", ("deadlines",))
 POLICY_TABLE: dict[str, Policy] = {
     p.name: p
     for p in (
-        Policy("follow", "none", follow.plan, SlotRule(slot_steps.follow_slot, None, ("follow",)), online_rank=4, cap_ahead=True),
         Policy(
-            "hold", "uniform", hold.plan, SlotRule(slot_steps.hold_slot, "hold", ("deadlines", "held")), online_rank=0,
-            carbon=HOLD_CARBON, carbon_online=SlotRule(slot_steps.hold_carbon_slot, "carbon", ("carbon", "no_signal", "deadlines", "held")),
-            work_vector=True, daemon_deadlines="start_by", cap_ahead=True,
+            "follow", "none", follow.plan, SlotRule(slot_steps.follow_slot, None, ("follow",)), online_rank=4, cap_ahead=True,
+            is_baseline=True,
         ),
-        Policy("offline", "uniform", offline.plan, carbon="offline"),
+        Policy(
+            "hold", "uniform", hold.plan, SlotRule(slot_steps.hold_slot, "hold", ("deadlines", "held"), follows_cluster=True), online_rank=0,
+            carbon=HOLD_CARBON,
+            carbon_online=SlotRule(slot_steps.hold_carbon_slot, "carbon", ("carbon", "no_signal", "deadlines", "held"), follows_cluster=True),
+            work_vector=True, daemon_deadlines="start_by", cap_ahead=True, learns_costs=True,
+        ),
+        Policy("offline", "uniform", offline.plan, carbon="offline", is_offline_lp=True),
         Policy("gcp-u", "uniform", gcp.plan_uniform, _GCP_RULE, online_rank=1, work_vector=True),
-        Policy("vfw", "uniform", vfw.plan, SlotRule(slot_steps.vfw_slot, "vfw", ("deadlines", "valley")), online_rank=3, work_vector=True, min_deadline_slots=2),
+        Policy(
+            "vfw", "uniform", vfw.plan, SlotRule(slot_steps.vfw_slot, "vfw", ("deadlines", "valley")), online_rank=3, work_vector=True,
+            min_deadline_slots=2, needs_delta=True,
+        ),
         Policy("gcp", "per_job", None, _GCP_RULE, online_rank=2, work_vector=True),
     )
 }  # fmt: skip
@@ -107,6 +140,19 @@ CARBON_AWARE: tuple[str, ...] = tuple(name for name, p in POLICY_TABLE.items() i
 WORK_VECTOR_POLICIES: tuple[str, ...] = tuple(name for name, p in POLICY_TABLE.items() if p.work_vector)
 """Policies whose slot updates a work vector of nu + 1 values."""
 
+CLASS_DEADLINE_POLICIES: tuple[str, ...] = tuple(name for name, p in POLICY_TABLE.items() if p.class_deadlines)
+"""Policies that plan on the jobs' deadline classes, L_{d,t}: a trace must give the classes for them to run."""
+
+(BASELINE,) = (name for name, p in POLICY_TABLE.items() if p.is_baseline)
+"""The policy every saving is measured against: follow the workload."""
+
+
+def runs_at_deadline(name: str, deadline_slots: int) -> bool:
+    """Whether policy ``name`` runs with a deadline of D slots: False below its ``min_deadline_slots``
+    (vfw's valley needs D >= 2). An unknown name or a negative D is True: :func:`plan` refuses them."""
+    policy = POLICY_TABLE.get(name)
+    return policy is None or not 0 <= deadline_slots < policy.min_deadline_slots
+
 
 def plan(
     name: str,
@@ -130,9 +176,10 @@ def plan(
     if int(deadline_slots) != deadline_slots or deadline_slots < 0:
         raise ConfigError(f"deadline D must be a whole number of slots >= 0, got {deadline_slots!r}")
     deadline_slots = int(deadline_slots)
-    if name == "gcp":
+    policy = POLICY_TABLE[name]
+    if policy.class_deadlines:
         if load_by_deadline is None:
-            raise ConfigError("gcp needs each job's deadline class: give a SWIM trace (not a load curve)")
+            raise ConfigError(f"{name} needs each job's deadline class: give a SWIM trace (not a load curve)")
         if not isinstance(load_by_deadline, LoadByDeadline):
             load_by_deadline = LoadByDeadline.from_dense(load_by_deadline)
         horizon = load_by_deadline.n_slots + load_by_deadline.max_deadline
@@ -140,13 +187,13 @@ def plan(
         horizon = np.shape(load)[-1] + deadline_slots
     if horizon > MAX_SLOTS:
         raise ConfigError(f"{name}: a horizon of {horizon:,} slots is more than the {MAX_SLOTS:,} planned at once")
-    if name == "gcp":
+    if policy.class_deadlines:
         schedule = gcp.plan_classes(load_by_deadline, params)
         released, due = gcp.class_deadline_curve(load_by_deadline)
     else:
         load = np.asarray(load, dtype=float)
-        if name == "vfw":
-            schedule = vfw.plan(load, deadline_slots, params, delta=delta)
+        if policy.needs_delta:
+            schedule = UNIFORM[name](load, deadline_slots, params, delta=delta)
         else:
             schedule = UNIFORM[name](load, deadline_slots, params)
         released = pad_to_horizon(load, deadline_slots)
@@ -171,9 +218,10 @@ def smallest_max_servers(
     under, and raise InfeasibleError as soon as a decision would pass it: their least cap is
     the peak m_t of an uncapped run.
     """
-    if name == "offline":
+    policy = POLICY_TABLE.get(name)  # an unknown name: plan() below refuses it
+    if policy is not None and policy.is_offline_lp:
         return offline.smallest_max_servers(load, deadline_slots)
-    if name == "follow":
+    if policy is not None and policy.deadlines == "none":  # nothing is deferred: m_t = L_t
         return float(np.max(load, initial=0.0))
     uncapped = plan(name, load, deadline_slots, replace(params, max_servers=None), delta=delta, load_by_deadline=load_by_deadline)
     return float(uncapped.capacity.max(initial=0.0))
