@@ -296,11 +296,11 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _vfw_delta_fits(self) -> "Settings":
-        if self.policy == "vfw":
+        if POLICY_TABLE[self.policy].needs_delta:
             delta = self.delta if self.delta is not None else self.deadline_slots // 2
             if not (0 < delta < self.deadline_slots):
                 raise ValueError(
-                    f"policy 'vfw' needs 0 < delta < deadline_slots (delta defaults to deadline_slots // 2), "
+                    f"policy {self.policy!r} needs 0 < delta < deadline_slots (delta defaults to deadline_slots // 2), "
                     f"got delta = {delta} with deadline_slots = {self.deadline_slots}"
                 )
         return self

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.errors import ReportError
+from autoscaler.core.policies import BASELINE, CLASS_DEADLINE_POLICIES
 from autoscaler.core.readable import count_text, duration_text, number_text
 from autoscaler.core.replay import ReplayResult, to_dict
 
@@ -82,7 +83,7 @@ def summary_table(result: ReplayResult) -> Table:
     # Every mean is over the longest schedule's slots, so that means compare within the table; a policy with a
     # longer horizon (gcp's class deadlines) lowers follow's mean, and the caption names it.
     longest = max(result.policies, key=lambda name: result.policies[name].schedule.capacity.shape[0], default=None)
-    follow = result.policies.get("follow")
+    follow = result.policies.get(BASELINE)
     reach = (
         f" (to the end of {longest}'s schedule, the longest: every policy's mean is over these slots)"
         if follow is not None and follow.schedule.capacity.shape[0] < span
@@ -292,7 +293,8 @@ def schedule_figure(result: ReplayResult):
     axes[0, 0].legend(loc="upper right", fontsize=8, frameon=False)
     axes[-1, 0].set_xlim(0.0, right_h)
     axes[-1, 0].set_xlabel("time (h); dotted: end of the window")
-    deadline = f"D = {count_text(result.deadline_slots, 'slot')}" + (" (gcp: class deadlines)" if "gcp" in result.policies else "")
+    classes = [name for name in result.policies if name in CLASS_DEADLINE_POLICIES]
+    deadline = f"D = {count_text(result.deadline_slots, 'slot')}" + (f" ({', '.join(classes)}: class deadlines)" if classes else "")
     fig.suptitle(f"{w.source}: capacity by policy, {deadline}", fontsize=10)
     fig.tight_layout()
     return fig, plt

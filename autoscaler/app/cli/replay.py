@@ -27,7 +27,7 @@ from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.app.traces import label as trace_label
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
-from autoscaler.core.policies import POLICIES
+from autoscaler.core.policies import BASELINE, CLASS_DEADLINE_POLICIES, POLICIES, POLICY_TABLE, runs_at_deadline
 
 
 def add_parsers(commands) -> None:
@@ -100,7 +100,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     slow: list[str] = []
 
     def check_size(size) -> None:
-        run = [n for n in names if n != "gcp" or size.n_deadlines is not None]
+        run = [n for n in names if n not in CLASS_DEADLINE_POLICIES or size.n_deadlines is not None]
         estimate = budget.replay_estimate(size, run, args.deadline, files=args.out is not None, signals=signals)
         budget.check_memory(estimate, args.memory_budget_mb, "replay", budget.describe(size, args.window))
         slow.extend(estimate.slow_policies())
@@ -108,9 +108,10 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     params, length_model = cost_and_length_model(args)
     costs = derived_costs(args)
     every = args.policy.strip() == "all"
-    if every and args.deadline < 2:
-        names.remove("vfw")
-        err.print("note: vfw left out of 'all': it needs D >= 2", highlight=False)
+    if every:
+        for name in [n for n in names if not runs_at_deadline(n, args.deadline)]:
+            names.remove(name)
+            err.print(f"note: {name} left out of 'all': it needs D >= {POLICY_TABLE[name].min_deadline_slots}", highlight=False)
     note_shadowed_file(args.trace, "--trace", err)
     with err.status("reading the trace"):
         workload, assignment = load_workload(
@@ -120,7 +121,7 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             skip_bad_lines=args.skip_bad_lines,
             skip_flag="--skip-bad-lines",
             length_model=length_model,
-            deadline_classes="gcp" in names,
+            deadline_classes=any(n in CLASS_DEADLINE_POLICIES for n in names),
             classes_optional=every,
             check_size=check_size,
             containers_per_node=args.containers_per_node,
@@ -130,12 +131,14 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if every and workload.active_by_deadline is None:
-        names.remove("gcp")
-        err.print("note: gcp left out of 'all': it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
+        for name in [n for n in names if n in CLASS_DEADLINE_POLICIES]:
+            names.remove(name)
+            err.print(f"note: {name} left out of 'all': it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
     placed = None
     if carbon_signal is not None:
+        classes = any(n in CLASS_DEADLINE_POLICIES for n in names)
         placed = place_signal(
-            carbon_signal, args.slot_s, workload.n_slots + args.deadline, wanted_slots(workload, args.deadline, "gcp" in names),
+            carbon_signal, args.slot_s, workload.n_slots + args.deadline, wanted_slots(workload, args.deadline, classes),
             start_s=start_s, forecast=forecast,
         )  # fmt: skip
         for note in placed.notes:
@@ -154,12 +157,13 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             aware = f" (the abstract cost of eq. 2: {policy.schedule.policy} minimises the signal's)" if policy.carbon_aware else ""
             err.print(
                 f"warning: {name} costs more than follow on this replay ({policy.cost.total:,.1f} against "
-                f"{result.policies['follow'].cost.total:,.1f}, saving {policy.saving_pct:.2f} %, D = {args.deadline}){aware}",
+                f"{result.policies[BASELINE].cost.total:,.1f}, saving {policy.saving_pct:.2f} %, D = {args.deadline}){aware}",
                 markup=False,
                 highlight=False,
             )
-    if args.delta is not None and "vfw" not in names:
-        err.print("note: --delta is only used by vfw, which was not run", highlight=False)
+    if args.delta is not None and not any(POLICY_TABLE[n].needs_delta for n in names):
+        takes = " or ".join(n for n, p in POLICY_TABLE.items() if p.needs_delta)
+        err.print(f"note: --delta is only used by {takes}, which was not run", highlight=False)
     document = to_dict(result)
     document["objective"] = costs.to_dict()
     if assignment is not None:
@@ -205,9 +209,9 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "sweep", "the signal files", budget.SIGNAL_REMEDY)
     carbon_signal, forecast, start_s = signal_inputs(args)
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
-    unknown = [p for p in policies if p not in UNIFORM or p == "follow"]
+    unknown = [p for p in policies if p not in UNIFORM or p == BASELINE]
     if unknown or not policies:
-        raise ConfigError(f"--policy: expected a comma list of {', '.join(n for n in UNIFORM if n != 'follow')}, got {args.policy!r}")
+        raise ConfigError(f"--policy: expected a comma list of {', '.join(n for n in UNIFORM if n != BASELINE)}, got {args.policy!r}")
     if args.delta_deadline < 2:
         raise ConfigError(f"--delta-deadline: VFW needs D >= 2, got {args.delta_deadline}")
     params, length_model = cost_and_length_model(args)

@@ -22,6 +22,7 @@ from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import CostParams, LengthModel
+from autoscaler.core.policies import BASELINE, CLASS_DEADLINE_POLICIES, POLICY_TABLE, runs_at_deadline
 
 REPORT_POLICIES = "gcp-u,vfw"
 """The policies ``autoscaler report --replay`` compares by default, as the paper's Table IV."""
@@ -87,11 +88,12 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise ConfigError("report: --objective carbon weights the energy by a carbon signal: give --carbon SOURCE (or [carbon] source)")
         params, length_model = costs.cost_params(), LengthModel()
         args.deadline = deadline_slots(args.deadline, args.slot_s)
-        names = [n for n in _policy_names(args.policy) if n != "follow"]
+        names = [n for n in _policy_names(args.policy) if n != BASELINE]
         chosen = args.policy.strip() not in ("all", REPORT_POLICIES)
-        if not chosen and args.deadline < 2 and "vfw" in names:
-            names.remove("vfw")
-            err.print("note: vfw left out: it needs D >= 2", highlight=False)
+        if not chosen:
+            for name in [n for n in names if not runs_at_deadline(n, args.deadline)]:
+                names.remove(name)
+                err.print(f"note: {name} left out: it needs D >= {POLICY_TABLE[name].min_deadline_slots}", highlight=False)
         note_shadowed_file(args.replay, "--replay", err)
         with err.status("replaying the trace"):
             workload, _ = load_workload(
@@ -101,18 +103,20 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                 window_slots=args.window,
                 skip_bad_lines=False,
                 length_model=length_model,
-                deadline_classes="gcp" in names,
+                deadline_classes=any(n in CLASS_DEADLINE_POLICIES for n in names),
                 classes_optional=not chosen,
             )
-            if "gcp" in names and workload.active_by_deadline is None:
-                names.remove("gcp")
-                err.print("note: gcp left out: it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
+            if workload.active_by_deadline is None:
+                for name in [n for n in names if n in CLASS_DEADLINE_POLICIES]:
+                    names.remove(name)
+                    err.print(f"note: {name} left out: it needs a SWIM trace with at least 10 distinct jobs or a deadline column", highlight=False)
             placed = None
             if signal is not None:
                 from autoscaler.core.replay import place_signal
 
+                classes = any(n in CLASS_DEADLINE_POLICIES for n in names)
                 placed = place_signal(
-                    signal, args.slot_s, workload.n_slots + args.deadline, wanted_slots(workload, args.deadline, "gcp" in names),
+                    signal, args.slot_s, workload.n_slots + args.deadline, wanted_slots(workload, args.deadline, classes),
                     start_s=start_s if args.start is not None else None,
                 )  # fmt: skip
                 start_s = placed.start_s
