@@ -96,22 +96,22 @@ POLICY_TABLE: dict[str, Policy] = {
     p.name: p
     for p in (
         Policy(
-            "follow", "none", follow.plan, SlotRule(slot_steps.follow_slot, None, ("follow",)), online_rank=4, cap_ahead=True,
+            follow.NAME, "none", follow.plan, SlotRule(slot_steps.follow_slot, None, ("follow",)), online_rank=4, cap_ahead=True,
             is_baseline=True,
         ),
         Policy(
-            "hold", "uniform", hold.plan, SlotRule(slot_steps.hold_slot, "hold", ("deadlines", "held"), follows_cluster=True), online_rank=0,
+            hold.NAME, "uniform", hold.plan, SlotRule(slot_steps.hold_slot, "hold", ("deadlines", "held"), follows_cluster=True), online_rank=0,
             carbon=HOLD_CARBON,
             carbon_online=SlotRule(slot_steps.hold_carbon_slot, "carbon", ("carbon", "no_signal", "deadlines", "held"), follows_cluster=True),
             work_vector=True, daemon_deadlines="start_by", cap_ahead=True, learns_costs=True,
         ),
-        Policy("offline", "uniform", offline.plan, carbon="offline", is_offline_lp=True),
-        Policy("gcp-u", "uniform", gcp.plan_uniform, _GCP_RULE, online_rank=1, work_vector=True),
+        Policy(offline.NAME, "uniform", offline.plan, carbon=offline.NAME, is_offline_lp=True),
+        Policy(gcp.UNIFORM_NAME, "uniform", gcp.plan_uniform, _GCP_RULE, online_rank=1, work_vector=True),
         Policy(
-            "vfw", "uniform", vfw.plan, SlotRule(slot_steps.vfw_slot, "vfw", ("deadlines", "valley")), online_rank=3, work_vector=True,
+            vfw.NAME, "uniform", vfw.plan, SlotRule(slot_steps.vfw_slot, "vfw", ("deadlines", "valley")), online_rank=3, work_vector=True,
             min_deadline_slots=2, needs_delta=True,
         ),
-        Policy("gcp", "per_job", None, _GCP_RULE, online_rank=2, work_vector=True),
+        Policy(gcp.NAME, "per_job", None, _GCP_RULE, online_rank=2, work_vector=True),
     )
 }  # fmt: skip
 """Every policy, once; the lists below (and the command line's, the config's and the controller's) derive from it.

@@ -10,6 +10,9 @@ from autoscaler.core.cost import pad_to_horizon
 from autoscaler.core.errors import InfeasibleError
 from autoscaler.core.model import CostParams, Schedule
 
+NAME = "follow"
+"""What follow the workload, the baseline, is called in every output."""
+
 
 def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
     """Run each slot's work in that slot; shapes (n_slots,) -> (n_slots + D,).
@@ -25,7 +28,7 @@ def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
         )
     elapsed_ms = (time.perf_counter() - started) * 1000
     return Schedule(
-        policy="follow",
+        policy=NAME,
         capacity=released.copy(),
         assigned=released.copy(),
         solve_ms_per_slot=elapsed_ms / max(1, released.shape[0]),

@@ -28,6 +28,12 @@ from autoscaler.core.model import CostParams, LoadByDeadline, Schedule
 
 _TOL = 1e-9
 
+NAME = "gcp"
+"""What GCP with each job's deadline class is called in every output."""
+
+UNIFORM_NAME = "gcp-u"
+"""What GCP with the one deadline D for every unit of work is called in every output."""
+
 
 def _upper_hull_slopes(points_y: np.ndarray) -> np.ndarray:
     """Slopes, per unit step, of the least concave majorant of the points (k, points_y[k]), k = 0..n.
@@ -78,7 +84,7 @@ def solve_gcp_opt(prefix_work: np.ndarray, previous_capacity: float, max_servers
     return _upper_hull_slopes(np.concatenate([[0.0], prefix_work]))
 
 
-def first_capacity(prefix_work: np.ndarray, max_servers: float | None = None, policy: str = "gcp") -> float:
+def first_capacity(prefix_work: np.ndarray, max_servers: float | None = None, policy: str = NAME) -> float:
     """m_t of GCP-OPT (7): the first slope of the majorant, s_max = max_j Y_j/(j+1), in a few numpy passes.
 
     ``prefix_work``: Y, shape (nu+1,) (non-decreasing or not: a dip never raises the maximum).
@@ -243,7 +249,7 @@ class _WorkVector:
     (at most nu + 1 values; D + 1 for GCP-U), with the arithmetic of the dense vector.
     """
 
-    def __init__(self, unassigned: np.ndarray, max_servers: float | None, solve=None, policy: str = "gcp") -> None:
+    def __init__(self, unassigned: np.ndarray, max_servers: float | None, solve=None, policy: str = NAME) -> None:
         self._policy = policy
         n = unassigned.shape[0]
         self._n = n
@@ -350,11 +356,11 @@ def plan_uniform(load: np.ndarray, deadline_slots: int, params: CostParams, solv
     # Every job's deadline is D: the whole load is the one row d = D of L_{d,t}.
     load = np.asarray(load, dtype=float)
     by_deadline = LoadByDeadline(deadlines=np.array([int(deadline_slots)], dtype=np.int64), load=load[np.newaxis, :])
-    return replace(plan_classes(by_deadline, params, solver, policy="gcp-u"), policy="gcp-u")
+    return replace(plan_classes(by_deadline, params, solver, policy=UNIFORM_NAME), policy=UNIFORM_NAME)
 
 
 def plan_classes(
-    load_by_deadline: LoadByDeadline | np.ndarray, params: CostParams, solver: str = "exact", policy: str = "gcp"
+    load_by_deadline: LoadByDeadline | np.ndarray, params: CostParams, solver: str = "exact", policy: str = NAME
 ) -> Schedule:
     """GCP with per-job deadlines (paper: deferral, §IV, Algorithm 2 with nu = the largest deadline).
 
@@ -379,7 +385,7 @@ def plan_classes(
     started = time.perf_counter()
     for t in range(horizon):
         previous = capacity[t] = work.step(previous, load[:, t] if t < n_slots else None, deadlines)
-    return Schedule.online("gcp", capacity, (time.perf_counter() - started) * 1000)
+    return Schedule.online(NAME, capacity, (time.perf_counter() - started) * 1000)
 
 
 def class_deadline_curve(load_by_deadline: LoadByDeadline | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

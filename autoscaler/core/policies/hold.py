@@ -137,6 +137,9 @@ from autoscaler.core.errors import ConfigError, InfeasibleError, ScheduleError
 from autoscaler.core.model import CostParams, Schedule
 from autoscaler.core.policies.gcp import flat_capacity
 
+NAME = "hold"
+"""What the lazy scale-in policy is called in every output."""
+
 RAW, SMOOTHED, NO_HOLD = 0, 1, 2
 """Need curves an expert rule holds on: raw L_t, L averaged over D+1 slots, or none (GCP-U)."""
 
@@ -504,7 +507,7 @@ def plan(load: np.ndarray, deadline_slots: int, params: CostParams) -> Schedule:
         capacity[t], assigned[t], state = hold_step(state, value, deadline_slots, params)
     elapsed_ms = (time.perf_counter() - started) * 1000
     return Schedule(
-        policy="hold",
+        policy=NAME,
         capacity=capacity,
         assigned=assigned,
         solve_ms_per_slot=elapsed_ms / max(1, released.shape[0]),

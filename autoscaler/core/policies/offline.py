@@ -20,6 +20,9 @@ from autoscaler.core.model import CostParams, Schedule
 
 SOLVER = "CLARABEL"
 
+NAME = "offline"
+"""What LP (3), the offline optimum, is called in every output."""
+
 
 def plan(load: np.ndarray, deadline_slots: int, params: CostParams, slot_cost: np.ndarray | None = None) -> Schedule:
     """Solve min sum_t (e0*m_t + e1*x_t) + beta*sum_t |m_t - m_{t-1}| subject to C1, C2,
@@ -41,7 +44,7 @@ def solve_offline(
     released: np.ndarray,
     due: np.ndarray,
     params: CostParams,
-    name: str = "offline",
+    name: str = NAME,
     slot_cost: np.ndarray | None = None,
 ) -> Schedule:
     """LP (3)/(6) for a released curve L_t and a deadline curve l_t (or l'_t), shape (horizon,).

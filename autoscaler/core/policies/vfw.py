@@ -46,6 +46,9 @@ from autoscaler.core.errors import ConfigError, InfeasibleError
 from autoscaler.core.model import CostParams, Schedule
 from autoscaler.core.policies.gcp import GcpOptProblem, first_capacity
 
+NAME = "vfw"
+"""What valley filling with a look-ahead window is called in every output."""
+
 
 def default_delta(deadline_slots: int) -> int:
     """delta = floor(D/2), the paper's "delta = D/2" rounded down so that 0 < delta < D holds for D >= 2."""
@@ -79,7 +82,7 @@ def plan(
 
     def solve(prefix: np.ndarray, previous: float) -> np.ndarray:
         if solver == "exact":
-            return np.array([first_capacity(prefix, params.max_servers, "vfw")])
+            return np.array([first_capacity(prefix, params.max_servers, NAME)])
         if prefix.shape[0] not in problems:
             problems[prefix.shape[0]] = GcpOptProblem(prefix.shape[0], params, solver=solver)
         return problems[prefix.shape[0]].solve(prefix, previous)
@@ -92,7 +95,7 @@ def plan(
         capacity[t], state = vfw_step(state, float(released[t]), deadline_slots, delta, solve, slots_left=horizon - t)
         valley_slots += int(state.valley > 0)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    return Schedule.online("vfw", capacity, elapsed_ms, {"delta": delta, "valley_slots": valley_slots})
+    return Schedule.online(NAME, capacity, elapsed_ms, {"delta": delta, "valley_slots": valley_slots})
 
 
 @dataclass(frozen=True)
