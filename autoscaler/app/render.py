@@ -10,6 +10,7 @@ import math
 import numpy as np
 from rich.table import Table
 
+from autoscaler.core import defaults
 from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.errors import ReportError
 from autoscaler.core.policies import BASELINE, CLASS_DEADLINE_POLICIES
@@ -414,11 +415,11 @@ def ratios_png(ratios: list[dict], n: int, source: str) -> bytes:
     return _png(fig, plt)
 
 
-COMPARE_PLOTTED = ("hold", "managed", "managed-dampened", "fixed")
-"""The runs whose nodes up are drawn (every run that finished has its cumulative kWh drawn)."""
-
-COMPARE_OURS = "hold"
+COMPARE_OURS = defaults.POLICY
 """The run drawn on top, thicker, in every panel: the daemon's default policy."""
+
+COMPARE_PLOTTED = (COMPARE_OURS, "managed", "managed-dampened", "fixed")
+"""The runs whose nodes up are drawn (every run that finished has its cumulative kWh drawn)."""
 
 
 def compare_png(results: dict, deadlines: list[int], slot_s: float, with_carbon: bool) -> bytes:

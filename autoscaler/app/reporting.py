@@ -102,9 +102,9 @@ def replay_report(
     ``signal``: a :class:`autoscaler.core.replay.ReplaySignal` the policies decide by, as ``replay --carbon``
     does (offline with the slot cost, hold as hold+carbon); None: carbon-blind."""
     from autoscaler.core.energy.accounting import schedules_report
-    from autoscaler.core.replay import replay
+    from autoscaler.core.replay import BASELINE, replay
 
-    result = replay(workload, ["follow", *policies], deadline_slots, params, signal=signal, power=options.model, boot_s=options.boot_s)
+    result = replay(workload, [BASELINE, *policies], deadline_slots, params, signal=signal, power=options.model, boot_s=options.boot_s)
     schedules = {name: (r.schedule.capacity, r.schedule.assigned) for name, r in result.policies.items()}
     return schedules_report(
         f"{workload.source}, D = {deadline_slots}",

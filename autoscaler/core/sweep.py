@@ -14,7 +14,7 @@ from autoscaler.core.energy.accounting import DEFAULT_BOOT_S
 from autoscaler.core.energy.power import TABLE_III, PowerModel
 from autoscaler.core.energy.signal import utc_text
 from autoscaler.core.model import CostParams, Workload
-from autoscaler.core.policies import BASELINE, plan, runs_at_deadline
+from autoscaler.core.policies import BASELINE, gcp, plan, runs_at_deadline, vfw
 from autoscaler.core.replay import CARBON_AWARE, ReplaySignal, carbon_aware_plan, schedule_energy
 
 
@@ -104,9 +104,9 @@ def sweep(
                     continue
                 table.setdefault(name, {})[deadline] = saving(name, workload, deadline, trace)
         if workload.active_by_deadline is not None:
-            result.gcp_classes[trace] = saving("gcp", workload, 0, load_by_deadline=workload.active_by_deadline)
+            result.gcp_classes[trace] = saving(gcp.NAME, workload, 0, load_by_deadline=workload.active_by_deadline)
         result.vfw_by_delta[trace] = {
-            delta: saving("vfw", workload, delta_deadline, delta=delta) for delta in range(1, delta_deadline)
+            delta: saving(vfw.NAME, workload, delta_deadline, delta=delta) for delta in range(1, delta_deadline)
         }
     return result
 

@@ -356,9 +356,10 @@ def carbon_risks(results: dict, deadline_slots: int, slot_s: float, window_slots
     by day of the trace's window (``window_slots``; :func:`autoscaler.core.carbon_risk.risks_by_day`),
     follow's own aside; {} without follow's kgCO2 per slot, or when follow emitted nothing at all."""
     from autoscaler.core.carbon_risk import risks_by_day
+    from autoscaler.core.policies import BASELINE
 
     at_d = {name: r.cumulative_co2_kg for (name, d), r in results.items() if d == deadline_slots and r.cumulative_co2_kg is not None}
-    return risks_by_day(at_d, "follow", max(1, round(86_400.0 / slot_s)), window_slots)
+    return risks_by_day(at_d, BASELINE, max(1, round(86_400.0 / slot_s)), window_slots)
 
 
 def _risk_table(results: dict, deadlines: list[int], slot_s: float, window_slots: int) -> Table | None:

@@ -27,7 +27,7 @@ from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.app.traces import label as trace_label
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError
-from autoscaler.core.policies import BASELINE, CLASS_DEADLINE_POLICIES, POLICIES, POLICY_TABLE, runs_at_deadline
+from autoscaler.core.policies import BASELINE, CLASS_DEADLINE_POLICIES, POLICIES, POLICY_TABLE, gcp, runs_at_deadline, vfw
 
 
 def add_parsers(commands) -> None:
@@ -219,7 +219,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     def check_size(size) -> None:
         # One schedule at a time, at the longest D; gcp with classes once a trace.
-        run = ["follow", *policies, "vfw"] + (["gcp"] if size.n_deadlines is not None else [])
+        run = [BASELINE, *policies, vfw.NAME] + ([gcp.NAME] if size.n_deadlines is not None else [])
         estimate = budget.replay_estimate(size, run, max(deadlines), signals=signals)
         budget.check_memory(estimate, args.memory_budget_mb, "sweep", budget.describe(size, args.window))
 
