@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -44,17 +46,16 @@ def test_only_a_policy_with_a_carbon_variant_runs_carbon_aware():
         ControllerConfig(policy="gcp-u", carbon=True)
 
 
-DISPATCH_MODULES = ("autoscaler/app/daemon.py", "autoscaler/app/compose.py")
-"""The daemon and the composition root: they choose by what the table says of a policy, never by its name.
-(The replay's and the command line's vfw-delta and gcp-class rules still name their policy: the table
-has no column for them.)"""
+ROOT = Path(__file__).resolve().parents[2]
+
+NOT_SCANNED = ("autoscaler/app/replay_daemon.py",)
+"""Modules the scan leaves out: ``run --replay`` still names vfw and hold in its comparison with the replay."""
 
 
-def policy_name_literals(path) -> list[str]:
+def policy_name_literals(path: Path, root: Path) -> list[str]:
     """Where ``path`` compares with, or defaults to, a string that is a policy's name (or its carbon
-    variant's): ``x == "hold"``, ``x in ("gcp", ...)``, ``policy: str = "hold"``. Read from the source."""
-    import ast
-
+    variant's): ``x == "hold"``, ``x in ("gcp", ...)``, ``policy: str = "hold"``, ``def f(policy="gcp")``,
+    ``case "vfw":``; as "file:line" relative to ``root``, in line order. Read from the source."""
     names = set(POLICY_TABLE) | {p.carbon for p in POLICY_TABLE.values() if p.carbon}
 
     def named(node) -> bool:
@@ -62,23 +63,43 @@ def policy_name_literals(path) -> list[str]:
             return any(named(item) for item in node.elts)
         return isinstance(node, ast.Constant) and node.value in names
 
-    found = []
+    lines = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Compare) and any(named(side) for side in (node.left, *node.comparators)):
-            found.append(f"{path.name}:{node.lineno}")
+            lines.add(node.lineno)
         elif isinstance(node, ast.AnnAssign) and node.value is not None and named(node.value):
-            found.append(f"{path.name}:{node.lineno}")
-    return found
+            lines.add(node.lineno)
+        elif isinstance(node, ast.arguments):
+            lines.update(default.lineno for default in (*node.defaults, *node.kw_defaults) if default is not None and named(default))
+        elif isinstance(node, ast.MatchValue) and named(node.value):
+            lines.add(node.lineno)
+    where = path.relative_to(root).as_posix()
+    return [f"{where}:{line}" for line in sorted(lines)]
 
 
-@pytest.mark.parametrize("module", DISPATCH_MODULES)
-def test_the_daemon_and_the_composition_root_name_no_policy(module):
-    from pathlib import Path
-
-    assert policy_name_literals(Path(__file__).resolve().parents[2] / module) == []
+def test_no_module_compares_a_policy_name():
+    """Code chooses by what the table says of a policy (a column such as ``needs_delta`` or
+    ``class_deadlines``), and names one policy by its constant (``BASELINE``, ``vfw.NAME``,
+    ``defaults.POLICY``), never by a spelled name: a policy added or renamed in the table is then
+    handled everywhere."""
+    modules = [path for path in sorted((ROOT / "autoscaler").rglob("*.py")) if path.relative_to(ROOT).as_posix() not in NOT_SCANNED]
+    assert len(modules) > 50
+    found = [where for path in modules for where in policy_name_literals(path, ROOT)]
+    assert found == []
 
 
 def test_the_scan_finds_a_policy_name_compared_or_defaulted(tmp_path):
-    source = tmp_path / "sample.py"
-    source.write_text('policy: str = "hold"\nok = name != "hold+carbon"\nok = name in ("x", "gcp-u")\nok = name == "lifo"\n')
-    assert policy_name_literals(source) == ["sample.py:1", "sample.py:2", "sample.py:3"]
+    source = tmp_path / "pkg" / "sample.py"
+    source.parent.mkdir()
+    source.write_text(
+        'policy: str = "hold"\n'
+        'ok = name != "hold+carbon"\n'
+        'ok = name in ("x", "gcp-u")\n'
+        'ok = name == "lifo"\n'
+        'def plan(load, policy="gcp", *, name="offline", kind="uniform"):\n'
+        '    match name:\n'
+        '        case "vfw":\n'
+        '            pass\n'
+        'ok = "follow" if x == "follow" else None\n'
+    )
+    assert policy_name_literals(source, tmp_path) == ["pkg/sample.py:1", "pkg/sample.py:2", "pkg/sample.py:3", "pkg/sample.py:5", "pkg/sample.py:7", "pkg/sample.py:9"]
