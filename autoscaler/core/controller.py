@@ -264,8 +264,8 @@ def _policy_step(policy, arrivals: np.ndarray, state: PolicyState, config: Contr
 
 
 def _settle_books(states: dict, policy, dispatched: Dispatch, queue: JobQueue, slot: int, config: ControllerConfig, work: float) -> None:
-    """Under node time, hold's (and hold+carbon's) books follow the queue: the cluster ran whole
-    jobs on whole nodes, ahead of hold's x_t (``work``). Updates ``states`` in place."""
+    """Under node time, the books of a rule that ``follows_cluster`` (hold's, hold+carbon's) follow the queue:
+    the cluster ran whole jobs on whole nodes, ahead of the policy's x_t (``work``). Updates ``states`` in place."""
     rule = policy.carbon_online if config.carbon else policy.online
     books = rule.state_field if rule.follows_cluster and states[rule.state_field] is not None else None
     if books is not None and config.work_model != WORK_MODELS[0]:
