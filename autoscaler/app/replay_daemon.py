@@ -9,7 +9,6 @@ with what ``autoscaler replay`` computes for the same policy and D, and the twin
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import itertools
@@ -102,30 +101,97 @@ def within_window(job: Job, window_s: float) -> Job:
     return job if job.length_s <= left_s else dataclasses.replace(job, length_s=max(0.0, left_s))
 
 
-def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Console, err: Console) -> int:
+TWIN_FLAGS = {
+    "provision_s": "--provision-s",
+    "decommission_timeout_s": "--decommission-timeout-s",
+    "length_error_sigma": "--length-error",
+    "length_jitter_sigma": "--length-jitter",
+    "seed": "--seed",
+    "step_concurrency": "--step-concurrency",
+    "price_per_node_hour": "--price-per-node-hour",
+}
+"""TwinConfig's fields and the run flags that set them."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TwinFlags:
+    """The cluster twin's flags as the command line gave them (``run --replay``, ``compare``), each None
+    unless given, so the twin's defaults (autoscaler.core.twin) live in one place. The first seven are
+    TwinConfig's fields (``TWIN_FLAGS`` names their flags); ``carbon`` is the source (a file or URL) of a
+    carbon signal for the bill's kgCO2 (--carbon), ``carbon_unit`` the unit of a CSV one (--carbon-unit)."""
+
+    provision_s: float | None = None
+    decommission_timeout_s: float | None = None
+    length_error_sigma: float | None = None
+    length_jitter_sigma: float | None = None
+    seed: int | None = None
+    step_concurrency: int | None = None
+    price_per_node_hour: float | None = None
+    carbon: str | None = None
+    carbon_unit: str | None = None
+
+    def config_fields(self) -> dict[str, float | int | None]:
+        """TwinConfig's fields as given (None: not given)."""
+        return {name: getattr(self, name) for name in TWIN_FLAGS}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReplayRequest:
+    """What ``autoscaler run --replay`` is asked to run, as its flags gave it; None: not given (the
+    config's value, else the default).
+
+    ``trace``: 'A', 'B', 'default' or a SWIM file's path (--replay). ``speedup``: simulated seconds per
+    real second. ``deadline_slots``: D, slots (--deadline). ``tenants``: the tenants the trace's jobs are
+    dealt to in turn (1: none). ``containers_per_node``: N, jobs run on ceil(max(mappers, reducers) / N)
+    nodes (None: one each). ``days``: how many days the trace's day is repeated (None: 1). ``lengths``:
+    "learned" or "submitted" (None: learned), ``length_quantile``: the quantile of past runs a learned
+    length is. ``store``: the store file, kept; ``keep_store``: keep the temporary one; ``dry_run``: no
+    store at all. ``decisions_out``: a file to append one JSON line per slot to. ``cluster``: "twin" or
+    "instant" (None: the twin, or EMR when the config's endpoint is on this machine). ``twin``: the
+    twin's flags."""
+
+    trace: str
+    speedup: float
+    policy: str | None = None
+    deadline_slots: int | None = None
+    max_nodes: int | None = None
+    tenants: int = 1
+    containers_per_node: int | None = None
+    days: int | None = None
+    lengths: str | None = None
+    length_quantile: float | None = None
+    store: Path | None = None
+    keep_store: bool = False
+    dry_run: bool = False
+    decisions_out: Path | None = None
+    cluster: str | None = None
+    twin: TwinFlags = dataclasses.field(default_factory=TwinFlags)
+
+
+def replay_through_daemon(request: ReplayRequest, settings: Settings, out: Console, err: Console) -> int:
     """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ).
 
-    The store is ``args.store`` (kept), else a temporary folder's, removed at exit unless
-    ``args.keep_store``; with ``args.dry_run`` there is none: a shadow store in memory."""
+    The store is ``request.store`` (kept), else a temporary folder's, removed at exit unless
+    ``request.keep_store``; with ``request.dry_run`` there is none: a shadow store in memory."""
     from autoscaler.app import compose
 
-    twin, carbon = _twin_inputs(args, settings)
+    twin, carbon = _twin_inputs(request, settings)
     config = compose.controller_config(
-        settings, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes, tenants=args.tenants,
+        settings, policy=request.policy, deadline_slots=request.deadline_slots, max_nodes=request.max_nodes, tenants=request.tenants,
         price_per_node_hour=twin.price_per_node_hour if twin is not None else None,
     )  # fmt: skip
     policy, deadline_slots, slot_s, max_nodes = config.policy, config.deadline_slots, config.slot_s, config.max_nodes
-    if args.dry_run and (args.store is not None or args.keep_store):
+    if request.dry_run and (request.store is not None or request.keep_store):
         raise ConfigError("run --replay --dry-run keeps no store; leave out --store and --keep-store")
-    with open_trace(args.replay, "--replay") as (path, _):
+    with open_trace(request.trace, "--replay") as (path, _):
         if path.suffix.lower() == ".csv":
             raise ConfigError(
                 f"{path}: run --replay needs a SWIM trace of jobs (6 tab-separated columns) to submit; a .csv load curve "
                 "has no jobs (autoscaler replay --trace reads it)"
             )
         trace = read_swim(path)
-    containers_per_node = getattr(args, "containers_per_node", None)
-    days, lengths, quantile = replay_length_inputs(args, settings)
+    containers_per_node = request.containers_per_node
+    days, lengths, quantile = replay_length_inputs(request, settings)
     day_s = round(86400 / slot_s) * slot_s  # the window of one day's trace, as workload_from_trace takes it
     trace, names = repeat_days(trace, days, day_s)
     workload = workload_from_trace(
@@ -137,9 +203,9 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
 
     err.print(costs_text(settings.derived_costs(twin.price_per_node_hour if twin is not None else None)), style="dim", markup=False, highlight=False)
     window_slots = workload.n_slots
-    require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if args.deadline is not None else "deadline_slots: D")
+    require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if request.deadline_slots is not None else "deadline_slots: D")
     jobs = sorted(
-        trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, args.tenants, containers_per_node, max_nodes, names),
+        trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, request.tenants, containers_per_node, max_nodes, names),
         key=lambda j: j.submit_s,
     )
     if twin is not None and config.provision_s < twin.provision_s:
@@ -150,18 +216,18 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
             "(autoscaler compare does)", highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
     with contextlib.ExitStack() as stack:
-        decisions_file = stack.enter_context(DecisionsFile(args.decisions_out)) if args.decisions_out is not None else None
+        decisions_file = stack.enter_context(DecisionsFile(request.decisions_out)) if request.decisions_out is not None else None
         store_path = None
-        if not args.dry_run:
-            if args.store is not None:
-                store_path = args.store
+        if not request.dry_run:
+            if request.store is not None:
+                store_path = request.store
             else:
                 folder = tempfile.mkdtemp(prefix="autoscaler-replay-")
-                if not args.keep_store:
+                if not request.keep_store:
                     stack.callback(shutil.rmtree, folder, ignore_errors=True)
                 store_path = Path(folder) / "replay.db"
         store = compose.replay_store(store_path, stack)
-        kept = _kept(store_path, args)
+        kept = _kept(store_path, request)
         saved = store.load_state()
         first_slot = int(saved["last_slot"]) + 1 if saved else 0
         clock = compose.replay_clock(first_slot * slot_s)
@@ -189,7 +255,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
         if twin is not None and twin.step_concurrency < max_nodes and all(job.nodes == 1 for job in jobs):
             cap, cap_flag = twin.step_concurrency, "--step-concurrency"
             config = dataclasses.replace(config, max_nodes=cap)
-        runner = compose.runner(settings, config, store, cluster, clock, dry_run=args.dry_run, on_decision=decisions_file, retention_s=None)
+        runner = compose.runner(settings, config, store, cluster, clock, dry_run=request.dry_run, on_decision=decisions_file, retention_s=None)
         horizon = window_slots + deadline_slots
         end_slot = replay_end_slot(horizon)
         check = _DrainCheck(jobs, end_slot, horizon, cap, slot_s, cap_flag)
@@ -226,7 +292,7 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
                     runner.run_slot()
                     progress.advance(task)
                     slot += 1
-                    if stop.sleep(slot_s / args.speedup):
+                    if stop.sleep(slot_s / request.speedup):
                         break
             except KeyboardInterrupt:
                 err.print(f"run --replay: interrupted after slot {slot - 1}; {kept}", highlight=False)
@@ -319,19 +385,19 @@ def replay_through_daemon(args: argparse.Namespace, settings: Settings, out: Con
     out.print(_tenant_table(stored_jobs, late, decisions, final_state, overran))
     if bill is not None:
         out.print(twin_bill_table(bill, twin, carbon, slot_s))
-    if store_path is not None and (args.store is not None or args.keep_store):
+    if store_path is not None and (request.store is not None or request.keep_store):
         err.print(f"store: {store_path}", highlight=False)
     return status
 
 
-def replay_length_inputs(args: argparse.Namespace, settings: Settings | None) -> tuple[int, str, float]:
+def replay_length_inputs(request: ReplayRequest, settings: Settings | None) -> tuple[int, str, float]:
     """(--days, --lengths, the quantile: --length-quantile, else the config's ``[jobs] length_quantile``)
     of a replay, checked: ConfigError naming the flag."""
-    days = getattr(args, "days", None) or 1
-    lengths = getattr(args, "lengths", None) or "learned"
+    days = request.days or 1
+    lengths = request.lengths or "learned"
     if lengths not in LENGTH_SOURCES:
         raise ConfigError(f"--lengths: expected one of {', '.join(LENGTH_SOURCES)}, got {lengths!r}")
-    given = getattr(args, "length_quantile", None)
+    given = request.length_quantile
     if given is not None and lengths == "submitted":
         raise ConfigError("--length-quantile is the quantile of learned lengths; --lengths submitted plans none (leave one of them out)")
     if given is not None:
@@ -339,34 +405,22 @@ def replay_length_inputs(args: argparse.Namespace, settings: Settings | None) ->
     return days, lengths, settings.jobs.length_quantile if settings is not None else defaults.LENGTH_QUANTILE
 
 
-TWIN_FLAGS = {
-    "provision_s": "--provision-s",
-    "decommission_timeout_s": "--decommission-timeout-s",
-    "length_error_sigma": "--length-error",
-    "length_jitter_sigma": "--length-jitter",
-    "seed": "--seed",
-    "step_concurrency": "--step-concurrency",
-    "price_per_node_hour": "--price-per-node-hour",
-}
-"""TwinConfig's fields and the run flags that set them."""
-
-
-def _twin_inputs(args: argparse.Namespace, settings: Settings):
+def _twin_inputs(request: ReplayRequest, settings: Settings):
     """(the TwinConfig, the --carbon signal) of a replay on the twin, (None, None) on the instant
     cluster or EMR; checked before any work. The twin is the default, unless the config names an
     endpoint on this machine (EMR in moto: :func:`replay_on_emr`). Raises ConfigError naming the flag:
     a twin flag with ``--cluster instant`` or on EMR, a value out of range, a --carbon that is a
     price; TraceError for a --carbon that cannot be read."""
-    chosen = getattr(args, "cluster", None)
+    chosen = request.cluster
     if chosen == "instant" or (chosen is None and replay_on_emr(settings)):
-        flags = twin_flags(args)
-        carbon_flags = {"--carbon": getattr(args, "carbon", None), "--carbon-unit": getattr(args, "carbon_unit", None)}
+        flags = request.twin.config_fields()
+        carbon_flags = {"--carbon": request.twin.carbon, "--carbon-unit": request.twin.carbon_unit}
         given = [TWIN_FLAGS[name] for name, value in flags.items() if value is not None] + [flag for flag, value in carbon_flags.items() if value is not None]
         if given:
             where = "--cluster instant" if chosen == "instant" else f"EMR at {settings.cluster.endpoint_url} (the config's endpoint_url)"
             raise ConfigError(f"{', '.join(given)}: for the cluster twin only, and this replay runs on {where}; leave them out or give --cluster twin")
         return None, None
-    return twin_inputs(args, settings)
+    return twin_inputs(request.twin, settings)
 
 
 def replay_on_emr(settings: Settings | None) -> bool:
@@ -377,19 +431,14 @@ def replay_on_emr(settings: Settings | None) -> bool:
     return bool(endpoint) and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")
 
 
-def twin_flags(args: argparse.Namespace) -> dict:
-    """TwinConfig's fields as the command line gave them (None: not given)."""
-    return {name: getattr(args, name.removesuffix("_sigma"), None) for name in TWIN_FLAGS}
-
-
-def twin_inputs(args: argparse.Namespace, settings: Settings | None):
-    """(the TwinConfig of the twin flags and the settings' power model, the --carbon signal in
+def twin_inputs(flags: TwinFlags, settings: Settings | None):
+    """(the TwinConfig of ``flags`` and the settings' power model, the --carbon signal in
     gCO2eq/kWh or None), checked before any work: ConfigError naming the flag and the value, a
     --carbon that is a price or a --carbon-unit without --carbon; TraceError for an unreadable --carbon."""
     from autoscaler.app import compose
 
-    twin = compose.twin_config(settings, **twin_flags(args))
-    source, unit = getattr(args, "carbon", None), getattr(args, "carbon_unit", None)
+    twin = compose.twin_config(settings, **flags.config_fields())
+    source, unit = flags.carbon, flags.carbon_unit
     if source is None:
         if unit is not None:
             raise ConfigError("--carbon-unit without --carbon: give the signal with --carbon SOURCE")
@@ -589,11 +638,11 @@ class _StopSignal:
         return self.signal_name is not None
 
 
-def _kept(store_path, args) -> str:
+def _kept(store_path, request: ReplayRequest) -> str:
     """Where the slots decided so far are, for a replay that stops early."""
     if store_path is None:
         return "a dry run keeps no store"
-    if args.store is None and not args.keep_store:
+    if request.store is None and not request.keep_store:
         return "its temporary store is removed (keep one with --store or --keep-store)"
     return f"the slots decided are in {store_path}"
 

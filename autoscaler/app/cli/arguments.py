@@ -323,3 +323,15 @@ def add_twin_arguments(group) -> None:
     group.add_argument("--price-per-node-hour", type=float, default=None, help="twin: $ per node-hour, billed per second with 60 s minimum (default 0.240: m5.xlarge EC2 0.192 + EMR 0.048, us-east-1 on demand)")
     group.add_argument("--carbon", default=None, metavar="SOURCE", help="twin: a carbon signal (file or URL) for the bill's kgCO2; the trace's start is placed at its first time; decisions stay carbon-blind")
     group.add_argument("--carbon-unit", default=None, help="twin: unit of a CSV --carbon (gCO2eq/kWh or lbs/MWh)")
+
+
+def twin_flags(args: argparse.Namespace):
+    """The flags of :func:`add_twin_arguments` as the command line gave them: a
+    :class:`autoscaler.app.replay_daemon.TwinFlags`."""
+    from autoscaler.app.replay_daemon import TwinFlags
+
+    return TwinFlags(
+        provision_s=args.provision_s, decommission_timeout_s=args.decommission_timeout_s, length_error_sigma=args.length_error,
+        length_jitter_sigma=args.length_jitter, seed=args.seed, step_concurrency=args.step_concurrency,
+        price_per_node_hour=args.price_per_node_hour, carbon=args.carbon, carbon_unit=args.carbon_unit,
+    )  # fmt: skip

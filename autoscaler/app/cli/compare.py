@@ -21,6 +21,7 @@ from autoscaler.app.cli.arguments import (
     non_negative_int,
     parse_deadlines,
     positive_int,
+    twin_flags,
 )
 from autoscaler.app.cli.trace_inputs import note_shadowed_file
 from autoscaler.app.traces import TRACE_NAMES_HELP
@@ -109,7 +110,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise ConfigError(f"--min-nodes {min_nodes} is above --max-nodes {max_nodes}")
     if args.fixed_nodes is not None and args.fixed_nodes > max_nodes:
         raise ConfigError(f"--fixed-nodes {args.fixed_nodes} is above --max-nodes {max_nodes}")
-    twin, carbon = twin_inputs(args, settings)
+    twin, carbon = twin_inputs(twin_flags(args), settings)
     # The policies are told how long the twin's nodes take to be usable, as an operator sets
     # provision_s for EMR: their due margin and the cost of a restart both count it.
     settings = settings.model_copy(update={"provision_s": twin.provision_s})

@@ -22,6 +22,7 @@ from autoscaler.app.cli.arguments import (
     open_store,
     positive_float,
     positive_int,
+    twin_flags,
 )
 from autoscaler.app.cli.trace_inputs import note_shadowed_file
 from autoscaler.app.traces import TRACE_NAMES_HELP
@@ -378,6 +379,18 @@ def _utc(seconds: float) -> str:
         return f"{seconds:.0f} s"
 
 
+def _replay_request(args: argparse.Namespace):
+    """``run --replay``'s flags as a :class:`autoscaler.app.replay_daemon.ReplayRequest`."""
+    from autoscaler.app.replay_daemon import ReplayRequest
+
+    return ReplayRequest(
+        trace=args.replay, speedup=args.speedup, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes,
+        tenants=args.tenants, containers_per_node=args.containers_per_node, days=args.days, lengths=args.lengths,
+        length_quantile=args.length_quantile, store=args.store, keep_store=args.keep_store, dry_run=args.dry_run,
+        decisions_out=args.decisions_out, cluster=args.cluster, twin=twin_flags(args),
+    )  # fmt: skip
+
+
 def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.app import compose
     from autoscaler.app.logs import configure_logging
@@ -393,7 +406,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         refuse_carbon_objective(settings, "run --replay")
         configure_logging(settings.log_format)
         note_shadowed_file(args.replay, "--replay", err)
-        return replay_through_daemon(args, settings, out, err)
+        return replay_through_daemon(_replay_request(args), settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
     for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--containers-per-node", args.containers_per_node), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective), ("--days", args.days), ("--lengths", args.lengths), ("--length-quantile", args.length_quantile)):
