@@ -25,23 +25,26 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from autoscaler.adapters.fakes import FakeCluster
+from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.twin import TwinCluster
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.traces import open_trace
 from autoscaler.core import defaults
-from autoscaler.core.controller import Decision
+from autoscaler.core.controller import ControllerConfig, Decision
 from autoscaler.core.energy.accounting import whole_nodes
+from autoscaler.core.energy.signal import Signal
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
 from autoscaler.core.learned import LENGTH_SOURCES, check_quantile, planned, quantile_label
-from autoscaler.core.model import Job, JobState, StepSpec
+from autoscaler.core.model import Job, JobState, StepSpec, Workload
 from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
+from autoscaler.core.ports import Cluster, JobStore
 from autoscaler.core.readable import count_text
 from autoscaler.core.recurring import repeat_days
 from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.slot_work import node_seconds_active
+from autoscaler.core.twin import TwinBill, TwinConfig
 from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, job_nodes, read_swim, workload_from_trace
 
 
@@ -169,10 +172,39 @@ class ReplayRequest:
 
 
 def replay_through_daemon(request: ReplayRequest, settings: Settings, out: Console, err: Console) -> int:
-    """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ).
+    """Run the replay; prints a comparison table and returns 0 (1 if the capacities differ, 128 + the
+    signal's number when a SIGTERM stopped it).
 
     The store is ``request.store`` (kept), else a temporary folder's, removed at exit unless
-    ``request.keep_store``; with ``request.dry_run`` there is none: a shadow store in memory."""
+    ``request.keep_store``; with ``request.dry_run`` there is none: a shadow store in memory. Raises
+    ConfigError naming the flag for an input it cannot run, before any slot; for a store that is not
+    this replay's; for a queue that cannot drain. TraceError for a trace or --carbon that cannot be read."""
+    twin, carbon, config = _replay_config(request, settings)
+    trace = _replay_trace(request, settings, config, twin, err)
+    with contextlib.ExitStack() as stack:
+        loop = _open_replay(request, settings, config, twin, trace, stack)
+        run = _run_slots(loop, trace, request.speedup, err)
+        if run.signal_name:
+            err.print(
+                f"run --replay: stopped by {run.signal_name} after slot {run.last_slot} of {loop.horizon} (the horizon); {loop.kept}",
+                highlight=False,
+            )
+            return 128 + run.signal_number
+        outcome = _replay_outcome(loop, trace.jobs)
+    status = _print_outcome(trace, loop, outcome, run.elapsed_s, out, err)
+    if outcome.bill is not None:
+        out.print(twin_bill_table(outcome.bill, twin, carbon, loop.config.slot_s))
+    if loop.store_path is not None and (request.store is not None or request.keep_store):
+        err.print(f"store: {loop.store_path}", highlight=False)
+    return status
+
+
+def _replay_config(request: ReplayRequest, settings: Settings) -> tuple[TwinConfig | None, Signal | None, ControllerConfig]:
+    """(the twin's config, the --carbon signal in gCO2eq/kWh, the controller's config) of a replay,
+    checked before any work: the first two as :func:`_twin_inputs` (None, None off the twin), the last
+    ``settings`` with the request's policy, D, max nodes and tenants (and the twin's price per node-hour).
+    Raises ConfigError naming the flag for a value out of range or flags that do not go together;
+    TraceError for a --carbon that cannot be read."""
     from autoscaler.app import compose
 
     twin, carbon = _twin_inputs(request, settings)
@@ -180,9 +212,40 @@ def replay_through_daemon(request: ReplayRequest, settings: Settings, out: Conso
         settings, policy=request.policy, deadline_slots=request.deadline_slots, max_nodes=request.max_nodes, tenants=request.tenants,
         price_per_node_hour=twin.price_per_node_hour if twin is not None else None,
     )  # fmt: skip
-    policy, deadline_slots, slot_s, max_nodes = config.policy, config.deadline_slots, config.slot_s, config.max_nodes
     if request.dry_run and (request.store is not None or request.keep_store):
         raise ConfigError("run --replay --dry-run keeps no store; leave out --store and --keep-store")
+    return twin, carbon, config
+
+
+@dataclasses.dataclass(frozen=True)
+class _ReplayTrace:
+    """A replay's trace as it is submitted. ``name``: the trace file's name (titles, messages).
+    ``jobs``: the window's jobs, shape (n_jobs,), in submit order (``trace_jobs``); the slot loop puts
+    each learned length in place as it submits the job. ``workload``: the window's curves as
+    ``autoscaler replay`` computes them, ``window_slots`` slots. ``lengths``: "learned" or "submitted";
+    ``quantile``: the quantile of a name's past runs a learned length is."""
+
+    name: str
+    jobs: list[Job]
+    workload: Workload
+    lengths: str
+    quantile: float
+
+    @property
+    def window_slots(self) -> int:
+        return self.workload.n_slots
+
+
+def _replay_trace(request: ReplayRequest, settings: Settings, config: ControllerConfig, twin: TwinConfig | None, err: Console) -> _ReplayTrace:
+    """The trace of ``request.trace`` (--replay), its day repeated ``request.days`` times, as the
+    daemon's jobs with D = ``config.deadline_slots`` (``trace_jobs``). Prints to ``err`` the workload's
+    warnings, the objective's costs and a note when the twin's nodes boot slower than the config's
+    provision_s counts. Raises ConfigError for a .csv load curve (it has no jobs), a bad
+    --days/--lengths/--length-quantile (``replay_length_inputs``), a D longer than the window, a job
+    wider than the max nodes; TraceError for a trace that cannot be read."""
+    from autoscaler.app.cli.arguments import costs_text
+
+    slot_s, deadline_slots = config.slot_s, config.deadline_slots
     with open_trace(request.trace, "--replay") as (path, _):
         if path.suffix.lower() == ".csv":
             raise ConfigError(
@@ -190,22 +253,19 @@ def replay_through_daemon(request: ReplayRequest, settings: Settings, out: Conso
                 "has no jobs (autoscaler replay --trace reads it)"
             )
         trace = read_swim(path)
-    containers_per_node = request.containers_per_node
     days, lengths, quantile = replay_length_inputs(request, settings)
     day_s = round(86400 / slot_s) * slot_s  # the window of one day's trace, as workload_from_trace takes it
     trace, names = repeat_days(trace, days, day_s)
     workload = workload_from_trace(
-        trace, slot_s=slot_s, window_slots=None if days == 1 else days * round(86400 / slot_s), containers_per_node=containers_per_node
+        trace, slot_s=slot_s, window_slots=None if days == 1 else days * round(86400 / slot_s), containers_per_node=request.containers_per_node
     )
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-    from autoscaler.app.cli.arguments import costs_text
-
     err.print(costs_text(settings.derived_costs(twin.price_per_node_hour if twin is not None else None)), style="dim", markup=False, highlight=False)
     window_slots = workload.n_slots
     require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if request.deadline_slots is not None else "deadline_slots: D")
     jobs = sorted(
-        trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, request.tenants, containers_per_node, max_nodes, names),
+        trace_jobs(trace, deadline_slots, slot_s, window_slots * slot_s, request.tenants, request.containers_per_node, config.max_nodes, names),
         key=lambda j: j.submit_s,
     )
     if twin is not None and config.provision_s < twin.provision_s:
@@ -215,125 +275,239 @@ def replay_through_daemon(request: ReplayRequest, settings: Settings, out: Conso
             f"booting node may finish after their deadline; provision_s = {twin.provision_s:g} in the config counts it "
             "(autoscaler compare does)", highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
-    with contextlib.ExitStack() as stack:
-        decisions_file = stack.enter_context(DecisionsFile(request.decisions_out)) if request.decisions_out is not None else None
-        store_path = None
-        if not request.dry_run:
-            if request.store is not None:
-                store_path = request.store
-            else:
-                folder = tempfile.mkdtemp(prefix="autoscaler-replay-")
-                if not request.keep_store:
-                    stack.callback(shutil.rmtree, folder, ignore_errors=True)
-                store_path = Path(folder) / "replay.db"
-        store = compose.replay_store(store_path, stack)
-        kept = _kept(store_path, request)
-        saved = store.load_state()
-        first_slot = int(saved["last_slot"]) + 1 if saved else 0
-        clock = compose.replay_clock(first_slot * slot_s)
-        cluster = compose.replay_cluster(settings, clock, twin)
-        if saved and _foreign_jobs(store, jobs):
-            raise ConfigError(
-                f"{store_path}: holds jobs that are not in {path.name} and a daemon's decisions (a daemon's store?); "
-                "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
-                "for a temporary one"
-            )
-        if saved and isinstance(cluster, (FakeCluster, TwinCluster)):
-            raise ConfigError(
-                f"{store_path}: this replay store was started before, and the in-memory cluster it used is gone; "
-                "give a new --store (only a replay against an EMR endpoint can resume)"
-            )
-        if not saved and store.max_seq():
-            raise ConfigError(
-                f"{store_path}: holds {count_text(store.max_seq(), 'job')} and no replay's state (a daemon's store?); "
-                "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
-                "for a temporary one"
-            )
-        # On the twin, fewer steps at once than nodes bound the work as the nodes would (one-node jobs;
-        # a step of w nodes takes w of them), and the daemon plans on them: nodes beyond idle.
-        cap, cap_flag = max_nodes, "--max-nodes"
-        if twin is not None and twin.step_concurrency < max_nodes and all(job.nodes == 1 for job in jobs):
-            cap, cap_flag = twin.step_concurrency, "--step-concurrency"
-            config = dataclasses.replace(config, max_nodes=cap)
-        runner = compose.runner(settings, config, store, cluster, clock, dry_run=request.dry_run, on_decision=decisions_file, retention_s=None)
-        horizon = window_slots + deadline_slots
-        end_slot = replay_end_slot(horizon)
-        check = _DrainCheck(jobs, end_slot, horizon, cap, slot_s, cap_flag)
-        submitted = 0
-        started = time.perf_counter()
-        stop = _StopSignal()
-        with stop, Progress(console=err, transient=True) as progress:
-            task = progress.add_task(f"replaying {len(jobs)} jobs", total=horizon, completed=first_slot)
-            slot = first_slot
-            try:
-                # Until the horizon, and on until every job is released; long jobs may run on past it.
-                while True:
-                    clock.time_s = slot * slot_s
-                    arriving = submitted
-                    while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
-                        submitted += 1
-                    if submitted > arriving:
-                        if lengths == "learned":
-                            # As `autoscaler submit` plans a job: on the runs its name ended by now.
-                            for i in range(arriving, submitted):
-                                jobs[i] = within_window(
-                                    planned(jobs[i], store.run_lengths_s(jobs[i].tenant, jobs[i].name, clock.time_s), quantile), window_slots * slot_s
-                                )
-                        store.submit_many(jobs[arriving:submitted])
-                    queued = _queued(runner, store)
-                    if slot >= horizon and not queued:
-                        break
-                    if slot >= end_slot:
-                        raise ConfigError(
-                            f"run --replay: {queued:,} jobs still queued at slot {slot:,}, twice the horizon of {horizon:,} "
-                            f"slots; were jobs submitted to {store_path} while it ran? {kept}"
-                        )
-                    check(slot, submitted, store.active_jobs)
-                    runner.run_slot()
-                    progress.advance(task)
-                    slot += 1
-                    if stop.sleep(slot_s / request.speedup):
-                        break
-            except KeyboardInterrupt:
-                err.print(f"run --replay: interrupted after slot {slot - 1}; {kept}", highlight=False)
-                raise
-        if stop.signal_name:
-            err.print(
-                f"run --replay: stopped by {stop.signal_name} after slot {slot - 1} of {horizon} (the horizon); {kept}",
-                highlight=False,
-            )
-            return 128 + stop.signal_number
-        elapsed = time.perf_counter() - started
-        decisions = [Decision.from_json(record) for record in store.decisions()]
-        final_state = store.load_state() or {}
-        # The trace's jobs as the decisions released them (the store holds the same; reading it back costs more).
-        stored_jobs = _released_as_decided(jobs, decisions, slot_s)
-        last_slot = store.last_slot()
-        late = {job.job_id: slots_late(job, config, clock.time_s, last_slot) for job in stored_jobs}
-        bill = None
-        if isinstance(cluster, TwinCluster):
-            bill = cluster.finish()
-            _record_last_runs(cluster, store)
-        overran = overran_jobs(bill, store, jobs)
-    capacity = np.array([d.capacity for d in decisions])
+    return _ReplayTrace(path.name, jobs, workload, lengths, quantile)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ReplayLoop:
+    """A replay's slot loop, ready to run. ``store_path``: None for a dry run's shadow store; ``kept``:
+    where the slots decided are, for a replay that stops early (``_kept``). ``config``: the
+    controller's, its max nodes capped at the twin's steps at once when those bind (``max_nodes`` is
+    the cap the request or the config gave). Slots run from ``first_slot`` (after the slots a resumed
+    store decided) to ``horizon`` (the window and D), and on to at most ``end_slot`` while jobs are
+    queued; ``check`` refuses a queue that cannot drain by then."""
+
+    store: JobStore
+    store_path: Path | None
+    kept: str
+    clock: SimulatedClock
+    cluster: Cluster
+    runner: SlotRunner
+    config: ControllerConfig
+    max_nodes: int
+    first_slot: int
+    horizon: int
+    end_slot: int
+    check: _DrainCheck
+
+
+def _open_replay(
+    request: ReplayRequest, settings: Settings, config: ControllerConfig, twin: TwinConfig | None, trace: _ReplayTrace, stack: contextlib.ExitStack,
+) -> _ReplayLoop:  # fmt: skip
+    """The replay's decisions file, store, clock, cluster and slot runner, entered on ``stack`` (they
+    close with it): a store the replay started before resumes after its last slot. Raises ConfigError
+    for a store that is not this replay's or whose in-memory cluster is gone; StoreError (and the
+    lock's error when another holds the store)."""
+    from autoscaler.app import compose
+
+    decisions_file = stack.enter_context(DecisionsFile(request.decisions_out)) if request.decisions_out is not None else None
+    store_path = _store_path(request, stack)
+    store = compose.replay_store(store_path, stack)
+    kept = _kept(store_path, request)
+    saved = store.load_state()
+    first_slot = int(saved["last_slot"]) + 1 if saved else 0
+    clock = compose.replay_clock(first_slot * config.slot_s)
+    cluster = compose.replay_cluster(settings, clock, twin)
+    _refuse_other_store(store, store_path, bool(saved), cluster, trace)
+    # On the twin, fewer steps at once than nodes bound the work as the nodes would (one-node jobs;
+    # a step of w nodes takes w of them), and the daemon plans on them: nodes beyond idle.
+    max_nodes = config.max_nodes
+    cap, cap_flag = max_nodes, "--max-nodes"
+    if twin is not None and twin.step_concurrency < max_nodes and all(job.nodes == 1 for job in trace.jobs):
+        cap, cap_flag = twin.step_concurrency, "--step-concurrency"
+        config = dataclasses.replace(config, max_nodes=cap)
+    runner = compose.runner(settings, config, store, cluster, clock, dry_run=request.dry_run, on_decision=decisions_file, retention_s=None)
+    horizon = trace.window_slots + config.deadline_slots
+    end_slot = replay_end_slot(horizon)
+    check = _DrainCheck(trace.jobs, end_slot, horizon, cap, config.slot_s, cap_flag)
+    return _ReplayLoop(store, store_path, kept, clock, cluster, runner, config, max_nodes, first_slot, horizon, end_slot, check)
+
+
+def _store_path(request: ReplayRequest, stack: contextlib.ExitStack) -> Path | None:
+    """Where a replay's store is: None for a dry run (a shadow store in memory), ``request.store``,
+    else replay.db in a new temporary folder, removed with ``stack`` unless ``request.keep_store``."""
+    if request.dry_run:
+        return None
+    if request.store is not None:
+        return request.store
+    folder = tempfile.mkdtemp(prefix="autoscaler-replay-")
+    if not request.keep_store:
+        stack.callback(shutil.rmtree, folder, ignore_errors=True)
+    return Path(folder) / "replay.db"
+
+
+def _refuse_other_store(store, store_path: Path | None, resumed: bool, cluster, trace: _ReplayTrace) -> None:
+    """ConfigError unless ``store`` is this replay's to run in: with no replay's state, empty; with one
+    (``resumed``), holding only the trace's jobs, on a cluster that outlived the replay (EMR)."""
+    if resumed and _foreign_jobs(store, trace.jobs):
+        raise ConfigError(
+            f"{store_path}: holds jobs that are not in {trace.name} and a daemon's decisions (a daemon's store?); "
+            "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
+            "for a temporary one"
+        )
+    if resumed and isinstance(cluster, (FakeCluster, TwinCluster)):
+        raise ConfigError(
+            f"{store_path}: this replay store was started before, and the in-memory cluster it used is gone; "
+            "give a new --store (only a replay against an EMR endpoint can resume)"
+        )
+    if not resumed and store.max_seq():
+        raise ConfigError(
+            f"{store_path}: holds {count_text(store.max_seq(), 'job')} and no replay's state (a daemon's store?); "
+            "run --replay writes the trace's jobs and its decisions into its store: give a new --store, or none "
+            "for a temporary one"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _SlotsRun:
+    """How a replay's slot loop ended: ``last_slot``, the last slot it decided (first slot - 1 if
+    none); the signal that stopped it, ``signal_name`` None and ``signal_number`` 0 when none did;
+    ``elapsed_s``, the wall time it took."""
+
+    last_slot: int
+    signal_name: str | None
+    signal_number: int
+    elapsed_s: float
+
+
+def _run_slots(loop: _ReplayLoop, trace: _ReplayTrace, speedup: float, err: Console) -> _SlotsRun:
+    """Decide slot after slot from ``loop.first_slot``, until the horizon and on until no job is queued,
+    one slot per slot_s / ``speedup`` s of wall time (a progress bar on ``err``), each job submitted in
+    the slot its submit time is in (``_submit_arrivals``). Stops after the slot it is in at a SIGTERM.
+    Raises ConfigError when jobs are still queued at ``loop.end_slot`` or the queue cannot drain by then
+    (``_DrainCheck``); on Ctrl-C prints the last slot decided and raises KeyboardInterrupt."""
+    slot_s, store = loop.config.slot_s, loop.store
+    submitted = 0
+    started = time.perf_counter()
+    stop = _StopSignal()
+    with stop, Progress(console=err, transient=True) as progress:
+        task = progress.add_task(f"replaying {len(trace.jobs)} jobs", total=loop.horizon, completed=loop.first_slot)
+        slot = loop.first_slot
+        try:
+            # Until the horizon, and on until every job is released; long jobs may run on past it.
+            while True:
+                loop.clock.time_s = slot * slot_s
+                submitted = _submit_arrivals(loop, trace, submitted, slot)
+                queued = _queued(loop.runner, store)
+                if slot >= loop.horizon and not queued:
+                    break
+                if slot >= loop.end_slot:
+                    raise ConfigError(
+                        f"run --replay: {queued:,} jobs still queued at slot {slot:,}, twice the horizon of {loop.horizon:,} "
+                        f"slots; were jobs submitted to {loop.store_path} while it ran? {loop.kept}"
+                    )
+                loop.check(slot, submitted, store.active_jobs)
+                loop.runner.run_slot()
+                progress.advance(task)
+                slot += 1
+                if stop.sleep(slot_s / speedup):
+                    break
+        except KeyboardInterrupt:
+            err.print(f"run --replay: interrupted after slot {slot - 1}; {loop.kept}", highlight=False)
+            raise
+    return _SlotsRun(slot - 1, stop.signal_name, stop.signal_number, time.perf_counter() - started)
+
+
+def _submit_arrivals(loop: _ReplayLoop, trace: _ReplayTrace, submitted: int, slot: int) -> int:
+    """Submit to the store the trace's jobs after the first ``submitted`` whose submit time is before
+    slot ``slot``'s end, each planned at a learned length (``trace.lengths`` "learned") as
+    `autoscaler submit` plans it; returns how many of the trace's jobs are submitted now."""
+    jobs, slot_s = trace.jobs, loop.config.slot_s
+    arriving = submitted
+    while submitted < len(jobs) and jobs[submitted].submit_s < (slot + 1) * slot_s:
+        submitted += 1
+    if submitted > arriving:
+        if trace.lengths == "learned":
+            # As `autoscaler submit` plans a job: on the runs its name ended by now.
+            for i in range(arriving, submitted):
+                jobs[i] = within_window(
+                    planned(jobs[i], loop.store.run_lengths_s(jobs[i].tenant, jobs[i].name, loop.clock.time_s), trace.quantile),
+                    trace.window_slots * slot_s,
+                )
+        loop.store.submit_many(jobs[arriving:submitted])
+    return submitted
+
+
+@dataclasses.dataclass(frozen=True)
+class _ReplayOutcome:
+    """What a replay did, read back at its end. ``decisions``: one a slot, in slot order;
+    ``final_state``: the store's state after the last slot ({} if none); ``jobs``: the trace's jobs as
+    the decisions released them (``_released_as_decided``); ``late``: {job id: slots late}
+    (autoscaler.core.lateness); ``bill``: the twin's (None off the twin); ``overran``: ids of the jobs
+    that ended after their deadline (``overran_jobs``; None: not known)."""
+
+    decisions: list[Decision]
+    final_state: dict
+    jobs: list[Job]
+    late: dict[str, int]
+    bill: TwinBill | None
+    overran: set[str] | None
+
+
+def _replay_outcome(loop: _ReplayLoop, jobs: list[Job]) -> _ReplayOutcome:
+    """The replay's decisions, state, lateness and bill, from its store and cluster (the twin runs its
+    jobs to their end, and the runs that end after the last slot are recorded in the store)."""
+    store = loop.store
+    decisions = [Decision.from_json(record) for record in store.decisions()]
+    final_state = store.load_state() or {}
+    # The trace's jobs as the decisions released them (the store holds the same; reading it back costs more).
+    stored_jobs = _released_as_decided(jobs, decisions, loop.config.slot_s)
+    last_slot = store.last_slot()
+    late = {job.job_id: slots_late(job, loop.config, loop.clock.time_s, last_slot) for job in stored_jobs}
+    bill = None
+    if isinstance(loop.cluster, TwinCluster):
+        bill = loop.cluster.finish()
+        _record_last_runs(loop.cluster, store)
+    return _ReplayOutcome(decisions, final_state, stored_jobs, late, bill, overran_jobs(bill, store, jobs))
+
+
+def _print_outcome(trace: _ReplayTrace, loop: _ReplayLoop, outcome: _ReplayOutcome, elapsed_s: float, out: Console, err: Console) -> int:
+    """Print to ``out`` the daemon's table, compared with ``autoscaler replay``'s m_t where the policy
+    is (``_compare_with_replay``), and the tenants' table; returns 0, or 1 when the m_t differ."""
+    capacity = np.array([d.capacity for d in outcome.decisions])
+    table = _daemon_table(trace, loop, outcome, capacity, elapsed_s, err)
+    status = _compare_with_replay(table, trace, loop.config, capacity, err)
+    out.print(table)
+    out.print(_tenant_table(outcome.jobs, outcome.late, outcome.decisions, outcome.final_state, outcome.overran))
+    return status
+
+
+def _daemon_table(
+    trace: _ReplayTrace, loop: _ReplayLoop, outcome: _ReplayOutcome, capacity: np.ndarray, elapsed_s: float, err: Console,
+) -> Table:  # fmt: skip
+    """The replay's measures: jobs released, late and overran, lengths planned, overloaded slots, the
+    m_t (``capacity``, shape (n_slots,), servers) and the nodes run, and the cost against follow's
+    (eq. 2; a warning on ``err`` when it is higher)."""
+    config, decisions, jobs, late = loop.config, outcome.decisions, trace.jobs, outcome.late
     nodes = np.array([d.nodes for d in decisions], dtype=float)
     whole = whole_nodes(capacity)
     below, above = np.maximum(whole - nodes, 0.0), np.maximum(nodes - whole, 0.0)
     table = Table(
-        title=f"{path.name} through the daemon: {policy}, D = {deadline_slots}, {len(decisions):,} slots in {elapsed:.1f} s",
+        title=f"{trace.name} through the daemon: {config.policy}, D = {config.deadline_slots}, {len(decisions):,} slots in {elapsed_s:.1f} s",
         caption=LATE_HELP if any(late.values()) else None,
     )
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_row("jobs released", f"{sum(len(d.release) for d in decisions):,}")
     table.add_row("jobs late (missed their deadline)", f"{sum(1 for n in late.values() if n):,}")
+    overran = outcome.overran
     table.add_row("jobs overran (ended after their deadline)", f"{len(overran):,}" if overran is not None else "not known (no run times)")
     learned = sum(1 for job in jobs if job.prior_length_s is not None)
     table.add_row(
-        f"lengths planned ({lengths})",
-        f"{learned:,} learned ({quantile_label(quantile)} of the name's past runs), {len(jobs) - learned:,} as submitted",
+        f"lengths planned ({trace.lengths})",
+        f"{learned:,} learned ({quantile_label(trace.quantile)} of the name's past runs), {len(jobs) - learned:,} as submitted",
     )
-    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d.overloaded for d in decisions):,} (max nodes {max_nodes:,})")
+    table.add_row("slots overloaded (nodes wanted > max nodes)", f"{sum(d.overloaded for d in decisions):,} (max nodes {loop.max_nodes:,})")
     table.add_row("capacity m_t, server-slots (sum of m_t)", f"{capacity.sum():,.1f}")
     rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
     table.add_row("m_t rounded up to whole nodes, node-slots", f"{whole.sum():,.0f} (+{rounding_pct:.2f} %)")
@@ -342,51 +516,52 @@ def replay_through_daemon(request: ReplayRequest, settings: Settings, out: Conso
     if above.any():
         table.add_row("  more nodes than that: due jobs, min nodes", f"+{above.sum():,.0f} in {count_text(int((above > 0).sum()), 'slot')}")
     table.add_row("node-slots run", f"{nodes.sum():,.0f}")
-    watch = final_state.get("follow_watch") or {}
+    watch = outcome.final_state.get("follow_watch") or {}
     if watch:
         beta = config.cost.beta
         ended = watch["policy_cost"] + beta * watch["last_capacity"], watch["follow_cost"] + beta * watch["last_load"]
         table.add_row("cost of m_t, x_t (eq. 2) against follow", f"{ended[0]:,.1f} against {ended[1]:,.1f}")
         if watch["worse"]:
-            err.print(f"warning: {policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
-    status = 0
-    if policy in REPLAY_COMPARED_POLICIES:
-        # The replay is priced as the daemon decided: under the configured e0, e1 and beta, uncapped
-        # (the controller caps nodes, never the policy's m_t).
-        # Under "node-seconds" the daemon plans each job's node time, not replay's one unit a job and slot.
-        active = workload.active if config.work_model == "job-slots" else node_seconds_active(jobs, config, len(workload.active))
-        expected = plan(policy, active, deadline_slots, dataclasses.replace(config.cost, max_servers=None)).capacity
-        n = min(len(expected), len(capacity))
-        if policy == "vfw":
-            # Replay knows the horizon's end and runs VOPT over [t, T] in its last D+1 slots;
-            # a daemon has no end, so those slots are left out of the comparison.
-            n = min(n, len(expected) - deadline_slots - 1)
-        difference = float(np.abs(capacity[:n] - expected[:n]).max(initial=0.0))
-        label = "max |m_t - autoscaler replay's m_t|"
-        if config.work_model != "job-slots":
-            label = f"max |m_t - {policy} planned on the jobs' node time| (autoscaler replay plans job-slots)"
-        # Under node-seconds hold's books follow the work the cluster ran (whole jobs on whole nodes,
-        # ahead of its x_t: HoldState.with_work_done), which a plan of the curve cannot know.
-        follows_cluster = policy == "hold" and config.work_model != "job-slots"
-        table.add_row(label, f"{difference:.3g}" + (" (not compared: hold's books follow the work the cluster ran)" if follows_cluster else ""))
-        status = 0 if difference <= 1e-6 or follows_cluster else 1
-        if status:
-            err.print(
-                f"run --replay: the daemon's m_t differs from autoscaler replay's by up to {difference:.3g} "
-                f"({policy}, D = {deadline_slots}, e0 = {config.cost.e0:g}, e1 = {config.cost.e1:g}, beta = {config.cost.beta:g})",
-                highlight=False, markup=False, soft_wrap=True,
-            )
-    else:
+            err.print(f"warning: {config.policy} cost more than follow on this replay ({ended[0]:,.1f} against {ended[1]:,.1f})", highlight=False)
+    return table
+
+
+def _compare_with_replay(table: Table, trace: _ReplayTrace, config: ControllerConfig, capacity: np.ndarray, err: Console) -> int:
+    """Add to ``table`` the largest difference between the daemon's m_t (``capacity``, shape (n_slots,))
+    and what ``autoscaler replay`` plans for the same policy and D, or why it is not compared; returns
+    1 (with the difference on ``err``) when they differ by more than 1e-6, else 0."""
+    policy, deadline_slots, workload = config.policy, config.deadline_slots, trace.workload
+    if policy not in REPLAY_COMPARED_POLICIES:
         table.add_row(
             "max |m_t - autoscaler replay's m_t|",
             "not compared: gcp here gives each job its own deadline; replay's gcp takes k-means classes of the trace",
         )
-    out.print(table)
-    out.print(_tenant_table(stored_jobs, late, decisions, final_state, overran))
-    if bill is not None:
-        out.print(twin_bill_table(bill, twin, carbon, slot_s))
-    if store_path is not None and (request.store is not None or request.keep_store):
-        err.print(f"store: {store_path}", highlight=False)
+        return 0
+    # The replay is priced as the daemon decided: under the configured e0, e1 and beta, uncapped
+    # (the controller caps nodes, never the policy's m_t).
+    # Under "node-seconds" the daemon plans each job's node time, not replay's one unit a job and slot.
+    active = workload.active if config.work_model == "job-slots" else node_seconds_active(trace.jobs, config, len(workload.active))
+    expected = plan(policy, active, deadline_slots, dataclasses.replace(config.cost, max_servers=None)).capacity
+    n = min(len(expected), len(capacity))
+    if policy == "vfw":
+        # Replay knows the horizon's end and runs VOPT over [t, T] in its last D+1 slots;
+        # a daemon has no end, so those slots are left out of the comparison.
+        n = min(n, len(expected) - deadline_slots - 1)
+    difference = float(np.abs(capacity[:n] - expected[:n]).max(initial=0.0))
+    label = "max |m_t - autoscaler replay's m_t|"
+    if config.work_model != "job-slots":
+        label = f"max |m_t - {policy} planned on the jobs' node time| (autoscaler replay plans job-slots)"
+    # Under node-seconds hold's books follow the work the cluster ran (whole jobs on whole nodes,
+    # ahead of its x_t: HoldState.with_work_done), which a plan of the curve cannot know.
+    follows_cluster = policy == "hold" and config.work_model != "job-slots"
+    table.add_row(label, f"{difference:.3g}" + (" (not compared: hold's books follow the work the cluster ran)" if follows_cluster else ""))
+    status = 0 if difference <= 1e-6 or follows_cluster else 1
+    if status:
+        err.print(
+            f"run --replay: the daemon's m_t differs from autoscaler replay's by up to {difference:.3g} "
+            f"({policy}, D = {deadline_slots}, e0 = {config.cost.e0:g}, e1 = {config.cost.e1:g}, beta = {config.cost.beta:g})",
+            highlight=False, markup=False, soft_wrap=True,
+        )
     return status
 
 
