@@ -288,7 +288,7 @@ def risk_table(results: list[dict], signal_name: str) -> Table:
 
 
 def markdown_table(results: list[dict]) -> str:
-    """The README's table: per load and D, kept (min / median / max) of hold, hold+carbon and
+    """docs/concepts.md's table: per load and D, kept (min / median / max) of hold, hold+carbon and
     hold+carbon with a perfect forecast (and with the drawn forecast, when run), runs above follow,
     and hold+carbon's worst against hold."""
     erred = any(ERRED in r["kg"] for r in results)
@@ -326,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="Workload A only, 8 of the days")
     parser.add_argument("--json", help="also write every case's figures to this JSON file")
     parser.add_argument("--from-json", help="print the tables of a JSON file written by --json, without running anything")
-    parser.add_argument("--markdown", action="store_true", help="also print the README's Markdown table")
+    parser.add_argument("--markdown", action="store_true", help="also print docs/concepts.md's Markdown table")
     args = parser.parse_args(argv)
     if not args.from_json and not Path(args.signal).is_file():
         parser.error(

@@ -215,7 +215,7 @@ def spread_table(groups: list[tuple[str, dict]]) -> Table:
 
 
 RESULTS = Path(__file__).resolve().parent / "results" / "spread.json"
-"""The whole grid's document (``--json``) as last run on this machine; README.md's spread figures are
+"""The whole grid's document (``--json``) as last run on this machine; the spread figures of docs/results.md are
 rendered from it by ``readme_figures.py`` (``markdown_figures``), as the grid takes about 50 minutes."""
 
 
@@ -225,7 +225,7 @@ def _md_pct(value: float | None) -> str:
 
 
 def markdown_figures(document: dict) -> dict[str, str]:
-    """README.md's figures from a ``--json`` document: ``spread-range`` (min / median / max of hold's
+    """docs/results.md's figures from a ``--json`` document: ``spread-range`` (min / median / max of hold's
     kWh against the strongest managed variant over every case), ``spread-table`` (that spread over
     all cases, by cap and by sigma, with the cases where hold is worse) and ``spread-worse`` (each
     case where hold overran more jobs than managed, or used more kWh)."""

@@ -1,12 +1,12 @@
-"""The README's deterministic figures, computed by running the commands the README quotes.
+"""The documentation's deterministic figures, computed by running the commands it quotes.
 
-Every figure or table in README.md that a program can reproduce sits between two markers,
+Every figure or table in README.md and docs/*.md that a program can reproduce sits between two markers,
 ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``, on lines of their own around a table or
-inline around a phrase. This script computes each NAME and either rewrites the README's text
-between its markers or compares it:
+inline around a phrase; a name may be marked in several files (the front page repeats a few), once
+in each. This script computes each NAME and either rewrites the text between its markers or compares it:
 
-    python benchmarks/readme_figures.py --write          # after a change of behaviour: rewrite README.md
-    python benchmarks/readme_figures.py --check          # exit 1 with a diff when README.md disagrees
+    python benchmarks/readme_figures.py --write          # after a change of behaviour: rewrite the files
+    python benchmarks/readme_figures.py --check          # exit 1 with a diff when a file disagrees
     python benchmarks/readme_figures.py --check --group cheap      # only the groups below marked cheap
 
 The figures come from the command line itself (``autoscaler.app.cli.main``, run in this process,
@@ -65,6 +65,11 @@ from autoscaler.core.errors import AutoscalerError
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+
+
+def documents() -> list[Path]:
+    """The files whose figures are written and checked: README.md and docs/*.md, in that order."""
+    return [README, *sorted((REPO / "docs").glob("*.md"))]
 CARBON_CSV = REPO / "deploy" / "carbon-daily.csv"
 
 MARKER = re.compile(r"<!-- figures:(?P<name>[a-z0-9-]+) -->(?P<body>.*?)<!-- /figures:(?P=name) -->", re.DOTALL)
@@ -645,19 +650,19 @@ def compute(cost: str = "all") -> dict[str, str]:
     return figures
 
 
-def readme_figures(text: str) -> dict[str, str]:
-    """The README's text between each pair of markers, by name (a table's surrounding newlines dropped).
+def readme_figures(text: str, name: str = "README.md") -> dict[str, str]:
+    """The text between each pair of markers in the file ``name``, by name (a table's surrounding newlines dropped).
 
     Raises FigureError for a name marked twice, and for an inline marker at the start of a line:
     Markdown would take that line for a block of raw HTML and show the figure unformatted."""
     found: dict[str, str] = {}
     for match in MARKER.finditer(text):
         if match["name"] in found:
-            raise FigureError(f"README.md: figures:{match['name']} is marked twice")
+            raise FigureError(f"{name}: figures:{match['name']} is marked twice")
         line_start = text.rfind("\n", 0, match.start()) + 1
         if not match["body"].startswith("\n") and not text[line_start : match.start()].strip():
             line = text.count("\n", 0, match.start()) + 1
-            raise FigureError(f"README.md:{line}: figures:{match['name']} starts a line; put a word before it (Markdown reads it as HTML)")
+            raise FigureError(f"{name}:{line}: figures:{match['name']} starts a line; put a word before it (Markdown reads it as HTML)")
         found[match["name"]] = match["body"].strip("\n") if match["body"].startswith("\n") else match["body"]
     return found
 
@@ -675,21 +680,34 @@ def rewrite(text: str, figures: dict[str, str]) -> str:
     return MARKER.sub(replace, text)
 
 
-def check_names(text: str, figures: dict[str, str]) -> None:
-    """Raises FigureError when a computed figure has no marker, or a marker names no group's figure."""
-    marked = set(readme_figures(text))
+def check_names(text: str | dict[Path, str], figures: dict[str, str]) -> None:
+    """Raises FigureError when a computed figure has no marker in any of the texts (one text, or
+    {path: text}), or a marker names no group's figure."""
+    texts = text if isinstance(text, dict) else {README: text}
+    marked = set().union(*(readme_figures(body, _shown(path)) for path, body in texts.items()))
     missing = sorted(set(figures) - marked)
+    where = "README.md" if len(texts) == 1 else "README.md and docs/"
     if missing:
-        raise FigureError(f"README.md has no marker for {', '.join(missing)}: add <!-- figures:NAME --> ... <!-- /figures:NAME -->")
+        raise FigureError(f"{where} has no marker for {', '.join(missing)}: add <!-- figures:NAME --> ... <!-- /figures:NAME -->")
     declared = {name for group in GROUPS.values() for name in group.names}
     if marked - declared:
-        raise FigureError(f"README.md marks figures no group computes: {', '.join(sorted(marked - declared))}")
+        raise FigureError(f"{where} marks figures no group computes: {', '.join(sorted(marked - declared))}")
 
 
-def diff(text: str, figures: dict[str, str]) -> str:
-    """A unified diff from the README as it is to the README with ``figures`` written; empty when they agree."""
-    new = rewrite(text, figures)
-    return "".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), "README.md", "README.md (computed)"))
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def diff(text: str | dict[Path, str], figures: dict[str, str]) -> str:
+    """A unified diff from each text as it is (one text, or {path: text}) to the text with ``figures``
+    written; empty when they agree."""
+    texts = text if isinstance(text, dict) else {README: text}
+    changes = []
+    for path, body in texts.items():
+        name = _shown(path)
+        new = rewrite(body, figures)
+        changes.append("".join(difflib.unified_diff(body.splitlines(True), new.splitlines(True), str(name), f"{name} (computed)")))
+    return "".join(changes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -700,28 +718,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--group", choices=("all", "cheap", "slow", *GROUPS), default="all", help="which groups to compute: by cost, or one group by name (default: all)"
     )
-    parser.add_argument("--readme", type=Path, default=README, help="the README to check or rewrite (default: the repository's)")
+    parser.add_argument(
+        "--readme", type=Path, action="append", default=None,
+        help="a file to check or rewrite, repeatable (default: the repository's README.md and docs/*.md)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    text = args.readme.read_text(encoding="utf-8")
+    paths = args.readme or documents()
+    texts = {path: path.read_text(encoding="utf-8") for path in paths}
     try:
         figures = compute(args.group)
-        check_names(text, figures)
+        check_names(texts, figures)
     except FigureError as exc:
         print(f"readme_figures: {exc}", file=sys.stderr)
         return 2
     if args.write:
-        new = rewrite(text, figures)
-        if new != text:
-            staged = args.readme.with_name(f".{args.readme.name}.tmp")
-            staged.write_text(new, encoding="utf-8")
-            staged.replace(args.readme)  # atomic: a reader sees the old README or the new one
-        print(f"readme_figures: {len(figures)} figures written to {args.readme}", file=sys.stderr)
+        for path, text in texts.items():
+            new = rewrite(text, figures)
+            if new != text:
+                staged = path.with_name(f".{path.name}.tmp")
+                staged.write_text(new, encoding="utf-8")
+                staged.replace(path)  # atomic: a reader sees the old file or the new one
+        print(f"readme_figures: {len(figures)} figures written to {', '.join(str(p) for p in paths)}", file=sys.stderr)
         return 0
-    changes = diff(text, figures)
+    changes = diff(texts, figures)
     if changes:
         sys.stdout.write(changes)
         print(
-            f"readme_figures: {args.readme} disagrees with the figures computed; run benchmarks/readme_figures.py --write", file=sys.stderr
+            "readme_figures: the documentation disagrees with the figures computed; run benchmarks/readme_figures.py --write", file=sys.stderr
         )
         return 1
     print(f"readme_figures: {len(figures)} figures agree", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""What the README and the help say about ``report --replay`` with a signal, against what it does.
+"""What the docs and the help say about ``report --replay`` with a signal, against what it does.
 
 Both were stale: the README said ``report --replay`` costs the carbon-blind schedules (it runs hold
 as hold+carbon, as ``replay --carbon`` does), and ``report --start``'s help gave the signal's first
@@ -18,7 +18,7 @@ from autoscaler.app.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 SIGNAL = str(REPO / "deploy" / "carbon-daily.csv")
-README_TEXT = (REPO / "README.md").read_text(encoding="utf-8")
+README_TEXT = (REPO / "docs" / "concepts.md").read_text(encoding="utf-8")  # carbon deferral, report --carbon
 DAY_S = 86_400
 
 

@@ -1,8 +1,8 @@
-"""The README cannot drift: its figures are those benchmarks/readme_figures.py computes.
+"""The README and docs/ cannot drift: their figures are those benchmarks/readme_figures.py computes.
 
 The cheap figure groups (a few seconds of CPU) are checked in the default run, the slow ones
 (hold+carbon's LP per slot) under ``pytest -m slow``; the script's docstring says which is which.
-After a change of behaviour, ``python benchmarks/readme_figures.py --write`` rewrites the README.
+After a change of behaviour, ``python benchmarks/readme_figures.py --write`` rewrites them.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import readme_figures  # noqa: E402
 
 README_TEXT = (REPO / "README.md").read_text(encoding="utf-8")
-FIX = "run `python benchmarks/readme_figures.py --write` and commit README.md"
+TEXTS = {path: path.read_text(encoding="utf-8") for path in readme_figures.documents()}
+FIX = "run `python benchmarks/readme_figures.py --write` and commit README.md and docs/"
 
 
 def _assert_readme_shows(cost: str) -> None:
     figures = readme_figures.compute(cost)
-    readme_figures.check_names(README_TEXT, figures)
-    changes = readme_figures.diff(README_TEXT, figures)
-    assert not changes, f"README.md's figures differ from what the commands give ({FIX}):\n{changes}"
+    readme_figures.check_names(TEXTS, figures)
+    changes = readme_figures.diff(TEXTS, figures)
+    assert not changes, f"the documentation's figures differ from what the commands give ({FIX}):\n{changes}"
 
 
 def test_the_readme_shows_the_cheap_figures_the_commands_give():
@@ -37,7 +38,7 @@ def test_the_readme_shows_the_slow_figures_the_commands_give():
 
 
 def test_every_marker_in_the_readme_names_a_group_figure_and_each_group_figure_is_marked():
-    readme_figures.check_names(README_TEXT, {name: "" for group in readme_figures.GROUPS.values() for name in group.names})
+    readme_figures.check_names(TEXTS, {name: "" for group in readme_figures.GROUPS.values() for name in group.names})
 
 
 def test_rewrite_replaces_only_the_marked_text_and_keeps_a_table_on_its_own_lines():
@@ -78,3 +79,13 @@ def test_check_exits_1_with_a_diff_and_write_makes_it_agree(tmp_path, monkeypatc
     assert readme.read_text(encoding="utf-8") == "x <!-- figures:one -->2<!-- /figures:one --> y\n"
     assert readme_figures.main(["--check", "--readme", str(readme)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]  # the staged copy was renamed into place
+
+
+def test_the_front_page_repeats_a_figure_of_the_docs_and_both_are_checked(tmp_path):
+    # One name marked in two files is computed once and written to both; a stale copy in either is a diff.
+    front, results = tmp_path / "README.md", tmp_path / "results.md"
+    marked = "hold uses <!-- figures:saving -->1 %<!-- /figures:saving --> less\n"
+    texts = {front: marked, results: "Results: " + marked}
+    changes = readme_figures.diff(texts, {"saving": "2 %"})
+    assert changes.count("+hold uses <!-- figures:saving -->2 %") == 1 and changes.count("+Results: hold uses") == 1
+    assert readme_figures.diff({front: marked, results: marked}, {"saving": "1 %"}) == ""

@@ -1,5 +1,5 @@
-"""The README's Layout section names exactly the modules of the tree, and every path the README
-quotes exists: when a module is split, moved or added, these say which lines of the README to change."""
+"""docs/architecture.md's Layout section names exactly the modules of the tree, and every path the
+README and docs/ quote exists: when a module is split, moved or added, these say which lines to change."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 README_TEXT = (REPO / "README.md").read_text(encoding="utf-8")
+LAYOUT_TEXT = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+DOCS = {path.relative_to(REPO): path.read_text(encoding="utf-8") for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]}
 
 LISTED_FOLDERS = ("autoscaler", "energy", "cloudwatch", "benchmarks")
 FILE_NAME = re.compile(r"[\w./-]+\.(?:py|sh|toml|json|csv|service)\b")
@@ -62,9 +64,9 @@ def tree_names() -> set[str]:
 
 
 def test_the_layout_section_names_every_module_of_the_tree_and_nothing_else():
-    named, tree = layout_names(README_TEXT), tree_names()
-    assert not tree - named, f"in the tree but not in README.md's Layout section: {sorted(tree - named)}"
-    assert not named - tree, f"named in README.md's Layout section but not in the tree: {sorted(named - tree)}"
+    named, tree = layout_names(LAYOUT_TEXT), tree_names()
+    assert not tree - named, f"in the tree but not in docs/architecture.md's Layout section: {sorted(tree - named)}"
+    assert not named - tree, f"named in docs/architecture.md's Layout section but not in the tree: {sorted(named - tree)}"
 
 
 def test_the_layout_reader_resolves_entries_subfolders_and_continuations():
@@ -84,7 +86,23 @@ def test_the_layout_reader_resolves_entries_subfolders_and_continuations():
     }  # fmt: skip
 
 
-def test_every_path_the_readme_quotes_exists():
-    quoted = set(re.findall(r"(?<![/\w.])((?:autoscaler|energy|cloudwatch|deploy|benchmarks|tests)/[\w./-]*\w)", README_TEXT))
-    missing = sorted(path for path in quoted if not (REPO / path).exists())
-    assert not missing, f"README.md names paths that are not in the tree: {missing}"
+def test_every_path_the_readme_and_the_docs_quote_exists():
+    for name, text in DOCS.items():
+        quoted = set(re.findall(r"(?<![/\w.])((?:autoscaler|energy|cloudwatch|deploy|benchmarks|tests|docs)/[\w./-]*\w)", text))
+        missing = sorted(path for path in quoted if not (REPO / path).exists())
+        assert not missing, f"{name} names paths that are not in the tree: {missing}"
+
+
+def test_every_link_between_the_pages_reaches_a_page_and_a_heading():
+    # [text](docs/page.md#anchor), [text](page.md), [text](#anchor): the page exists and has the heading.
+    def slug(title: str) -> str:
+        return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+    anchors = {name: {slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, flags=re.MULTILINE)} for name, text in DOCS.items()}
+    broken = []
+    for name, text in DOCS.items():
+        for target, anchor in re.findall(r"\]\((?!https?:)([^)#\s]*)(?:#([^)\s]+))?\)", text):
+            page = (REPO / name).parent.joinpath(target).resolve().relative_to(REPO) if target else name
+            if not (REPO / page).exists() or (anchor and anchor not in anchors.get(page, set())):
+                broken.append(f"{name}: ({target}#{anchor})")
+    assert not broken, broken

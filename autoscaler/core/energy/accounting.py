@@ -38,7 +38,7 @@ from autoscaler.core.readable import count_text, duration_text, number_text
 
 DEFAULT_BOOT_S = defaults.BOOT_S
 """Seconds a new task node draws idle power before it runs work: EMR provisions and bootstraps a
-node in a few minutes; one 5-minute slot is assumed. Configurable; the README shows 0 and 600 too."""
+node in a few minutes; one 5-minute slot is assumed. Configurable; docs/operating.md shows 0 and 600 too."""
 
 FOLLOW = "follow"
 NO_PROVISIONING = "no provisioning"

@@ -66,7 +66,7 @@ was 18.6 % above follow), while at 1-2 h no run on a real grid tried was above f
 French grid of 2020 (benchmarks/bench_carbon_real.py, 12 days over the year): without a hedge it
 emitted up to 6.2 % more than carbon-blind hold at 6 hours (persistence: 8.4 %); with it, at most
 0.4 % at any of 1, 2, 6 and 12 hours. What it cannot do is act on a forecast that is not good enough:
-there the medians are hold's (README, "On a real grid").
+there the medians are hold's (docs/concepts.md, "On a real grid").
 
 **The regret cap.** hold+carbon keeps the books of what its decisions cost under the signal, s_t
 x (e0*m_t + e1*x_t + beta*|m_t - m_{t-1}|) with s_t the value of the slot decided, against what follow
@@ -314,7 +314,7 @@ def hedged_window(window: np.ndarray, band: np.ndarray | None, bands: float | No
     slot, with a wider band, loses more of its gain than a near one), and on the French grid of 2020
     the soft rule emitted more than follow in 4 of 12 days on Workload A at 12 hours where this one
     does in 3, with the same or higher medians at every deadline, and stayed within 0.4 % of
-    carbon-blind hold (the soft rule 0.3 %) (README, "On a real grid")."""
+    carbon-blind hold (the soft rule 0.3 %) (docs/concepts.md, "On a real grid")."""
     window = np.asarray(window, dtype=float)
     if band is None:
         return window

@@ -114,7 +114,7 @@ none kept idle. With e0 and e1 the same in every slot, work run early on a node 
 it would later, while the learned hold level, played on an empty queue, kept the 12-hour mean
 load's nodes idle for hours after the last job (diurnal-bursty-2d at 12 h); with a restart worth 1.1
 idle slots under objective energy, holding idle nodes pays for one-slot valleys at most. Measured on
-the cluster twin (``autoscaler compare``, README "What an operator pays").
+the cluster twin (``autoscaler compare``, docs/results.md, "What an operator pays").
 
 The known future (units of already-submitted jobs in later slots, which the daemon holds) was tried
 with an earlier version of this rule as a certain lower bound on the need within W slots: on A, B,
