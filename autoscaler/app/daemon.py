@@ -756,15 +756,18 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily
     """Run ``runner.run_slot`` at once and then at every slot boundary on the runner's clock
     (:func:`run_slots`), and ``runner.release_between_slots`` every ``release_poll_s`` in between
     (0: never), until SIGTERM or SIGINT, which lets the current slot finish before
-    returning. ``daily_report``, if given, runs every day at 00:10 UTC (wall time: APScheduler's
+    returning; the signal is logged (``stopping``) then. ``daily_report``, if given, runs every day at 00:10 UTC (wall time: APScheduler's
     cron, on a thread of its own)."""
     stop = threading.Event()
+    received: list[str] = []
 
     def on_signal(signum, _frame) -> None:
-        if stop.is_set():  # a second signal while the slot finishes changes nothing
-            return
-        log.info("stopping", signal=signal.Signals(signum).name)
-        stop.set()
+        # The handler only takes note: it runs between two bytecodes of the main thread, often in the
+        # middle of its write of a log line to stderr, where a log call of its own fails (RuntimeError:
+        # reentrant call) before the stop is set, and the signal was lost.
+        if not stop.is_set():  # a second signal while the slot finishes changes nothing
+            received.append(signal.Signals(signum).name)
+            stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -772,6 +775,8 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily
     try:
         run_slots(runner.run_slot, runner.clock, slot_s, runner.config.epoch_s, misfire_grace_s, stop, runner.release_between_slots, release_poll_s)
     finally:
+        if received:
+            log.info("stopping", signal=received[0])
         if reports is not None:
             reports.shutdown(wait=True)
 
