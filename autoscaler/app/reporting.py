@@ -139,7 +139,8 @@ def report_window(since: str | None, until: str | None, now_s: float, slot_s: fl
         raise ConfigError(f"--since: expected a time within {MAX_REPORT_S / DAY_S:.0f} days of now, got {since!r}")
     first, end = math.ceil(since_s / slot_s), math.floor(until_s / slot_s)
     if end <= first:
-        raise ConfigError(f"--since/--until: no whole slot of {duration_text(slot_s)} between {_utc(since_s)} and {_utc(until_s)}")
+        unset = "" if until is not None else " (--until, not given, is the start of today, UTC; --until 0m is now)"
+        raise ConfigError(f"--since/--until: no whole slot of {duration_text(slot_s)} between {_utc(since_s)} and {_utc(until_s)}{unset}")
     return first, end
 
 
