@@ -20,14 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import structlog
-
 from autoscaler.adapters.lock import held_note
 
 WALL_JUMP_TOLERANCE_S = 1.0
 """How far the wall clock may drift from this clock (seconds) before it counts as a step and is logged."""
 
-log = structlog.get_logger("autoscaler")
 
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
@@ -126,7 +123,9 @@ class WallClock:
         if abs(jump_s) <= WALL_JUMP_TOLERANCE_S:
             return None
         self._wall_minus_clock_s = wall_minus_clock_s
-        log.warning(
+        import structlog  # here: submit reads this module, and needs no logging library to stamp a job
+
+        structlog.get_logger("autoscaler").warning(
             "wall_clock_jumped",
             jump_s=round(jump_s, 3),
             wall_minus_clock_s=round(wall_minus_clock_s, 3),
