@@ -454,9 +454,9 @@ def compare_figure(results: dict, deadlines: list[int], slot_s: float, with_carb
             if deadline != d or result.figures is None:
                 continue
             if name == BOUND:
-                _bound_level(kwh_ax, result.figures.energy_kwh, f"bound ({result.figures.energy_kwh:,.0f} kWh, total)")
+                _bound_level(kwh_ax, result.figures.energy_kwh, f"bound ({_total(result.figures.energy_kwh)} kWh, total)")
                 if with_carbon and result.figures.co2_kg is not None:
-                    _bound_level(axes[2][column], result.figures.co2_kg, f"bound ({result.figures.co2_kg:,.1f} kg, total)")
+                    _bound_level(axes[2][column], result.figures.co2_kg, f"bound ({_total(result.figures.co2_kg)} kg, total)")
                 continue
             if result.nodes is None:
                 continue
@@ -465,9 +465,9 @@ def compare_figure(results: dict, deadlines: list[int], slot_s: float, with_carb
                 times, nodes = result.nodes
                 nodes_ax.step(times / 3600.0, nodes, where="post", label=name, **style)
             hours = slot_s * np.arange(1, len(result.cumulative_kwh) + 1) / 3600.0
-            kwh_ax.plot(hours, result.cumulative_kwh, label=f"{name} ({result.figures.energy_kwh:,.0f} kWh)", **style)
+            kwh_ax.plot(hours, result.cumulative_kwh, label=f"{name} ({_total(result.figures.energy_kwh)} kWh)", **style)
             if with_carbon and result.cumulative_co2_kg is not None:
-                axes[2][column].plot(hours, result.cumulative_co2_kg, label=f"{name} ({result.figures.co2_kg:,.1f} kg)", **style)
+                axes[2][column].plot(hours, result.cumulative_co2_kg, label=f"{name} ({_total(result.figures.co2_kg)} kg)", **style)
         nodes_ax.set_title(f"D = {d * slot_s / 3600:g} h: nodes up (billed: booting, idle or busy)")
         nodes_ax.set_ylabel("nodes")
         kwh_ax.set_ylabel("cumulative kWh")
@@ -479,6 +479,11 @@ def compare_figure(results: dict, deadlines: list[int], slot_s: float, with_carb
                 ax.legend(loc="upper left", fontsize=7)
     fig.tight_layout()
     return fig, plt
+
+
+def _total(value: float) -> str:
+    """A legend's total: whole units from 100 up, one decimal below (a short window's 2.3 kWh, not 2)."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
 
 
 def _bound_level(ax, total: float, label: str) -> None:

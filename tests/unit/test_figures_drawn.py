@@ -58,6 +58,7 @@ def test_compare_png_keeps_a_runs_colour_across_panels_and_draws_hold_on_top_and
         (bound,) = [line for label, line in kwh_lines.items() if label.startswith("bound")]
         assert bound.get_linestyle() == "--" and list(bound.get_ydata()) == [90.0, 90.0]
         assert "nodes up (billed" in axes[0].get_title()
+        assert {label.split(" (")[1] for label in kwh_lines} >= {"100 kWh)", "110 kWh)", "90.0 kWh, total)"}  # one decimal below 100
     finally:
         plt.close(fig)
 
