@@ -100,6 +100,29 @@ def _require_backup_dest(dest: Path, store_path: Path, force: bool) -> None:
             f"{dest}: a daemon is running on this job store (it holds {lock_path(dest)}); "
             "stop it before replacing the store, or back the store up to another file"
         )
+    _require_no_pending_writes(dest)
+
+
+def _require_no_pending_writes(dest: Path) -> None:
+    """StoreError when the file ``dest`` would replace has writes SQLite keeps beside it: a WAL with
+    frames in it, or a rollback journal (a process killed mid-write leaves them). SQLite names them
+    after the file, not its contents, so the next open would replay the old store's writes onto the
+    backup: a store that mixes two (a job count of one, an index of the other) and still passes
+    quick_check."""
+    real = os.path.realpath(dest)
+    for suffix, what in (("-wal", "write-ahead log"), ("-journal", "rollback journal")):
+        side = Path(real + suffix)
+        try:
+            size = side.stat().st_size
+        except OSError:
+            continue
+        if suffix == "-journal" or size > 0:
+            raise StoreError(
+                f"{dest}: has a {what} beside it ({side}, {size:,} bytes) with writes not yet in the file, left by a "
+                "process that stopped while writing; replaced, the next open would apply them to the backup. Remove "
+                f"{dest} with its -wal, -shm and -journal files first (the backup replaces that store anyway), or back "
+                "the store up to another file"
+            )
 
 
 def _require_no_side_file(path: Path, instead: str) -> None:

@@ -131,6 +131,33 @@ def test_a_backup_onto_a_store_a_daemon_runs_on_is_refused(tmp_path, capsys):
     assert job_ids(other) == job_ids(path)
 
 
+_KILLED_WRITER = """
+import os, sys
+from autoscaler.adapters.sqlite_store import SqliteJobStore
+from autoscaler.core.model import Job, StepSpec
+store = SqliteJobStore(sys.argv[1])
+store.submit_many([Job(f"w{i}", "etl", "analytics", 1000.0, 8200.0, 600.0, StepSpec(args=("true",))) for i in range(12)])
+os._exit(0)  # killed: no close, so the WAL keeps its frames
+"""
+
+
+def test_a_backup_over_a_store_a_killed_process_left_a_wal_beside_is_refused(tmp_path, capsys):
+    # Replaced, the old store's WAL would be applied to the backup at the next open: a mix of two
+    # stores that quick_check passes. Refused, naming the WAL, and both stores are left as they were.
+    source, dest = tmp_path / "sub.db", tmp_path / "live.db"
+    store_with_jobs(source, n=3)
+    done = run_python(_KILLED_WRITER, str(dest))
+    assert done.returncode == 0, done.stderr
+    wal = Path(f"{dest}-wal")
+    assert wal.stat().st_size > 0
+    before = {path.name: path.read_bytes() for path in (dest, wal)}
+    assert main(["store", "backup", "--store", str(source), str(dest), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "has a write-ahead log beside it" in " ".join(err.split()) and "live.db-wal" in err
+    assert {path.name: path.read_bytes() for path in (dest, wal)} == before
+    assert len(job_ids(dest)) == 12  # the WAL's jobs, read through it
+
+
 def test_restore_refuses_a_store_path_that_is_another_stores_side_file(tmp_path):
     path, other, backup = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "backup.db"
     store_with_jobs(path)
