@@ -272,7 +272,8 @@ def _bound(inputs: CompareInputs, jobs: tuple[Job, ...], deadline_slots: int) ->
         note = (
             f"{BOUND_NOTE}; the deadlines need at least {count_text(needed, 'node')}, more than the cap of {cap:,} "
             f"({flags}): no run within it meets them all, so this bound is without the cap and a run that "
-            f"misses deadlines may fall below it; give {raise_to(needed)} to meet them"
+            f"misses deadlines may fall below it; give {raise_to(needed)} (a least cap by LP (3), with nodes "
+            "that appear at once: on the twin, whose nodes boot and whose jobs run on whole nodes, a run may need more)"
         )
     beyond_h = max(0.0, float(true_s.sum()) / 3600.0 - float(load.sum()) * slot_s / 3600.0)
     beyond_kwh = beyond_h * twin.busy_power_w / 1000.0

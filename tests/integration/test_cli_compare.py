@@ -437,7 +437,7 @@ def test_a_bound_held_back_by_the_step_concurrency_says_to_raise_it_not_the_node
     note = json.loads(capsys.readouterr().out)["runs"][0]["note"]
     needed = int(note.split("the deadlines need at least ")[1].split(" node")[0])
     assert 2 < needed <= 40
-    assert f"give --step-concurrency {needed} or more to meet them" in note
+    assert f"give --step-concurrency {needed} or more (a least cap by LP (3)" in note
     assert "--max-nodes" not in note.split("give ")[1]
 
 

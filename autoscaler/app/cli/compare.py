@@ -98,7 +98,7 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     slot_s = settings.slot_s
     deadlines = parse_deadlines(args.deadline, slot_s, "--deadline")
     if args.window is not None:
-        _check_window(args.window, max(deadlines))
+        _check_window(args.window, max(deadlines), _deadline_flag(args.deadline))
     names = runs.check_runs(runs.DEFAULT_RUNS if args.policy.strip() == "all" else [n.strip() for n in args.policy.split(",")])
     _check_out(args.out)
     max_nodes = args.max_nodes if args.max_nodes is not None else settings.cluster.max_nodes
@@ -202,10 +202,15 @@ def default_window_slots(submit_s: list[float], slot_s: float) -> int:
     return math.ceil((max(submit_s) + 1) / DAY_S) * day_slots
 
 
-def _check_window(window_slots: int, max_deadline: int) -> None:
+def _deadline_flag(text: str) -> str:
+    """How the largest deadline is named in an error: ``--deadline: D``, or, left unset, its default."""
+    return "--deadline: D" if text != DEFAULT_DEADLINES else f"--deadline (not given: its default {DEFAULT_DEADLINES}): D"
+
+
+def _check_window(window_slots: int, max_deadline: int, flag: str = "--deadline: D") -> None:
     """Refuse a --window (slots) that with the largest --deadline (slots) is more than compare runs,
-    or is shorter than that deadline: ConfigError naming both. The flags alone tell, so this comes
-    before the trace is read (``_run_compare``)."""
+    or is shorter than that deadline: ConfigError naming both (``flag``: how the deadline is named).
+    The flags alone tell, so this comes before the trace is read (``_run_compare``)."""
     from autoscaler.core.replay import require_deadline_within_window
 
     if window_slots + max_deadline > MAX_WINDOW_SLOTS:
@@ -213,7 +218,7 @@ def _check_window(window_slots: int, max_deadline: int) -> None:
             f"--window {window_slots:,} and --deadline of {max_deadline:,} slots: {window_slots + max_deadline:,} slots, "
             f"more than the {MAX_WINDOW_SLOTS:,} compare runs (a year of 5-minute slots); give a shorter --window"
         )
-    require_deadline_within_window(max_deadline, window_slots, "--deadline: D")
+    require_deadline_within_window(max_deadline, window_slots, flag)
 
 
 def _inputs(
