@@ -130,7 +130,7 @@ def tick(
     state = work.state
     policy = POLICY_TABLE[config.policy]
     step, states = _policy_step(policy, work.arrivals, state, config, carbon_window)
-    load = float(work.arrivals.sum())
+    load = _load_shown(work, queue, slot, config)
     recent_arrivals = ((load,) + state.recent_arrivals)[: arrival_history_slots(config)]
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, work.arrived, slot, config)
     dispatched = dispatch(
@@ -232,6 +232,22 @@ def _slot_work(queue: JobQueue, state: PolicyState, slot: int, config: Controlle
     for s in [s for s in future if s < slot]:  # none after a rebuild; kept for states saved before it
         del future[s]
     return _SlotWork(state, arrivals, future, flowing, flow_ends, arrived, counted_seq, uncounted, cause)
+
+
+def _load_shown(work: _SlotWork, queue: JobQueue, slot: int, config: ControllerConfig) -> float:
+    """L_t as the decision records it (the arrival forecast, the follow watch, explain and the
+    report's follow read it), server-slots: the work handed to the policy in ``slot``, except after a
+    rebuild, which hands the policy the queue's backlog at the flattest rate on time (380
+    server-slots in one slot for a 6-hour job that waited for the daemon's first 1-minute slot: the
+    forecast took it for a rate and saw the cap bind, and the report modelled follow running it all
+    in one slot). There L_t is the active jobs' own work in ``slot``, as each flows a unit a slot:
+    what follow would run now. The rebuilt jobs' later slots show what is handed then, so a report
+    over them counts less for follow, not more."""
+    if work.cause is None:
+        return float(work.arrivals.sum())
+    active = [job for job in queue.jobs() if config.slot_of(job.submit_s) <= slot]
+    flowing, _ = flow_at((), {}, active, slot, config)
+    return float(flowing.sum()) / config.ticks_per_unit
 
 
 def _policy_step(policy, arrivals: np.ndarray, state: PolicyState, config: ControllerConfig, carbon_window):

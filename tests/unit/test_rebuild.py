@@ -170,12 +170,13 @@ def test_finished_jobs_never_count_after_a_gap():
     queue.add(job("q0", 2 * TAU, 2 * TAU, 30 * TAU, 4))
     queue.add(job("q1", 3 * TAU, 2 * TAU, 30 * TAU, 5))
     decision, after = tick(5 * TAU, queue, state, config)
-    assert decision.load + sum(sum(units) for units in after.future.values()) == pytest.approx(9.0)
+    handed = after.hold.queue[-1].sum() + decision.assigned  # what hold was handed now: it ran x_t of it
+    assert handed + sum(sum(units) for units in after.future.values()) == pytest.approx(9.0)
+    # L_t shows the active jobs' own units now: the survivor's and the two queued jobs', one each.
+    assert decision.load == 3.0
     # The same as a start on these jobs alone: nothing of the slots before the gap is left.
     fresh, fresh_state = tick(5 * TAU, queue, PolicyState(), config)
     assert decision.capacity == pytest.approx(fresh.capacity) and after.future == fresh_state.future
-    # hold's queues held the finished jobs' work; after the gap they hold what arrived now only.
-    assert after.hold.queue[-1].sum() == pytest.approx(decision.load - decision.assigned)
 
 
 @pytest.mark.parametrize("before, after", [("hold", "follow"), ("hold", "vfw"), ("gcp-u", "gcp"), ("follow", "hold")])

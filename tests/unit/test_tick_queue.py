@@ -139,7 +139,11 @@ def old_tick(now_s: float, jobs: list[Job], state: OldState, config: ControllerC
         capacity, gcp_state = gcp_step(gcp_state, arrivals, replace(config.cost, max_servers=None))
     tenants, tenant_demands, dominant_shares = old_arrive_tenants(state, jobs, slot, config)
     decision = old_dispatch(slot, capacity, jobs, config, dict(zip(tenants, dominant_shares)), state.missed)
-    decision |= dict(load=float(arrivals.sum()), work=capacity if work is None else work)
+    load = float(arrivals.sum())
+    if changed or gap:
+        # After a rebuild L_t is the active jobs' own units in the slot, not the backlog handed over.
+        load = float(sum(1 for job in jobs if config.slot_of(job.submit_s) <= slot and job_units(job, config, slot)[0] <= slot < job_units(job, config, slot)[1]))
+    decision |= dict(load=load, work=capacity if work is None else work)
     watch = state.follow_watch.step(decision["capacity"], decision["work"], decision["load"], config.cost)
     decision |= dict(worse_than_follow=False, warning="")
     if watch.worse:
