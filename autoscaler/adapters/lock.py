@@ -94,41 +94,38 @@ def _take(fd: int, wait_s: float) -> bool:
 def held_note(store_path: str | os.PathLike) -> bytes | None:
     """The note in the lock file of the store at ``store_path`` while some process holds the lock (a
     running daemon, or a restore, which leaves none: b""); None when no one holds it or there is no
-    lock file. Holds the lock shared for a moment to find out, which a starting daemon waits out
-    (``TAKE_WAIT_S``)."""
-    try:
-        fd = os.open(lock_path(store_path), os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return os.pread(fd, 4096, 0)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    lock file. See ``_holder_note``."""
+    return _holder_note(lock_path(store_path))
 
 
 def held_by_a_process(path: str | os.PathLike) -> bool:
     """Whether a process (this one too, through another open file) holds an exclusive advisory lock
     (``flock``) on the file at ``path``: a daemon's store lock, or a copy being staged. False when
-    there is no such file or it cannot be opened. Holds it shared for an instant to find out, as
-    ``held_note`` does (so neither takes the other for a holder), which a starting daemon waits out."""
+    there is no such file or it cannot be opened. See ``_holder_note``."""
+    return _holder_note(path) is not None
+
+
+def _holder_note(path: str | os.PathLike) -> bytes | None:
+    """What the file at ``path`` holds (its first 4,096 bytes; b"" if it cannot be read so) while a
+    process holds an exclusive ``flock`` on it; None when none does, there is no such file, or its
+    file system has no flock. Holds it shared for an instant to find out, so two probes never take
+    each other for a holder, and a starting daemon waits the instant out (``TAKE_WAIT_S``)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
+        try:
+            return os.pread(fd, 4096, 0)
+        except OSError:
+            return b""
     except OSError:
-        return False  # a file system without flock: no lock to see
+        return None  # a file system without flock: no lock to see
     finally:
         os.close(fd)  # drops the instant's lock with it
-    return False
+    return None
 
 
 def hard_links_text(store_path: str | os.PathLike, why: str) -> str:

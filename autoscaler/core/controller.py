@@ -129,7 +129,9 @@ def tick(
     work = _slot_work(queue, state, slot, config)
     state = work.state
     policy = POLICY_TABLE[config.policy]
-    step, states = _policy_step(policy, work.arrivals, state, config, carbon_window)
+    rule = policy.carbon_online if config.carbon else policy.online
+    assert rule is not None  # ControllerConfig admits online policies only, and a carbon variant only where there is one
+    step, states = _policy_step(rule, work.arrivals, state, config, carbon_window)
     load = _load_shown(work, queue, slot, config)
     recent_arrivals = ((load,) + state.recent_arrivals)[: arrival_history_slots(config)]
     tenants, tenant_demands, dominant_shares = arrive_tenants(state, work.arrived, slot, config)
@@ -146,7 +148,7 @@ def tick(
         holding_nodes=state.last_nodes if slot == state.last_slot + 1 else None,
         arrival_nodes=arrival_forecast(recent_arrivals, config.deadline_slots, day_slots(config), config.max_nodes) if policy.cap_ahead else None,
     )
-    _settle_books(states, policy, dispatched, queue, slot, config, step.assigned)
+    _settle_books(states, rule, dispatched, queue, slot, config, step.assigned)
     decision = _explained_decision(slot, step, load, dispatched, queue, state, config, carbon_window, work.cause)
     watch = state.follow_watch.step(decision.capacity, decision.assigned, decision.load, config.cost)
     decision = _with_follow_watch(decision, watch, state.follow_watch, config)
@@ -250,12 +252,9 @@ def _load_shown(work: _SlotWork, queue: JobQueue, slot: int, config: ControllerC
     return float(flowing.sum()) / config.ticks_per_unit
 
 
-def _policy_step(policy, arrivals: np.ndarray, state: PolicyState, config: ControllerConfig, carbon_window):
-    """The policy's step on ``arrivals`` (its row's online rule, or its carbon variant under
-    ``config.carbon``): (the step: m_t, x_t, reason, why; every policy's state, the one that ran
-    moved on)."""
-    rule = policy.carbon_online if config.carbon else policy.online
-    assert rule is not None  # ControllerConfig admits online policies only, and a carbon variant only where there is one
+def _policy_step(rule, arrivals: np.ndarray, state: PolicyState, config: ControllerConfig, carbon_window):
+    """The step of ``rule`` (the policy's online rule, or its carbon variant under ``config.carbon``) on
+    ``arrivals``: (the step: m_t, x_t, reason, why; every policy's state, the one that ran moved on)."""
     window = carbon_window if isinstance(carbon_window, CarbonWindow) else None
     missing = None if window is not None else carbon_window or SignalUnavailable("not_given", "no signal was handed to the slot")
     # Every policy's state is carried; only the one the policy runs changes (gcp's starts empty, as saved before).
@@ -279,10 +278,9 @@ def _policy_step(policy, arrivals: np.ndarray, state: PolicyState, config: Contr
     return step, states
 
 
-def _settle_books(states: dict, policy, dispatched: Dispatch, queue: JobQueue, slot: int, config: ControllerConfig, work: float) -> None:
+def _settle_books(states: dict, rule, dispatched: Dispatch, queue: JobQueue, slot: int, config: ControllerConfig, work: float) -> None:
     """Under node time, the books of a rule that ``follows_cluster`` (hold's, hold+carbon's) follow the queue:
     the cluster ran whole jobs on whole nodes, ahead of the policy's x_t (``work``). Updates ``states`` in place."""
-    rule = policy.carbon_online if config.carbon else policy.online
     books = rule.state_field if rule.follows_cluster and states[rule.state_field] is not None else None
     if books is not None and config.work_model != WORK_MODELS[0]:
         # The cluster ran whole jobs on whole nodes, ahead of hold's x_t: its books follow the queue
