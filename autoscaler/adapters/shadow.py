@@ -160,11 +160,13 @@ class ShadowStore:
 
     # -- the slot's record, in memory ----------------------------------------------------------
 
-    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
-        """What ``SqliteJobStore.record_intent`` writes, kept in memory (time: the wall clock's)."""
+    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> list[str]:
+        """What ``SqliteJobStore.record_intent`` writes, kept in memory (time: the wall clock's). A dry
+        run decides on its own copy of each job, so a cancel in the real store withdraws nothing: []."""
         import time
 
         self._intents[int(slot)] = {"slot": int(slot), "job_ids": list(job_ids), "nodes": int(nodes), "recorded_s": time.time()}
+        return []
 
     def pending_intent(self) -> dict | None:
         """The newest intent no ``commit_slot`` has settled, or None."""

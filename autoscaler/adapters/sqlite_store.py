@@ -87,7 +87,7 @@ from autoscaler.adapters.store_schema import (
 )
 from autoscaler.core.defaults import LEARNED_RUNS, LENGTH_ERROR_RUNS, PRUNE_ROWS_PER_COMMIT
 from autoscaler.core.errors import StoreError
-from autoscaler.core.model import JOB_STATES, Job
+from autoscaler.core.model import JOB_STATES, Job, JobState
 
 __all__ = [
     "APPLICATION",
@@ -478,11 +478,16 @@ class SqliteJobStore:
 
     # -- JobStore: what a slot is about to do ------------------------------------------------
 
-    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
+    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> list[str]:
         """Write, in one small transaction, what slot ``slot`` is about to do on the cluster: add the
         steps of ``job_ids`` and ask for ``nodes`` TASK nodes. Called before the cluster is touched,
         so a store that cannot write (a full disk) stops the slot before it acts; ``commit_slot``
         deletes the intent. A second intent for the same slot (a retry) replaces the first.
+
+        Returns the ids of ``job_ids`` cancelled since they were read (``cancel_queued``), which the
+        intent leaves out and the caller must not release: the check and the intent are one
+        transaction, so a cancel either comes before it (and the job is withdrawn) or finds the job
+        in the intent (and is refused as being released).
 
         Costs one more write transaction (one WAL fsync) per slot. Raises StoreError, with nothing
         written, if ``slot`` is not a whole number, ``nodes`` not a whole number >= 0, ``job_ids``
@@ -497,10 +502,40 @@ class SqliteJobStore:
         if ids is None or not all(isinstance(job_id, str) for job_id in ids):
             raise StoreError(f"{self.path}: job_ids must be a list of job id strings, got {job_ids!r}")
         with self._transaction(write=True) as conn:
+            withdrawn = _cancelled_among(conn, ids)
             conn.execute(
                 "INSERT OR REPLACE INTO intents (slot, job_ids, nodes, recorded_s) VALUES (?, ?, ?, ?)",
-                (slot, json.dumps(ids), nodes, time.time()),
+                (slot, json.dumps([job_id for job_id in ids if job_id not in withdrawn]), nodes, time.time()),
             )
+        return [job_id for job_id in ids if job_id in withdrawn]
+
+    def cancel_queued(self, job_ids: list[str]) -> dict[str, str]:
+        """Cancel the jobs of ``job_ids`` that are still queued, in one write transaction; returns
+        {job id: outcome} for each: "cancelled" (now, or before), "releasing" (a slot's intent names
+        it: its step is being added, so it is not cancelled here; ask again once released),
+        "released" (its step is on EMR: ``Job.step_id``; cancel that), "finished" (done or failed)
+        or "unknown" (no such job). Raises StoreError when the store cannot write.
+        """
+        outcomes: dict[str, str] = {}
+        with self._transaction(write=True) as conn:
+            releasing = {job_id for (text,) in conn.execute("SELECT job_ids FROM intents") for job_id in json.loads(text)}
+            for job_id in job_ids:
+                row = conn.execute("SELECT state FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+                state = None if row is None else row[0]
+                if state is None:
+                    outcomes[job_id] = "unknown"
+                elif state == JobState.CANCELLED:
+                    outcomes[job_id] = "cancelled"
+                elif state == JobState.QUEUED and job_id in releasing:
+                    outcomes[job_id] = "releasing"
+                elif state == JobState.QUEUED:
+                    conn.execute("UPDATE jobs SET state = ? WHERE job_id = ?", (JobState.CANCELLED.value, job_id))
+                    outcomes[job_id] = "cancelled"
+                elif state in ACTIVE_STATES:
+                    outcomes[job_id] = "released"
+                else:
+                    outcomes[job_id] = "finished"
+        return outcomes
 
     def pending_intent(self) -> dict | None:
         """The newest intent no ``commit_slot`` has settled: ``{"slot": int, "job_ids": [str], "nodes":
@@ -625,6 +660,16 @@ def _mark_released(conn: sqlite3.Connection, released: dict[str, tuple[float, st
                WHERE job_id = ? AND (state = 'queued' OR step_id IS NULL)""",
             [(float(released_s), str(step_id), job_id) for job_id, (released_s, step_id) in released.items()],
         )
+
+
+def _cancelled_among(conn: sqlite3.Connection, job_ids: list[str]) -> set[str]:
+    """The ids of ``job_ids`` whose job is cancelled."""
+    cancelled: set[str] = set()
+    for start in range(0, len(job_ids), _IDS_PER_QUERY):
+        chunk = job_ids[start : start + _IDS_PER_QUERY]
+        query = f"SELECT job_id FROM jobs WHERE state = ? AND job_id IN ({', '.join('?' * len(chunk))})"
+        cancelled.update(row[0] for row in conn.execute(query, (JobState.CANCELLED.value, *chunk)))
+    return cancelled
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -178,7 +178,8 @@ class SlotRunner:
         if decision.release or (group is not None and group.requested != decision.nodes):
             # What is about to be done is written first: a store that cannot write (a full disk)
             # stops the slot here, before EMR is touched, and the restart can see what was meant.
-            self.store.record_intent(decision.slot, list(decision.release), decision.nodes)
+            withdrawn = self.store.record_intent(decision.slot, list(decision.release), decision.nodes)
+            decision = self._withdraw(decision, withdrawn)
         released, refused, group = self._act(decision, observation)
         self._record(decision, new_state, observation, released, refused)
         self._fresh = False
@@ -230,8 +231,8 @@ class SlotRunner:
         urgent = sorted((job for job in added if release_by_slot(job, self.config) <= slot), key=lambda job: edf_key(job, self.config))
         if not urgent:
             return []
-        ids = [job.job_id for job in urgent]
-        self.store.record_intent(slot, ids, self._nodes)
+        withdrawn = self._withdrawn(self.store.record_intent(slot, [job.job_id for job in urgent], self._nodes))
+        urgent = [job for job in urgent if job.job_id not in withdrawn]
         released: dict[str, tuple[float, str]] = {}
         refused: list[str] = []
         for job in urgent:
@@ -558,6 +559,20 @@ class SlotRunner:
         self._settle_queue(released, refused)
         self._state = new_state
         self._nodes = decision.nodes
+
+    def _withdraw(self, decision: Decision, withdrawn: list[str]) -> Decision:
+        """The decision without the jobs cancelled since the slot read them (``JobStore.record_intent``)."""
+        gone = self._withdrawn(withdrawn)
+        return dataclasses.replace(decision, release=tuple(job_id for job_id in decision.release if job_id not in gone)) if gone else decision
+
+    def _withdrawn(self, withdrawn: list[str]) -> set[str]:
+        """Take the cancelled jobs out of the queue; their ids. A cancelled job's work counted in the
+        plans made before its cancel was seen (at most until the slot that would have released it)."""
+        for job_id in withdrawn:
+            self._queue.update(job_id, JobState.CANCELLED)
+        if withdrawn:
+            log.info("jobs_cancelled", job_ids=withdrawn, policy=self.policy_name, dry_run=self.dry_run)
+        return set(withdrawn)
 
     def _settle_queue(self, released: dict, refused: list[str]) -> None:
         """The queue takes what the store recorded: refused jobs failed, queued jobs released."""

@@ -235,7 +235,8 @@ def require_non_negative(name: str, value: float) -> None:
 
 
 class JobState(str, Enum):
-    """A job's life: queued (in our store) -> released (an EMR step was added) -> running -> done | failed.
+    """A job's life: queued (in our store) -> released (an EMR step was added) -> running -> done | failed;
+    or queued -> cancelled (CancelSteps through ``autoscaler serve`` before it was released).
     "Late" is not a state: a job is late (missed its deadline) when it was not released by the end of
     its start-by slot, whatever its state since; see ``autoscaler.core.lateness``.
 
@@ -247,6 +248,7 @@ class JobState(str, Enum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
+    CANCELLED = "cancelled"
 
     def __str__(self) -> str:
         return self.value
@@ -261,8 +263,8 @@ JOB_STATES = tuple(state.value for state in JobState)
 ACTIVE_STATES = (JobState.QUEUED.value, JobState.RELEASED.value, JobState.RUNNING.value)
 """A job the daemon still follows: queued, or holding a node."""
 
-FINISHED_STATES = (JobState.DONE.value, JobState.FAILED.value)
-"""A job whose step has ended; retention prunes these."""
+FINISHED_STATES = (JobState.DONE.value, JobState.FAILED.value, JobState.CANCELLED.value)
+"""A job whose step has ended, or that was cancelled before it had one; retention prunes these."""
 
 
 @dataclass(frozen=True)

@@ -188,12 +188,13 @@ class JobStore(Protocol):
         are untouched. Unknown job ids are ignored. Raises StoreError, with nothing written, on a
         bad state or slot, or a store failure."""
 
-    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> None:
+    def record_intent(self, slot: int, job_ids: list[str], nodes: int) -> list[str]:
         """Write, in its own small transaction, what slot ``slot`` is about to do on the cluster (add
         the steps of ``job_ids``, ask for ``nodes`` TASK nodes), before doing it: a store that cannot
         write stops the slot before the cluster is touched. ``commit_slot`` of this slot (or a later
-        one) settles it. Raises StoreError, with nothing written, on a bad argument or a store
-        failure ("disk full: ..." when the disk is full)."""
+        one) settles it. Returns the ids of ``job_ids`` cancelled since they were read, left out of
+        the intent: the caller releases none of them. Raises StoreError, with nothing written, on a
+        bad argument or a store failure ("disk full: ..." when the disk is full)."""
 
     def pending_intent(self) -> dict | None:
         """The newest unsettled intent, ``{"slot", "job_ids", "nodes", "recorded_s"}``, or None: what a

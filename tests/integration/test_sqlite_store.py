@@ -743,3 +743,25 @@ def test_runs_are_on_disk_after_a_reopen_and_a_bad_run_writes_nothing(db_path):
         assert (a.run_start_s, a.run_end_s) == (1100.5, 1712.75)
         assert a.overran is False  # ended at 1712.75, its deadline 1000 + 7200
         assert store.run_lengths_s("analytics", "nightly etl", 1712.75) == [612.25]
+
+
+def test_cancel_queued_cancels_only_what_waits_and_an_intent_withdraws_what_was_cancelled(store):
+    for job_id in ("waiting", "in-intent", "released", "done", "read-then-cancelled"):
+        store.submit(make_job(job_id))
+    store.commit_release(1, {"released": (1500.0, "s-EMR1")})
+    store.set_states({"done": "done"})
+    assert store.record_intent(2, ["in-intent"], 3) == []
+
+    outcomes = store.cancel_queued(["waiting", "in-intent", "released", "done", "nobody", "read-then-cancelled"])
+    assert outcomes == {
+        "waiting": "cancelled", "in-intent": "releasing", "released": "released", "done": "finished",
+        "nobody": "unknown", "read-then-cancelled": "cancelled",
+    }  # fmt: skip
+    assert store.cancel_queued(["waiting"]) == {"waiting": "cancelled"}  # asked again: the same answer
+    states = {job.job_id: job.state for job in store.all_jobs()}
+    assert states == {"waiting": "cancelled", "in-intent": "queued", "released": "released", "done": "done", "read-then-cancelled": "cancelled"}
+    assert {job.job_id for job in store.active_jobs()} == {"in-intent", "released"}
+
+    # A slot that read "read-then-cancelled" as queued before the cancel: its intent leaves it out.
+    assert store.record_intent(3, ["in-intent", "read-then-cancelled"], 3) == ["read-then-cancelled"]
+    assert store.pending_intent()["job_ids"] == ["in-intent"]

@@ -93,13 +93,13 @@ def add_parsers(commands) -> None:
 
     jobs = commands.add_parser(
         "jobs",
-        help="list the queued, released, running, done, failed and late jobs",
+        help="list the queued, released, running, done, failed, cancelled and late jobs",
         description=f"List the jobs of the store with their state, and whether each is late. A job is {LATE_HELP}.",
         formatter_class=HelpFormatter,
     )
     add_store_arguments(jobs)
     jobs.add_argument(
-        "--state", choices=["queued", "released", "running", "done", "failed", "late"], default=None,
+        "--state", choices=[*JOB_STATES, "late"], default=None,
         help="only jobs in this state, or only the late ones (in any state)",
     )  # fmt: skip
     jobs.add_argument("--format", choices=["table", "json"], default="table", help="stdout format")
@@ -180,73 +180,34 @@ class RestOfLine(argparse.Action):
 
 def _run_submit(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.adapters.clock import submit_time
-    from autoscaler.core import defaults
-    from autoscaler.core.errors import SubmitError
-    from autoscaler.core.intake import build_job, non_empty_text
-    from autoscaler.core.learned import nearest_rank, planned, quantile_label
+    from autoscaler.app.submission import Submission, planned_job
     from autoscaler.core.readable import utc_text
 
     if (args.command is None) == (args.jar is None):
         raise ConfigError("submit: give the step as --command ... (last) or as --jar JAR [--args ...]")
     if args.command is not None and not args.command:
         raise ConfigError("submit: --command needs the command after it")
+    submission = Submission(
+        name=args.name,
+        tenant=args.tenant,
+        deadline=args.deadline,
+        job_id=args.job_id,
+        length_s=args.length_s,
+        sizes=tuple(args.sizes) if args.sizes else None,
+        jar=args.jar,
+        args=tuple(args.args),
+        command=None if args.command is None else tuple(args.command),
+        main_class=args.main_class,
+        nodes=args.nodes,
+        vcpus=args.vcpus,
+        memory_gb=args.memory_gb,
+        container_vcpus=args.container_vcpus,
+        container_memory_gb=args.container_memory_gb,
+    )
     store, settings = open_store(args)
     with store:
         stamp = submit_time(store.path)  # on the clock of the daemon running on the store
-        now_s = stamp.now_s
-        quantile = settings.jobs.length_quantile if settings else defaults.LENGTH_QUANTILE
-        # The name and tenant are checked before the store is asked about their runs.
-        name, tenant = non_empty_text("name", args.name), non_empty_text("tenant", args.tenant)
-        runs_s = [] if args.length_s is not None else store.run_lengths_s(tenant, name, now_s)
-        if args.length_s is None and args.sizes is None and not runs_s:
-            raise SubmitError(
-                f"submit: job name {args.name!r} of tenant {args.tenant!r} has no finished run to learn its length from; "
-                "give --length-s SECONDS or --sizes MAP_IN SHUFFLE REDUCE_OUT"
-            )
-        learned_s = nearest_rank(runs_s, quantile) if runs_s else None
-        of_name = f"of name {name!r} (tenant {tenant!r})"
-        learned_from = f"{quantile_label(quantile)} of {count_text(len(runs_s), 'past run')} {of_name}"
-        retried = None
-        if args.length_s is None and args.sizes is None and args.job_id:
-            # A retry of a job planned on its runs alone keeps the length it was stored with: a run that
-            # ended since would change it, and the retry would read as a different job.
-            stored = store.job(args.job_id)
-            if stored is not None and stored.prior_length_s is None and stored.length_source not in (None, "given", "size model"):
-                retried, learned_s = stored, stored.length_s
-                learned_from = f"{stored.length_source} {of_name}, as first submitted"
-        job = build_job(
-            job_id=args.job_id,
-            name=args.name,
-            tenant=args.tenant,
-            now_s=now_s,
-            deadline=args.deadline,
-            # Without a length or sizes, the learned one is the only one: it is checked against the deadline as given.
-            length_s=args.length_s if args.length_s is not None or args.sizes else learned_s,
-            sizes=tuple(args.sizes) if args.sizes else None,
-            jar=args.jar,
-            args=list(args.args),
-            command=args.command,
-            main_class=args.main_class,
-            known_tenants=set(settings.known_tenants) if settings and settings.known_tenants else None,
-            nodes=args.nodes,
-            vcpus=args.vcpus,
-            memory_gb=args.memory_gb,
-            container_vcpus=args.container_vcpus,
-            container_memory_gb=args.container_memory_gb,
-            max_nodes=settings.cluster.max_nodes if settings else DEFAULT_MAX_NODES,
-            node_capacity=settings.cluster.task_capacity() if settings else None,
-            wall_minus_now_s=stamp.wall_minus_now_s,
-            length_from=learned_from if args.length_s is None and not args.sizes else None,
-            length_option="--length-s SECONDS",
-        )
-        if args.length_s is not None:
-            job = dataclasses.replace(job, length_source="given")
-        elif args.sizes:
-            job = planned(job, runs_s, quantile, prior_source="size model")
-        elif retried is not None:
-            job = dataclasses.replace(job, length_source=retried.length_source)
-        else:
-            job = dataclasses.replace(planned(job, runs_s, quantile), prior_length_s=None)
+        job = planned_job(store, settings, submission, stamp.now_s, stamp.wall_minus_now_s)
         added = store.submit(job)
         if not added:
             job = store.job(job.job_id) or job  # or job: pruned by retention in between, as submitted
