@@ -211,6 +211,76 @@ class JobsSettings(BaseModel):
     length_error_quantile: float = Field(default=defaults.LENGTH_ERROR_QUANTILE, ge=0, le=1)
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+"""Where ``autoscaler serve`` may listen without TLS: only this machine can reach it."""
+
+
+class CallerSettings(BaseModel):
+    """One caller of ``autoscaler serve`` (``[[serve.callers]]``): the AWS-style key pair it signs its
+    requests with (SigV4, as every boto3 and Airflow client already does), and the tenants it may
+    submit and cancel as. The secret is never in this file: it is read from the environment variable
+    ``secret_env`` or the file ``secret_file`` (one of them) when serve starts.
+
+    ``deadline``: a step's deadline when it sets no ``autoscaler.deadline`` property, a duration
+    ("2h", "90m", "600"). ``length_s``: the length of a step whose name has never run and that sets
+    no ``autoscaler.length_s`` property; None refuses such a step, naming the property.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    access_key_id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,128}$")
+    secret_env: str | None = None
+    secret_file: Path | None = None
+    tenants: list[str] = Field(min_length=1)
+    deadline: str = defaults.SERVE_DEADLINE
+    length_s: float | None = Field(default=None, gt=0, le=366 * 86400)
+
+    @model_validator(mode="after")
+    def _one_secret_and_a_duration(self) -> "CallerSettings":
+        if (self.secret_env is None) == (self.secret_file is None):
+            raise ValueError(f"caller {self.access_key_id!r}: give its secret as secret_env (a variable's name) or secret_file (a path), one of them")
+        from autoscaler.core.intake import parse_duration_s
+
+        if parse_duration_s(self.deadline) is None:
+            raise ValueError(f"caller {self.access_key_id!r}: deadline must be a duration like 2h, 90m or 600, got {self.deadline!r}")
+        if any(not tenant.strip() for tenant in self.tenants):
+            raise ValueError(f"caller {self.access_key_id!r}: a tenant cannot be empty")
+        return self
+
+
+class ServeSettings(BaseModel):
+    """``[serve]``: ``autoscaler serve``, the EMR-compatible step endpoint (``autoscaler.app.serve``).
+
+    It listens on ``host``:``port``; beyond this machine (a host other than 127.0.0.1, ::1 or
+    localhost) only with TLS (``tls_certfile`` and ``tls_keyfile``, PEM). ``max_clock_skew_s``: how far
+    a request's signing time may be from the server's (AWS allows 15 minutes).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=defaults.SERVE_PORT, ge=0, le=65535)
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+    max_clock_skew_s: float = Field(default=900.0, gt=0, le=86_400)
+    callers: list[CallerSettings] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _tls_beyond_loopback(self) -> "ServeSettings":
+        if (self.tls_certfile is None) != (self.tls_keyfile is None):
+            raise ValueError("serve: give tls_certfile and tls_keyfile together, or neither")
+        if self.host not in LOOPBACK_HOSTS and self.tls_certfile is None:
+            raise ValueError(
+                f"serve: host {self.host!r} is reachable beyond this machine; set tls_certfile and tls_keyfile "
+                f"(requests carry signed job steps), or listen on 127.0.0.1"
+            )
+        keys = [caller.access_key_id for caller in self.callers]
+        if len(keys) != len(set(keys)):
+            twice = sorted({key for key in keys if keys.count(key) > 1})
+            raise ValueError(f"serve: access_key_id {', '.join(twice)} is given to more than one caller")
+        return self
+
+
 class Settings(BaseSettings):
     """Every setting of the daemon; times in seconds, deadlines in slots, costs in the objective's unit.
 
@@ -255,6 +325,7 @@ class Settings(BaseSettings):
     report: ReportSettings = Field(default_factory=ReportSettings)
     carbon: CarbonSettings = Field(default_factory=CarbonSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
     retention_days: float = Field(default=defaults.RETENTION_DAYS, gt=0, le=36_600)
     """Finished jobs released longer ago, and decisions of slots that long ago, are pruned from the store."""
     startup_wait_s: float | None = Field(default=None, ge=0, le=86_400)
@@ -327,6 +398,15 @@ class Settings(BaseSettings):
     def _no_nul_in_store_path(self) -> "Settings":
         if "\0" in str(self.store_path):
             raise ValueError("store_path: a path cannot hold a NUL character")
+        return self
+
+    @model_validator(mode="after")
+    def _callers_tenants_known(self) -> "Settings":
+        if self.known_tenants:
+            for caller in self.serve.callers:
+                unknown = [tenant for tenant in caller.tenants if tenant not in self.known_tenants]
+                if unknown:
+                    raise ValueError(f"serve caller {caller.access_key_id!r}: tenants {', '.join(map(repr, unknown))} are not in known_tenants")
         return self
 
     @model_validator(mode="after")

@@ -138,3 +138,9 @@ WRITE_MB_S = 100.0
 
 NETWORK_MB_S = 10.0
 """V_n, the network transfer rate of the shuffle, MB/s (paper: deferral, §V-A)."""
+
+SERVE_PORT = 8788
+"""``autoscaler serve``'s port ([serve] port)."""
+
+SERVE_DEADLINE = "2h"
+"""A step's deadline at ``autoscaler serve`` when neither the step nor its caller sets one."""

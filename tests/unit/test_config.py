@@ -286,3 +286,17 @@ def test_the_environment_has_only_text_so_numbers_and_booleans_are_parsed_from_i
     monkeypatch.setenv("AUTOSCALER_REPORT__DAILY", "true")
     settings = load_settings(path)
     assert settings.restart_penalty == 5.0 and settings.report.daily is True and settings.cluster.max_nodes == 20
+
+
+def test_serve_settings_refuse_what_would_expose_or_confuse_callers(tmp_path: Path) -> None:
+    base = 'known_tenants = ["ads"]\n[cluster]\nid = "j-1"\n[serve]\n'
+    caller = '[[serve.callers]]\naccess_key_id = "AKIAONE"\ntenants = ["ads"]\n'
+    assert "one of them" in config_error(write(tmp_path, base + caller))  # neither secret_env nor secret_file
+    assert "one of them" in config_error(write(tmp_path, base + caller + 'secret_env = "A"\nsecret_file = "/f"\n'))
+    assert "more than one caller" in config_error(write(tmp_path, base + (caller + 'secret_env = "A"\n') * 2))
+    assert "not in known_tenants" in config_error(write(tmp_path, base + caller.replace('["ads"]', '["search"]') + 'secret_env = "A"\n'))
+    assert "duration like 2h" in config_error(write(tmp_path, base + caller + 'secret_env = "A"\ndeadline = "tomorrow"\n'))
+    assert "reachable beyond this machine" in config_error(write(tmp_path, '[cluster]\nid = "j-1"\n[serve]\nhost = "0.0.0.0"\n'))
+    assert "tls_certfile and tls_keyfile together" in config_error(write(tmp_path, '[cluster]\nid = "j-1"\n[serve]\ntls_certfile = "/c.pem"\n'))
+    settings = load_settings(write(tmp_path, base + caller + 'secret_env = "A"\n'))
+    assert (settings.serve.port, settings.serve.callers[0].deadline, settings.serve.callers[0].length_s) == (8788, "2h", None)

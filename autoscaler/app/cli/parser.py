@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Iterable
 
-from autoscaler.app.cli import compare, drf, explain, jobs, replay, report, store
+from autoscaler.app.cli import compare, drf, explain, jobs, replay, report, serve, store
 from autoscaler.app.cli.arguments import HelpFormatter
 from autoscaler.core.readable import ECHO_MAX_CHARS, echo_text
 
@@ -57,6 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Deadline-aware, energy-saving capacity provisioning for Hadoop/EMR clusters.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
-    for group in (replay, compare, jobs, explain, store, report, drf):
+    for group in (replay, compare, jobs, explain, store, report, drf, serve):
         group.add_parsers(commands)
     return parser

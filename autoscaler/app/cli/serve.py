@@ -1,0 +1,62 @@
+"""``autoscaler serve``: the EMR-compatible step endpoint (``autoscaler.app.serve``) on uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from autoscaler.app.cli.arguments import HelpFormatter
+from autoscaler.core import defaults
+
+
+def add_parsers(commands) -> None:
+    """The serve command."""
+    serve = commands.add_parser(
+        "serve",
+        help="an EMR-compatible endpoint: unchanged boto3 and Airflow clients submit deferrable steps to it",
+        description="Listen for EMR's JSON API (AddJobFlowSteps, DescribeStep, ListSteps, CancelSteps; other read-only "
+        "calls on the managed cluster pass through to EMR). Each AddJobFlowSteps step is queued in the store of --config "
+        "as a job, for `autoscaler run` to release by deadline; its deadline, tenant, length and width come from the "
+        "step properties autoscaler.deadline, autoscaler.tenant, autoscaler.length_s and autoscaler.nodes, else from "
+        "its caller's defaults. Requests are authenticated by their SigV4 signature against [[serve.callers]] "
+        "(access_key_id, secret_env or secret_file, tenants); a caller acts only for its own tenants. Beyond "
+        "127.0.0.1 it listens only with TLS ([serve] tls_certfile, tls_keyfile). See docs/front-door.md.",
+        formatter_class=HelpFormatter,
+    )
+    serve.add_argument("--config", type=Path, required=True, help="TOML config: cluster.id, store_path and [serve] with its callers")
+    serve.add_argument("--host", default=None, help="address to listen on (default: [serve] host, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help=f"port (default: [serve] port, else {defaults.SERVE_PORT}; 0 picks a free one)")
+    serve.set_defaults(handler=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from autoscaler.adapters.emr import emr_client
+    from autoscaler.adapters.sqlite_store import SqliteJobStore
+    from autoscaler.app.config import ServeSettings, load_settings
+    from autoscaler.app.logs import configure_logging
+    from autoscaler.app.serve import Listener, build_app, gateway_from_settings
+    from autoscaler.core.errors import ConfigError
+
+    settings = load_settings(args.config)
+    serve = settings.serve
+    if args.host is not None or args.port is not None:
+        try:
+            serve = ServeSettings(**(serve.model_dump() | {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}))
+        except ValueError as error:
+            raise ConfigError(f"serve: {error}") from None
+    configure_logging(settings.log_format)
+    store = SqliteJobStore(settings.store_path, flag="store_path")
+    with store:
+        emr = emr_client(settings.cluster.region, settings.cluster.endpoint_url)
+        gateway, secrets = gateway_from_settings(settings, store, emr)
+        app = build_app(gateway, secrets, serve.max_clock_skew_s)
+        listener = Listener(app, serve.host, serve.port, *(str(path) if path else None for path in (serve.tls_certfile, serve.tls_keyfile)))
+        err.print(
+            f"serving EMR steps for cluster {settings.cluster.id} on {listener.url} "
+            f"({len(secrets)} caller{'s' if len(secrets) != 1 else ''}; store {settings.store_path})",
+            highlight=False,
+        )
+        listener.serve()
+    return 0
