@@ -191,6 +191,7 @@ class StepGateway:
             command=tuple(args) if command_runner else None,
             main_class=jar_step.get("MainClass") or None,
             nodes=_number(properties, "nodes", where, int),
+            door="",
             length_option=f"the step property {PROPERTY_PREFIX}length_s (seconds)",
             no_length_hint=f"set the step property {PROPERTY_PREFIX}length_s (seconds), or a default length for this caller ([[serve.callers]] length_s)",
         )

@@ -30,7 +30,8 @@ class Submission:
     ``length_s``: seconds, used as given; ``sizes``: map input, shuffle and reduce output bytes.
     ``default_length_s``: used only when the name has no past run and neither ``length_s`` nor
     ``sizes`` is given. The step: ``command`` (command-runner.jar) or ``jar`` with ``args``.
-    ``length_option``: how this door names a length, for the message that suggests one.
+    ``door``: the command that took it, named first in its messages ("" names none); ``length_option``: how this door names a
+    length, for the message that suggests one.
     """
 
     name: str
@@ -49,6 +50,7 @@ class Submission:
     memory_gb: float | None = None
     container_vcpus: float | None = None
     container_memory_gb: float | None = None
+    door: str = "submit"
     length_option: str = "--length-s SECONDS"
     no_length_hint: str = "give --length-s SECONDS or --sizes MAP_IN SHUFFLE REDUCE_OUT"
 
@@ -80,7 +82,7 @@ def planned_job(store: JobStore, settings, submission: Submission, now_s: float,
     if given_s is None and sizes is None and not runs_s and retried is None:
         if submission.default_length_s is None:
             raise SubmitError(
-                f"submit: job name {name!r} of tenant {tenant!r} has no finished run to learn its length from; {submission.no_length_hint}"
+                f"{submission.door + ': ' if submission.door else ''}job name {name!r} of tenant {tenant!r} has no finished run to learn its length from; {submission.no_length_hint}"
             )
         given_s = default_s = submission.default_length_s
     on_runs = given_s is None and not sizes

@@ -301,7 +301,8 @@ def parse_deadline(deadline: str, now_s: float, wall_minus_now_s: float = 0.0) -
         deadline_s = now_s + seconds
     else:
         try:
-            moment = datetime.fromisoformat(text)
+            # RFC 3339 (5.6) allows a lower-case 't' and 'z'; fromisoformat takes only upper case.
+            moment = datetime.fromisoformat(text.upper())
         except ValueError:
             raise SubmitError(f"deadline: expected {_DEADLINE_FORMS}, got {deadline!r}") from None
         if moment.tzinfo is None or moment.utcoffset() is None:

@@ -53,3 +53,15 @@ def test_submit_names_the_flags_args_swallowed(tmp_path, capsys):
     argv = ["submit", "--store", str(tmp_path / "jobs.db"), "--jar", "app.jar", "--args", "in", "out", "--name", "x", "--tenant", "t", "--deadline", "2h"]
     err = _usage_error(argv, capsys)
     assert "--args takes the rest of the line, and it swallowed --name, --tenant, --deadline; put --args ... last" in err
+
+
+def test_a_double_dash_in_the_command_is_the_commands_and_ends_the_flag_check(tmp_path, capsys):
+    # The help says dashes are the command's: its own '--' too, and a --name after it is the command's.
+    store = tmp_path / "jobs.db"
+    argv = ["submit", "--store", str(store), "--name", "x", "--tenant", "t", "--deadline", "2h", "--length-s", "60",
+            "--command", "spark-submit", "app.py", "--", "--name", "inner", "--"]  # fmt: skip
+    assert main(argv) == 0
+    with SqliteJobStore(store, read_only=True) as jobs:
+        (job,) = jobs.all_jobs()
+    assert job.step.args == ("spark-submit", "app.py", "--", "--name", "inner", "--")
+    assert job.name == "x"

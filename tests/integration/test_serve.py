@@ -339,3 +339,39 @@ def test_beyond_loopback_serve_listens_only_with_tls_and_a_client_verifies_it(do
         assert door.store.job(step_id).name == "over-tls"
     finally:
         listener.stop()
+
+
+def run_airflow(door, tmp_path, *argv: str) -> dict:
+    """tests/integration/airflow_pipeline.py in its own process, its AWS connection pointed at serve
+    through the connection's service_config, as the front door page says."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    connection = {
+        "conn_type": "aws", "login": AIRFLOW_KEY, "password": AIRFLOW_SECRET,
+        "extra": {"region_name": REGION, "service_config": {"emr": {"endpoint_url": door.url}}},
+    }  # fmt: skip
+    env = {**os.environ, "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(connection), "AIRFLOW_HOME": str(tmp_path / "airflow")}
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EMR", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        env.pop(name, None)
+    script = Path(__file__).with_name("airflow_pipeline.py")
+    done = subprocess.run([sys.executable, str(script), *argv], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_airflows_emr_add_steps_operator_and_step_sensor_work_through_serve(door, tmp_path, set_step_state):
+    added = run_airflow(door, tmp_path, "add", door.cluster_id)
+    (step_id,) = added["step_ids"]
+    assert added["poke"] is False  # deferred: PENDING, the sensor waits
+    job = door.store.job(step_id)
+    assert (job.name, job.tenant, job.state, job.deadline_s - job.submit_s) == ("calculate_pi", "ads", "queued", 12 * 60)
+
+    release_due_jobs(door, time.time())
+    real_id = door.store.job(step_id).step_id
+    assert real_id is not None
+    assert run_airflow(door, tmp_path, "poke", door.cluster_id, step_id)["poke"] is False  # RUNNING on EMR
+    set_step_state(door.cluster_id, real_id, "COMPLETED")
+    assert run_airflow(door, tmp_path, "poke", door.cluster_id, step_id)["poke"] is True

@@ -78,6 +78,7 @@ def test_iso_times_are_absolute_and_respect_their_offset():
     expected_s = 20786 * 86400 + 18 * 3600
     assert expected_s == 1_795_975_200
     assert parse_deadline("2026-11-29T18:00:00Z", NOW_S) == expected_s
+    assert parse_deadline("2026-11-29t18:00:00z", NOW_S) == expected_s  # RFC 3339 allows lower case
     assert parse_deadline("2026-11-29T19:00:00+01:00", NOW_S) == expected_s
     assert parse_deadline("2026-11-29T12:30:00-05:30", NOW_S) == expected_s
     job = build_job(**submission(deadline="2026-11-29T18:00:00Z"))

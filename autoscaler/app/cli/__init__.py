@@ -19,6 +19,7 @@ from rich.console import Console
 
 from autoscaler.app.cli.arguments import deadline_slots, parse_deadlines
 from autoscaler.app.cli.drf import read_demands_csv
+from autoscaler.app.cli.jobs import END_OF_OPTIONS
 from autoscaler.app.cli.parser import build_parser, shortened
 from autoscaler.app.cli.trace_inputs import load_workload
 from autoscaler.core.errors import AutoscalerError, ConfigError
@@ -43,7 +44,10 @@ def _attach_dash_values(argv: list[str]) -> list[str]:
     attached: list[str] = []
     i = 0
     while i < len(argv):
-        if argv[i] in ("--command", "--args", "--"):
+        if argv[i] in ("--command", "--args"):
+            # The job's command line: its own '--' must reach --command, not end submit's options.
+            return attached + argv[i : i + 1] + [END_OF_OPTIONS if word == "--" else word for word in argv[i + 1 :]]
+        if argv[i] == "--":
             return attached + argv[i:]
         if argv[i] in _DASH_VALUE_OPTIONS and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
             attached.append(f"{argv[i]}={argv[i + 1]}")

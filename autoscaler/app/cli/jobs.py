@@ -153,17 +153,25 @@ def add_parsers(commands) -> None:
     run.set_defaults(handler=_run_daemon)
 
 
+END_OF_OPTIONS = "\0--"
+"""A '--' word of the job's own command line, as ``cli.main`` hands it to argparse: argparse would take
+a bare '--' for the end of submit's options and stop --command there."""
+
+
 class RestOfLine(argparse.Action):
     """An option that takes every word after it, dashes included (submit's --command and --args).
 
     One of the command's own flags among those words was meant for the command when the command was
     also given it before; one that was not given is refused by name, since it was written after this
     option by mistake (the job would run with it as an argument, or the command would say it is missing).
+    After a '--' in the command, every word is the command's.
     """
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
+        values = ["--" if word == END_OF_OPTIONS else word for word in values]
+        checked = values[: values.index("--")] if "--" in values else values
         swallowed = []
-        for word in values:
+        for word in checked:
             flag = word.split("=", 1)[0]
             action = parser._option_string_actions.get(flag)
             if action is None or isinstance(action, RestOfLine) or action.default is argparse.SUPPRESS:
