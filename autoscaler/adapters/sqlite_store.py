@@ -278,6 +278,22 @@ class SqliteJobStore:
             row = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return None if row is None else job_from_row(row)
 
+    def tenants_jobs(self, tenants: Iterable[str], states: Iterable[str] | None = None) -> list[Job]:
+        """The jobs of ``tenants`` (in ``states``, when given), newest arrival first: what a caller of
+        ``autoscaler serve`` may list. Reads by the tenant index, not the whole table."""
+        tenants = list(tenants)
+        if not tenants:
+            return []
+        query = f"SELECT {JOB_COLUMNS} FROM jobs WHERE tenant IN ({', '.join('?' * len(tenants))})"
+        params = list(tenants)
+        if states is not None:
+            states = list(states)
+            query += f" AND state IN ({', '.join('?' * len(states))})" if states else " AND 0"
+            params += states
+        with self._transaction() as conn:
+            rows = conn.execute(query + " ORDER BY seq DESC", params).fetchall()
+        return [job_from_row(row) for row in rows]
+
     def jobs_after(self, seq: int) -> list[Job]:
         """The jobs that arrived after ``seq`` (``job.seq > seq``), in any state, in arrival order.
         ``jobs_after(0)`` is every job; ``jobs_after(max_seq())`` is empty until a job arrives.

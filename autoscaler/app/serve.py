@@ -220,11 +220,11 @@ class StepGateway:
         self._managed_cluster(body.get("ClusterId"), "ClusterId")
         wanted_states = body.get("StepStates") or None
         wanted_ids = set(body.get("StepIds") or ()) or None
-        jobs = [job for job in self.store.all_jobs() if job.tenant in caller.tenants]
-        jobs.sort(key=lambda job: (job.seq or 0), reverse=True)  # EMR lists newest first
+        if wanted_states is not None and (not isinstance(wanted_states, list) or not set(wanted_states) <= set(STEP_STATE_BY_JOB_STATE.values()) | {"CANCEL_PENDING", "INTERRUPTED"}):
+            raise _invalid(f"StepStates: expected a list of {', '.join(sorted(set(STEP_STATE_BY_JOB_STATE.values())))}, got {wanted_states!r}")
+        states = None if wanted_states is None else [job for job, step in STEP_STATE_BY_JOB_STATE.items() if step in wanted_states]
+        jobs = self.store.tenants_jobs(caller.tenants, states)  # newest first, as EMR lists
         steps = [_step(job) for job in jobs if wanted_ids is None or job.job_id in wanted_ids]
-        if wanted_states is not None:
-            steps = [step for step in steps if step["Status"]["State"] in wanted_states]
         try:
             start = int(body.get("Marker") or 0)
         except ValueError:

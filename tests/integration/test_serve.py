@@ -375,3 +375,16 @@ def test_airflows_emr_add_steps_operator_and_step_sensor_work_through_serve(door
     assert run_airflow(door, tmp_path, "poke", door.cluster_id, step_id)["poke"] is False  # RUNNING on EMR
     set_step_state(door.cluster_id, real_id, "COMPLETED")
     assert run_airflow(door, tmp_path, "poke", door.cluster_id, step_id)["poke"] is True
+
+
+def test_list_steps_filters_by_state_and_pages_as_emr_does(door):
+    client = door.client_for()
+    ids = client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step(f"job-{i}") for i in range(60)])["StepIds"]
+    client.cancel_steps(ClusterId=door.cluster_id, StepIds=ids[:3])
+    pages = list(client.get_paginator("list_steps").paginate(ClusterId=door.cluster_id))
+    assert [len(page["Steps"]) for page in pages] == [50, 10]
+    assert [s["Id"] for page in pages for s in page["Steps"]] == ids[::-1]  # newest first, every step once
+    cancelled = client.list_steps(ClusterId=door.cluster_id, StepStates=["CANCELLED"])["Steps"]
+    assert sorted(s["Id"] for s in cancelled) == sorted(ids[:3])
+    pending = client.list_steps(ClusterId=door.cluster_id, StepStates=["PENDING", "RUNNING"], StepIds=ids[:5])["Steps"]
+    assert [s["Id"] for s in pending] == [ids[4], ids[3]]
