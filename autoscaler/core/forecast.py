@@ -78,7 +78,7 @@ def scored_leads(n: int, slots_per_day: int = 0) -> np.ndarray:
     return np.array(sorted({lead for lead in leads if 1 <= lead <= n - 1}), dtype=int)
 
 
-def _nearest_scored(n: int, leads: np.ndarray) -> np.ndarray:
+def nearest_scored(n: int, leads: np.ndarray) -> np.ndarray:
     """For each k = 1 .. n-1, the index in ``leads`` of the nearest scored lead on a log scale; shape (n-1,)."""
     k = np.arange(1, n, dtype=float)
     distance = np.abs(np.log(k)[:, None] - np.log(leads.astype(float))[None, :])
@@ -206,7 +206,7 @@ def blend(past: np.ndarray, n: int, slots_per_day: int, kind: str = "blend") -> 
     if not scored.any():
         return Forecast(values, band, weights)
     usable_leads = np.flatnonzero(scored)
-    nearest = usable_leads[_nearest_scored(n, leads[usable_leads])]  # (n-1,)
+    nearest = usable_leads[nearest_scored(n, leads[usable_leads])]  # (n-1,)
     per_lead = _forecasts_now(past, n, per_day, day_mean)  # (len(CANDIDATES), n-1)
     w = weights[:, nearest]  # (len(CANDIDATES), n-1)
     known = np.isfinite(per_lead) & (w > 0)
@@ -215,6 +215,24 @@ def blend(past: np.ndarray, n: int, slots_per_day: int, kind: str = "blend") -> 
     values[1:] = np.where(norm > 0, mixed / np.maximum(norm, 1e-300), now)
     band[1:] = lead_bands[nearest]
     return Forecast(np.maximum(values, 0.0), band, weights)
+
+
+def band_by_lead(n: int, leads: np.ndarray, errors: list[np.ndarray]) -> np.ndarray:
+    """A forecast's band at each lead k = 0 .. n-1 from its errors at the scored ``leads`` (``errors[j]``:
+    forecast - actual at lead ``leads[j]`` over the slots scored, NaN where either is unknown): the
+    root mean square at each lead with MIN_SCORED errors or more, and for each k the nearest such lead's
+    (on a log scale, as the blend's band); shape (n,), band[0] = 0; all 0 when no lead has enough."""
+    band = np.zeros(int(n))
+    lead_bands = np.full(len(leads), math.nan)
+    for j, error in enumerate(errors):
+        error = np.asarray(error, dtype=float)
+        error = error[np.isfinite(error)]
+        if error.size >= MIN_SCORED:
+            lead_bands[j] = float(np.sqrt(np.mean(error**2)))
+    scored = np.flatnonzero(np.isfinite(lead_bands))
+    if scored.size:
+        band[1:] = lead_bands[scored[nearest_scored(n, np.asarray(leads)[scored])]]
+    return band
 
 
 def band_of(forecast: np.ndarray, actual: np.ndarray, n: int, slots_per_day: int) -> np.ndarray:

@@ -24,7 +24,7 @@ from autoscaler.core.controller import CarbonWindow
 from autoscaler.core.energy.forecast_archive import ForecastArchive, archive_in_grams
 from autoscaler.core.energy.signal import Signal, covered_means, in_grams, plausibility_notes, resample, utc_text
 from autoscaler.core.errors import ConfigError, TraceError
-from autoscaler.core.forecast import KINDS, blend, history_needed
+from autoscaler.core.forecast import EVALUATION_DAYS, KINDS, band_by_lead, blend, history_needed, scored_leads
 from autoscaler.core.issued import IssuedSlots
 from autoscaler.core.policies import carbon
 from autoscaler.core.policies.carbon import window_slots
@@ -250,7 +250,8 @@ def slot_window(actual: Signal, forecast: Signal | ForecastArchive | None, slot_
     slot k, else the forecast's where ``forecast`` covers it (an archive: the newest issue issued at
     or before ``slot_start_s`` that covers slot k, :func:`issued_means`), else the blend of
     :func:`autoscaler.core.forecast.blend` from the actual values of the last 11 days up to this slot;
-    ``band``: the blend's error band (0 for actual values). ``reference``: the mean of the actual
+    ``band``: the error band (0 for actual values): an archive's own error at each lead
+    (:func:`archive_band`), else the blend's. ``reference``: the mean of the actual
     values known over the last day (slots -(P-1) .. 0). Both signals in one unit (the caller converts lbs/MWh to g/kWh).
 
     Returns a CarbonWindow of shape (3D+1,). Raises TraceError naming the source and the slot's UTC
@@ -284,12 +285,43 @@ def slot_window(actual: Signal, forecast: Signal | ForecastArchive | None, slot_
     is_forecast = ~is_actual & ~np.isnan(predicted)
     is_actual[0] = is_forecast[0] = False
     values[is_actual], band[is_actual] = ahead[is_actual], 0.0
-    values[is_forecast] = predicted[is_forecast]  # the blend's band at the same lead (a provider's own error is not scored)
+    values[is_forecast] = predicted[is_forecast]
+    if isinstance(forecast, ForecastArchive) and is_forecast.any():
+        # An archive's own error at each lead, scored on its past issues (a plain series has no issue
+        # times to score a lead by: the blend's band at the same lead stands for it).
+        band[is_forecast] = archive_band(forecast, known[:history], slot_start_s, slot_s, n, per_day)[is_forecast]
     forecast_slots = int(is_forecast.sum())
     persisted_slots = n - 1 - forecast_slots - int(is_actual.sum())
     day = np.append(past[-(per_day - 1) :] if per_day > 1 else past[:0], now)
     reference = float(np.mean(day[~np.isnan(day)]))
     return CarbonWindow(values, reference, actual.unit, now, actual.source, forecast_slots, persisted_slots, band)
+
+
+def archive_band(archive: ForecastArchive, past: np.ndarray, slot_start_s: float, slot_s: float, n: int, slots_per_day: int) -> np.ndarray:
+    """The error band of ``archive`` at each lead k = 0 .. n-1 for the slot starting at ``slot_start_s``,
+    shape (n,), band[0] = 0: at each scored lead L (:func:`autoscaler.core.forecast.scored_leads`), what
+    the issues read L slots before each slot of the last EVALUATION_DAYS days forecast for it, against
+    its actual value (``past``: the actual values of the slots up to and including this one, shape (h,),
+    NaN where unknown), as :func:`autoscaler.core.forecast.band_by_lead` scores them. The same band
+    as :meth:`SlotSignal.issued_band` gives a replay. Only issues issued by ``slot_start_s`` are read."""
+    past = np.asarray(past, dtype=float)
+    leads = scored_leads(n, slots_per_day)
+    scored = min(past.size, EVALUATION_DAYS * slots_per_day)
+    if leads.size == 0 or scored == 0:
+        return np.zeros(int(n))
+    first = past.size - scored - int(leads[-1])  # the earliest slot an issue is read in, relative to past[0]
+    first_s = slot_start_s - (past.size - 1 - first) * slot_s
+    issues = tuple(issue for issue in archive.issues if issue.issued_s <= slot_start_s and issue.signal.times_s.size > 1 and issue.end_s > first_s)
+    if not issues:
+        return np.zeros(int(n))
+    issued = IssuedSlots.from_archive(ForecastArchive(archive.source, archive.unit, issues), first_s, slot_s, past.size - first)
+    targets = np.arange(past.size - scored, past.size)  # indices into past
+    errors = []
+    for lead in leads:
+        lead = int(lead)
+        ahead = np.array([issued.known(int(t) - lead - first, lead + 1)[lead] if t - lead - first >= 0 else math.nan for t in targets])
+        errors.append(ahead - past[targets])
+    return band_by_lead(n, leads, errors)
 
 
 def issued_means(archive: ForecastArchive, slot_start_s: float, slot_s: float, n_slots: int) -> np.ndarray:

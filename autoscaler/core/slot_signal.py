@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from autoscaler.core.errors import ConfigError
-from autoscaler.core.forecast import KINDS, Forecast, band_of, blend, history_needed
+from autoscaler.core.forecast import (
+    EVALUATION_DAYS,
+    KINDS,
+    Forecast,
+    band_by_lead,
+    band_of,
+    blend,
+    history_needed,
+    scored_leads,
+)
 
 if TYPE_CHECKING:
     from autoscaler.core.issued import IssuedSlots
@@ -130,26 +139,45 @@ class SlotSignal:
                 band[1:][has] = own_band[1:][has]
         if self.issued is not None:
             # Newest first: an issued value stands over a plain forecast's. Its band: the issues' own
-            # error one slot ahead over the last days (band_of), at every lead.
+            # error at each lead over the last days (issued_band).
             issued = self.issued.known(self.history_slots + slot, n)
             has = ~np.isnan(issued[1:])
             if has.any():
-                start = self.history_slots + slot - past.size + 1
-                own = self._issued_one_ahead[max(0, start) : self.history_slots + slot + 1]
-                own_band = band_of(own, past[past.size - own.size :], n, self.slots_per_day)
                 values[1:][has] = issued[1:][has]
-                band[1:][has] = own_band[1:][has]
+                band[1:][has] = self.issued_band(slot, n)[1:][has]
         return Forecast(values, band, made.weights)
 
+    def issued_band(self, slot: int, n: int) -> np.ndarray:
+        """The error band of ``issued`` at each lead k = 0 .. n-1 as known in ``slot``, shape (n,), band[0] = 0:
+        for each scored lead L (:func:`autoscaler.core.forecast.scored_leads`), the root mean square of
+        (what was issued L slots before a slot - its actual value) over the slots of the last
+        EVALUATION_DAYS days up to ``slot``, from MIN_SCORED of them; each k takes the nearest scored
+        lead's (on a log scale, as the blend's band). A provider's forecast a day ahead is worse than an
+        hour ahead, and a band scored one slot ahead would let a far slot's gain through on a near
+        slot's error. No lead scored: 0 (nothing known of its error). Only issues issued by the start of
+        each target slot's issue time, and actual values up to ``slot``, are read."""
+        leads = scored_leads(n, self.slots_per_day)
+        if self.issued is None or leads.size == 0:
+            return np.zeros(int(n))
+        hi = self.history_slots + slot + 1
+        lo = max(0, hi - EVALUATION_DAYS * self.slots_per_day)
+        actual = np.asarray(self.values, dtype=float)[lo:hi]
+        return band_by_lead(n, leads, [self._issued_ahead(int(lead), lo, hi) - actual for lead in leads])
+
+    def _issued_ahead(self, lead: int, lo: int, hi: int) -> np.ndarray:
+        """For slots lo .. hi-1 of ``values``, what ``issued`` forecast for each ``lead`` slots before it
+        (NaN: nothing), shape (hi - lo,); computed once per slot and lead, as slots are decided."""
+        size = np.asarray(self.values).size
+        ahead, done = self._ahead_cache.setdefault(lead, (np.full(size, math.nan), np.zeros(size, dtype=bool)))
+        for index in np.flatnonzero(~done[lo:hi]) + lo:
+            if index - lead >= 0:
+                ahead[index] = self.issued.known(int(index) - lead, lead + 1)[lead]
+            done[index] = True
+        return ahead[lo:hi]
+
     @functools.cached_property
-    def _issued_one_ahead(self) -> np.ndarray:
-        """For each slot of ``values``, what ``issued`` forecast for it one slot before (NaN: nothing);
-        shape (values.size,). Read only for slots up to the one decided, so only what was issued by then."""
-        out = np.full(np.asarray(self.values).size, math.nan)
-        if self.issued is not None:
-            for index in range(1, out.size):
-                out[index] = self.issued.known(index - 1, 2)[1]
-        return out
+    def _ahead_cache(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        return {}
 
     def window(self, slot: int, n: int) -> np.ndarray:
         """s_slot .. s_{slot+n-1} as known in ``slot``, shape (n,): :meth:`forecast_at`'s values."""

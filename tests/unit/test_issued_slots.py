@@ -155,3 +155,43 @@ def test_one_issue_known_from_the_start_reads_as_the_same_plain_forecast(values,
     archive = ForecastArchive.of("one", [IssuedForecast(first_s, hourly(first_s, forecast_values, "one"))])
     issued = SlotSignal(np.array(values, dtype=float), history, 24, issued=IssuedSlots.from_archive(archive, first_s, HOUR_S, len(values)))
     np.testing.assert_allclose(issued.window(slot, n), plain.window(slot, n), rtol=1e-12)
+
+
+def test_an_issued_forecasts_band_is_each_leads_own_error():
+    # Every hour an issue forecasts 100 + 2L for the slot L hours ahead; the actual is 100 throughout.
+    # So the error L slots ahead is 2L exactly, and the band at a scored lead L is 2L. With n = 13 the
+    # scored leads are 1, 2, 3, 6 and 12, and leads 4 .. 12 take the nearest on a log scale
+    # (4 -> 3; 5, 6, 7, 8 -> 6; 9 .. 12 -> 12). Scored one slot ahead, every lead's band was 2.
+    from autoscaler.core.forecast import scored_leads
+    from autoscaler.core.slot_signal import SlotSignal
+
+    history, n_slots, n = 96, 96 + 48, 13
+    first_s = T0 - history * HOUR_S
+    issues = [
+        IssuedForecast(first_s + h * HOUR_S, hourly(first_s + (h + 1) * HOUR_S, [100.0 + 2 * lead for lead in range(1, 32)], f"issue {h}"))
+        for h in range(n_slots)
+    ]
+    archive = ForecastArchive.of("growing", issues)
+    signal = SlotSignal(np.full(n_slots, 100.0), history, 24, issued=IssuedSlots.from_archive(archive, first_s, HOUR_S, n_slots))
+    assert list(scored_leads(n, 24)) == [1, 2, 3, 6, 12]
+    made = signal.forecast_at(10, n)
+    np.testing.assert_allclose(made.values, [100.0] + [100.0 + 2 * k for k in range(1, n)])
+    np.testing.assert_allclose(made.band, [0, 2, 4, 6, 6, 12, 12, 12, 12, 24, 24, 24, 24])
+
+
+def test_the_daemons_window_scores_an_archive_by_lead_as_a_replay_does():
+    # The same archive as above, read by the daemon's slot_window (a signal file and an archive, no
+    # replay): its band at each lead is each lead's own error, as SlotSignal's.
+    from autoscaler.core.signal_slots import slot_window
+
+    history, n_slots = 96, 96 + 48
+    first_s = T0 - history * HOUR_S
+    issues = [
+        IssuedForecast(first_s + h * HOUR_S, hourly(first_s + (h + 1) * HOUR_S, [100.0 + 2 * lead for lead in range(1, 32)], f"issue {h}"))
+        for h in range(n_slots)
+    ]
+    archive = ForecastArchive.of("growing", issues)
+    actual = hourly(first_s - 24 * 11 * HOUR_S, [100.0] * (24 * 11 + history + 11), "actual")  # known up to the slot decided
+    window = slot_window(actual, archive, T0 + 10 * HOUR_S, HOUR_S, deadline_slots=4)
+    np.testing.assert_allclose(window.values, [100.0] + [100.0 + 2 * k for k in range(1, 13)])
+    np.testing.assert_allclose(window.band, [0, 2, 4, 6, 6, 12, 12, 12, 12, 24, 24, 24, 24])
