@@ -47,6 +47,7 @@ from autoscaler.core.errors import ActuationError
 from autoscaler.core.learned import RATIO_TOLERANCE, LengthErrors
 from autoscaler.core.model import Job, JobState
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
+from autoscaler.core.readable import utc_text
 
 log = structlog.get_logger("autoscaler")
 
@@ -62,6 +63,11 @@ are tried: a few failures are throttling, many mean AWS is unreachable."""
 RECENT_STEPS = 256
 """Recorded step ids handed to the step listing after a start: EMR lists newest first and the
 listing stops at the first recorded one, so a few of the newest are enough."""
+
+EARLIER_STEP_SLACK_S = 3600.0
+"""A step created this long before its job was submitted is another, earlier job's with the same id
+(a store started afresh on a cluster whose step history has the id), never this job's: it is not
+taken as this job's release. An hour covers EMR's clock against the daemon's (a stepped wall clock)."""
 
 UNKNOWN_STEPS_NAMED = 50
 """Job ids named in the ``steps_unknown_to_store`` log line; the rest are counted."""
@@ -127,6 +133,7 @@ class SlotRunner:
     _state: PolicyState | None = None
     _seq: int = 0  # the newest job read from the store
     _uncertain: dict = field(default_factory=dict)  # job id -> when its add failed (Unix s)
+    _earlier_steps: set = field(default_factory=set)  # step ids of earlier jobs with a queued job's id, logged
     _degraded: bool = False  # this slot could not read or change something on EMR
     _margin_ratios: dict = field(default_factory=dict)  # learned? -> the length-error ratio queued jobs' margins were last widened to
     _nodes: int = 0  # the nodes the last decided slot asked for
@@ -432,7 +439,7 @@ class SlotRunner:
             log.warning("steps_unknown", error=str(error))
             self._degraded = True
             return steps
-        steps.update((s.job_id, s) for s in active)
+        steps.update(self._of_these_jobs(active))
         for job in self._queue.running():
             if job.step_id and job.job_id not in steps:
                 try:
@@ -450,7 +457,27 @@ class SlotRunner:
         stops at the first of the recorded ones."""
         before_s = None if attempted_s == math.inf else attempted_s
         recorded = self.store.recent_step_ids(RECENT_STEPS, released_before_s=before_s)
-        return {s.job_id: s for s in self.cluster.steps(newer_than=recorded)}
+        return self._of_these_jobs(self.cluster.steps(newer_than=recorded))
+
+    def _of_these_jobs(self, statuses: list[StepStatus]) -> dict[str, StepStatus]:
+        """Steps by job id, without those of an earlier job with the same id: a step created more than
+        ``EARLIER_STEP_SLACK_S`` before a queued job was submitted is not its step (logged once each)."""
+        steps: dict[str, StepStatus] = {}
+        for status in statuses:
+            job = self._queue.get(status.job_id) if self._queue is not None else None
+            earlier = (
+                job is not None and job.step_id is None and status.created_s is not None
+                and status.created_s < job.submit_s - EARLIER_STEP_SLACK_S
+            )  # fmt: skip
+            if not earlier:
+                steps[status.job_id] = status
+            elif status.step_id not in self._earlier_steps:
+                self._earlier_steps.add(status.step_id)
+                log.warning(
+                    "step_of_an_earlier_job", job_id=status.job_id, step_id=status.step_id,
+                    step_created=utc_text(status.created_s), job_submitted=utc_text(job.submit_s), policy=self.policy_name,
+                )  # fmt: skip
+        return steps
 
     # -- 3. act -------------------------------------------------------------------------------
 

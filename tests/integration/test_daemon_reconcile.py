@@ -96,3 +96,25 @@ def test_steps_of_ours_the_store_does_not_know_are_reported(emr_cluster_id, tmp_
     # Left alone: still two steps of ours for them, one for the known job, none added twice.
     names = sorted(s["Name"] for s in client.list_steps(ClusterId=cluster_id)["Steps"])
     assert names == ["autoscaler:gone-1", "autoscaler:gone-2", "autoscaler:known", "etl:nightly"]
+
+
+def test_a_step_of_an_earlier_job_with_the_same_id_is_not_taken_for_a_new_stores_job(emr_cluster_id, tmp_path):
+    # A cluster whose history has the step of job "nightly" (an earlier store's, done), and a new
+    # store where "nightly" is submitted again a day later: the new job runs a step of its own.
+    client, cluster_id = emr_cluster_id
+    cluster = EmrCluster(client, cluster_id)
+    earlier_s = time.time()
+    old_step = cluster.add_step(job("nightly", earlier_s - 600.0, earlier_s + 3600.0))
+    now_s = earlier_s + 86400.0
+    with SqliteJobStore(tmp_path / "fresh.db") as store:
+        store.submit(job("nightly", now_s - 60.0, now_s + 1.5 * TAU))  # due at once
+        config = ControllerConfig(policy="follow", deadline_slots=2, slot_s=TAU, max_nodes=10)
+        with structlog.testing.capture_logs() as logged:
+            SlotRunner(config=config, store=store, cluster=cluster, clock=SimulatedClock(now_s)).run_slot()
+        (stored,) = store.all_jobs()
+    assert stored.state == "released" and stored.step_id not in (None, old_step)
+    assert stored.released_s == now_s
+    steps = client.list_steps(ClusterId=cluster_id)["Steps"]
+    assert sorted(s["Id"] for s in steps) == sorted([old_step, stored.step_id])
+    (warning,) = [e for e in logged if e["event"] == "step_of_an_earlier_job"]
+    assert (warning["job_id"], warning["step_id"]) == ("nightly", old_step)
