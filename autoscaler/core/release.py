@@ -133,35 +133,123 @@ def dispatch(
     Cost: O(log n + released + missed + queued jobs submitted after ``slot``), and under overload
     O(free nodes x tenants) more, for n queued jobs (a list is first built into a JobQueue, O(n log n)).
     """
-    queue = as_queue(jobs, limits)
-    last = slot - 1 if last_slot is None else last_slot
-    # Queued jobs submitted after this slot are not there yet: skipped, and taken off the counts.
-    later = [j for j in queue.submitted_in(slot + 1, None) if j.state == QUEUED]
-    waiting = {j.job_id: start_by_slot(j, limits) for j in later}
-    waiting_nodes = {j.job_id: j.nodes for j in later}
-
-    def present(jobs: Iterable[Job]) -> Iterator[Job]:
-        return (j for j in jobs if j.job_id not in waiting) if waiting else iter(jobs)
-
-    def count_by(start_by: int) -> int:
-        return queue.due_count(start_by) - sum(1 for s in waiting.values() if s <= start_by)
-
-    def nodes_by(start_by: int) -> int:
-        return queue.due_nodes(start_by) - sum(waiting_nodes[i] for i, s in waiting.items() if s <= start_by)
-
-    running = queue.running_count
-    running_nodes = queue.running_nodes  # the running jobs' w: what they hold
-    queued = queue.queued_count - len(waiting)
-    wanted = math.ceil(capacity - 1e-9)
-    due = count_by(slot)
-    due_nodes = due if queue.all_narrow else nodes_by(slot)
+    view = _SlotQueue.of(as_queue(jobs, limits), slot, limits)
     by_time = work_model == "node-seconds"
-    slot_start_s = limits.epoch_s + slot * limits.slot_s
+    load = _slot_load(view, capacity, by_time, arrival_nodes)
+    waits: list[tuple[Job, int]] = []
+    release, beyond = _release(view, load, dominant_shares or {}, by_time, waits)
+    released_s: float | None = None
     if by_time:
-        running_needs = [need for j in queue.running() for need in _per_node(j, running_need_s(j, slot_start_s, limits.slot_s))]
+        released_s = sum(need_s(j, limits.slot_s) for j in release)
+        nodes = _nodes_node_s(view, load, release, released_s, holding_nodes)
+    else:
+        nodes = min(limits.max_nodes, max(load.policy_nodes, load.running_nodes + sum(j.nodes for j in release)))
+    missed_jobs = _missed(view, release, slot - 1 if last_slot is None else last_slot, arrived, released_due)
+    release_start_by = [start_by_slot(j, limits) for j in release]
+    nodes_by_tenant = Counter(view.queue.running_by_tenant())
+    for job in release:
+        nodes_by_tenant[job.tenant] += job.nodes
+    released = {j.job_id for j in release}
+    return Dispatch(
+        slot=slot,
+        capacity=capacity,
+        policy_nodes=load.policy_nodes,
+        nodes=nodes,
+        release=tuple(j.job_id for j in release),
+        late=tuple(j.job_id for j, s in zip(release, release_start_by) if s < slot),
+        at_risk=view.count_by(slot + 1) - sum(1 for s in release_start_by if s <= slot + 1),
+        queue_depth=load.queued - len(release),
+        running=load.running + len(release),
+        overloaded=load.overloaded,
+        nodes_wanted=load.nodes_wanted,
+        due=load.due_nodes,
+        missed=tuple(j.job_id for j in missed_jobs),
+        missed_by_tenant=dict(Counter(j.tenant for j in missed_jobs)),
+        nodes_by_tenant=dict(nodes_by_tenant),
+        overdue=load.overdue,
+        overdue_released=sum(1 for s in release_start_by if s < slot),
+        beyond=None if not by_time else tuple(j.job_id for j in beyond or ()),
+        node_s_running=load.running_s if by_time else None,
+        node_s_released=released_s,
+        running_nodes=load.running_nodes,
+        waits=tuple((j.job_id, j.nodes, free) for j, free in waits if j.job_id not in released),
+    )
+
+
+@dataclass(frozen=True)
+class _SlotQueue:
+    """The queue as ``slot`` sees it: queued jobs submitted after the slot are not there yet, so they
+    are skipped (``present``) and taken off the queue's counts (``count_by``, ``nodes_by``).
+    ``waiting``: {job id: start-by slot} of those jobs; ``waiting_nodes``: {job id: w}."""
+
+    queue: JobQueue
+    slot: int
+    limits: NodeLimits
+    waiting: dict[str, int]
+    waiting_nodes: dict[str, int]
+
+    @classmethod
+    def of(cls, queue: JobQueue, slot: int, limits: NodeLimits) -> _SlotQueue:
+        later = [j for j in queue.submitted_in(slot + 1, None) if j.state == QUEUED]
+        return cls(queue, slot, limits, {j.job_id: start_by_slot(j, limits) for j in later}, {j.job_id: j.nodes for j in later})
+
+    def present(self, jobs: Iterable[Job]) -> Iterator[Job]:
+        """``jobs`` less those submitted after the slot."""
+        return (j for j in jobs if j.job_id not in self.waiting) if self.waiting else iter(jobs)
+
+    def count_by(self, start_by: int) -> int:
+        """Queued jobs present whose start-by slot is ``start_by`` or earlier."""
+        return self.queue.due_count(start_by) - sum(1 for s in self.waiting.values() if s <= start_by)
+
+    def nodes_by(self, start_by: int) -> int:
+        """Their nodes: the sum of their w."""
+        return self.queue.due_nodes(start_by) - sum(self.waiting_nodes[i] for i, s in self.waiting.items() if s <= start_by)
+
+
+@dataclass(frozen=True)
+class _SlotLoad:
+    """What the slot has to carry before any job is released (``_slot_load``).
+
+    ``running``: jobs running; ``running_nodes``: the nodes they hold (the sum of their w);
+    ``queued``: jobs queued and present; ``due_nodes``: the nodes of those whose start-by slot has
+    come; ``overdue``: the jobs past it. ``policy_nodes``: ceil(m_t) within [min_nodes, max_nodes];
+    ``nodes_wanted`` and ``overloaded`` as in :class:`Dispatch`; ``busy``: the nodes the running jobs
+    keep. ``slot_start_s``: the slot's start. Under "node-seconds" only (else empty, 0):
+    ``running_needs``, the node seconds the running jobs still need on each of their nodes in the
+    slot; ``running_s``, their sum.
+    """
+
+    running: int
+    running_nodes: int
+    queued: int
+    due_nodes: int
+    overdue: int
+    policy_nodes: int
+    nodes_wanted: int
+    overloaded: bool
+    busy: int
+    slot_start_s: float
+    running_needs: tuple[float, ...] = ()
+    running_s: float = 0.0
+
+
+def _slot_load(view: _SlotQueue, capacity: float, by_time: bool, arrival_nodes: float | Sequence[float] | None) -> _SlotLoad:
+    """Count the running and due work against m_t (``capacity``) and the cap, in nodes or, ``by_time``,
+    in node seconds, and judge overload (``Dispatch.overloaded``)."""
+    queue, slot, limits = view.queue, view.slot, view.limits
+    running_nodes = queue.running_nodes  # the running jobs' w: what they hold
+    queued = queue.queued_count - len(view.waiting)
+    wanted = math.ceil(capacity - 1e-9)
+    due = view.count_by(slot)
+    due_nodes = due if queue.all_narrow else view.nodes_by(slot)
+    slot_start_s = limits.epoch_s + slot * limits.slot_s
+    running_needs: tuple[float, ...] = ()
+    running_s = 0.0
+    if by_time:
+        running_needs = tuple(need for j in queue.running() for need in _per_node(j, running_need_s(j, slot_start_s, limits.slot_s)))
         running_s = sum(running_needs)
         due_s = 0.0
-        for job in present(queue.queued()):
+        for job in view.present(queue.queued()):
             if start_by_slot(job, limits) > slot:
                 break
             due_s += need_s(job, limits.slot_s)
@@ -174,175 +262,218 @@ def dispatch(
     # slots on the nodes the arriving work leaves spare (_cap_binds), every usable node is fed now.
     overloaded = queued > 0 and (
         nodes_wanted > limits.max_nodes
-        or (by_time and _cap_binds(present(queue.queued()), slot, running_s, limits, 0.0 if arrival_nodes is None else arrival_nodes))
+        or (by_time and _cap_binds(view.present(queue.queued()), slot, running_s, limits, 0.0 if arrival_nodes is None else arrival_nodes))
     )
-    policy_nodes = min(limits.max_nodes, max(limits.min_nodes, wanted))
-    overdue = count_by(slot - 1)
-    beyond: list[Job] | None = None
-    waits: list[tuple[Job, int]] = []
-    if overloaded:
-        # Overdue jobs are late whatever is done now: the jobs that can still be on time go first. On
-        # time is by the estimate alone (start-by slot without the length-error margin): a margin is
-        # room for error, and a job past it may well end in time; classed overdue, it waited behind
-        # every other (saturating-2d at 500 nodes, 2 h, σ 0.5: 457 overran; judged so, 84).
-        shares = dominant_shares or {}
-        tenants = queue.queued_tenants()
-        taken: set[str] = set()
+    return _SlotLoad(
+        running=queue.running_count,
+        running_nodes=running_nodes,
+        queued=queued,
+        due_nodes=due_nodes,
+        overdue=view.count_by(slot - 1),
+        policy_nodes=min(limits.max_nodes, max(limits.min_nodes, wanted)),
+        nodes_wanted=nodes_wanted,
+        overloaded=overloaded,
+        busy=busy,
+        slot_start_s=slot_start_s,
+        running_needs=running_needs,
+        running_s=running_s,
+    )
 
-        judged: dict[str, bool] = {}
 
-        def on_time(job: Job) -> bool:
-            known = judged.get(job.job_id)
-            if known is None:
-                known = judged[job.job_id] = slot_of(job.deadline_s - job.length_s, limits) >= slot
-            return known
-
-        def urgent_jobs() -> dict[str, list[Job]]:
-            # The jobs that must start within the nodes' lead time to be on time (by their start-by
-            # slot with its length-error margin, or past it) and still can be (by their estimate
-            # alone), per tenant by deadline: read from the start-by index, up to that slot.
-            by_tenant: dict[str, list[Job]] = {}
-            for job in present(queue.start_by_between(None, slot + limits.due_margin_slots)):
-                if job.job_id not in taken and on_time(job):
-                    by_tenant.setdefault(job.tenant, []).append(job)
-            return {t: sorted(jobs, key=deadline_key) for t, jobs in by_tenant.items()}
-
-        def urgent_fit(urgent: dict[str, list[Job]], free: float, cost: Callable[[Job], float]) -> bool:
-            # Those whose start-by slot is this one or within the lead time ahead fit the node time.
-            need = sum(cost(j) for jobs in urgent.values() for j in jobs if start_by_slot(j, limits) >= slot)
-            return 0 < need <= free + 1e-6
-
-        def fair_pass(free: float, cost: Callable[[Job], float], unit: float, pass_waits, overdue: bool = True, starts_in_slot: bool = False) -> list[Job]:
-            # By deadline (Jackson's rule), not by start-by slot: once the cap binds, ordering by
-            # start-by (least laxity) let long jobs submitted later take nodes ahead of short ones due
-            # sooner, which then overran (a week at 100 nodes, 2 h: 1,054-1,166 jobs, where managed
-            # scaling's first-come-first-served queue overran none). But by deadline alone a long job
-            # waits behind every shorter one due before it, past its start-by slot (saturating-2d at
-            # 500 nodes, 2 h: 26 overran, managed none). So the jobs that must start within the lead
-            # time go first when they all fit the node time: then none of them need be late, and the
-            # others have slack. When they do not all fit, some job is late whatever is done, and
-            # earliest deadline first makes the fewest late.
-            chosen: list[Job] = []
-            classes: list[Callable[[Job], bool] | dict[str, list[Job]]] = [on_time, lambda j: not on_time(j)][: 2 if overdue else 1]
-            urgent = urgent_jobs()
-            if urgent_fit(urgent, free, cost):
-                classes.insert(0, urgent)
-            for wanted in classes:
-                if isinstance(wanted, dict):
-                    queues = {t: (j for j in jobs if j.job_id not in taken) for t, jobs in wanted.items()}
-                else:
-                    queues = {t: (j for j in present(queue.tenant_by_deadline(t)) if j.job_id not in taken and wanted(j)) for t in tenants}
-                got = _fair_release(queues, held, free - sum(cost(j) for j in chosen), shares, limits, pass_waits, cost, unit, starts_in_slot, deadline_key)
-                for job in got:
-                    held[job.tenant] += cost(job)
-                    taken.add(job.job_id)
-                chosen += got
-            return chosen
-
-        if by_time:
-            # Shares are held in node seconds. The slot's node time at the cap (less what the running
-            # jobs still need) goes first, to jobs that start within it (the last may run past the
-            # slot's end: its node would idle otherwise); then OVERLOAD_AHEAD_SLOTS of the cap's node
-            # time more wait, PENDING, in EMR's queue (YARN starts one the moment a container ends),
-            # so a node freed before the next decision takes the next step at once.
-            held = Counter()
-            for job in queue.running():
-                held[job.tenant] += running_need_s(job, slot_start_s, limits.slot_s) * job.nodes
-
-            def seconds(job: Job) -> float:
-                return need_s(job, limits.slot_s)
-
-            release = fair_pass(limits.max_nodes * limits.slot_s - running_s, seconds, limits.slot_s, waits, starts_in_slot=True)
-            # Ahead: the node time the cap leaves free over this slot and the next OVERLOAD_AHEAD_SLOTS,
-            # less what the running jobs, the steps EMR still holds PENDING and those just released
-            # need of it, each job counted for its length up to that horizon. Counted for this slot
-            # only, a cap busy with jobs of hours took a cap's worth of them PENDING, and a job due
-            # soon waited behind them for hours (FB-2009 A at 20 nodes: 2,602 / 1,165 overran at
-            # 30 min / 2 h; so counted, with the classes above, 199 / 55). Only jobs that can still be on time go ahead while
-            # any is queued: an overdue job ahead in EMR's queue would hold the next slot's on-time jobs behind it.
-            horizon_s = (1 + OVERLOAD_AHEAD_SLOTS) * limits.slot_s
-            ahead_s = (
-                limits.max_nodes * horizon_s
-                - sum(running_need_s(j, slot_start_s, horizon_s) * j.nodes for j in queue.running())
-                - sum(min(max(j.length_s, 0.0), horizon_s) * j.nodes for j in release)
-            )
-            # A job whose start-by slot (with its margin) is now or later is on time: looked for first, in the index.
-            on_time_left = any(j.job_id not in taken for t in tenants for j in present(queue.tenant_queued(t, start_by_from=slot))) or any(
-                j.job_id not in taken and on_time(j) for t in tenants for j in present(queue.tenant_queued(t, start_by_before=slot))
-            )
-            release += fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not on_time_left, starts_in_slot=True)
-        else:
-            held = Counter(queue.running_by_tenant())
-            release = fair_pass(limits.max_nodes - busy, _width, 1.0, waits)
-    elif by_time:
-        release, beyond = _edf_release_node_s(present(queue.queued()), running_s, policy_nodes, slot + limits.due_margin_slots, limits, waits)
-    else:
-        release = _edf_release(present(queue.queued()), running_nodes, policy_nodes, slot + limits.due_margin_slots, limits, waits)
+def _release(
+    view: _SlotQueue, load: _SlotLoad, shares: dict[str, float], by_time: bool, waits: list[tuple[Job, int]]
+) -> tuple[list[Job], list[Job] | None]:
+    """The jobs released in the slot, and under "node-seconds" without overload those of them beyond the
+    policy's node time (else None): under overload by fair passes, else in EDF order. Wide jobs left
+    waiting for their nodes are appended to ``waits``."""
+    due_by = view.slot + view.limits.due_margin_slots
+    if load.overloaded and by_time:
+        return _overload_release_node_s(view, load, shares, waits), None
+    if load.overloaded:
+        return _overload_release_nodes(view, load, shares, waits), None
     if by_time:
-        released_s = sum(need_s(j, limits.slot_s) for j in release)
-        # Never fewer nodes than jobs running: a resize down drains busy nodes too (the twin the job
-        # started last, EMR one it picks), and a long job on a draining node is killed at YARN's timeout.
-        holding = running_nodes if holding_nodes is None else min(running_nodes, holding_nodes)
-        # Whole jobs on whole nodes: the due jobs released with the running jobs' need packed into
-        # nodes of a slot each (best fit, largest first), so that every due job can start in the slot
-        # (200 due 140-s jobs are 93.3 nodes of node time but 100 nodes of two jobs each); a job of
-        # w > 1 nodes, due or not, takes w whole nodes, so that it starts on all of them at once.
-        due_needs = [
-            need
-            for j in release
-            if j.nodes > 1 or release_by_slot(j, limits) <= slot
-            for need in _per_node(j, need_s(j, limits.slot_s) / j.nodes)
-        ]
-        packed = _nodes_packed(running_needs + due_needs, limits.slot_s) if due_needs else 0
-        # A job of w > 1 nodes starts on w nodes at once: w of its own beside those the running jobs hold.
-        gang = holding + sum(j.nodes for j in release if j.nodes > 1)
-        nodes = min(limits.max_nodes, max(policy_nodes, holding, gang, packed, _whole_nodes(running_s + released_s, limits.slot_s)))
-    else:
-        nodes = min(limits.max_nodes, max(policy_nodes, running_nodes + sum(j.nodes for j in release)))
+        return _edf_release_node_s(view.present(view.queue.queued()), load.running_s, load.policy_nodes, due_by, view.limits, waits)
+    return _edf_release(view.present(view.queue.queued()), load.running_nodes, load.policy_nodes, due_by, view.limits, waits), None
+
+
+class _FairPasses:
+    """Under overload, the free node time handed out in passes over classes of queued jobs, each by
+    dynamic DRF share (``_fair_release``) and, within a tenant, by deadline (``deadline_key``).
+
+    Overdue jobs are late whatever is done now: the jobs that can still be on time go first. On
+    time is by the estimate alone (start-by slot without the length-error margin): a margin is
+    room for error, and a job past it may well end in time; classed overdue, it waited behind
+    every other (saturating-2d at 500 nodes, 2 h, σ 0.5: 457 overran; judged so, 84).
+    ``held``: {tenant: what its jobs hold}, in the passes' unit; grows as jobs are chosen, as
+    ``taken`` (the job ids chosen) does.
+    """
+
+    def __init__(self, view: _SlotQueue, shares: dict[str, float], held: Counter) -> None:
+        self.view = view
+        self.shares = shares
+        self.held = held
+        self.tenants = view.queue.queued_tenants()
+        self.taken: set[str] = set()
+        self._judged: dict[str, bool] = {}
+
+    def on_time(self, job: Job) -> bool:
+        """Whether the job can still be on time: the slot of deadline - length is this one or later."""
+        known = self._judged.get(job.job_id)
+        if known is None:
+            known = self._judged[job.job_id] = slot_of(job.deadline_s - job.length_s, self.view.limits) >= self.view.slot
+        return known
+
+    def urgent_jobs(self) -> dict[str, list[Job]]:
+        """The jobs that must start within the nodes' lead time to be on time (by their start-by slot
+        with its length-error margin, or past it) and still can be (by their estimate alone), per
+        tenant by deadline: read from the start-by index, up to that slot."""
+        view = self.view
+        by_tenant: dict[str, list[Job]] = {}
+        for job in view.present(view.queue.start_by_between(None, view.slot + view.limits.due_margin_slots)):
+            if job.job_id not in self.taken and self.on_time(job):
+                by_tenant.setdefault(job.tenant, []).append(job)
+        return {t: sorted(jobs, key=deadline_key) for t, jobs in by_tenant.items()}
+
+    def urgent_fit(self, urgent: dict[str, list[Job]], free: float, cost: Callable[[Job], float]) -> bool:
+        """Whether those whose start-by slot is this one or within the lead time ahead fit the node time."""
+        view = self.view
+        need = sum(cost(j) for jobs in urgent.values() for j in jobs if start_by_slot(j, view.limits) >= view.slot)
+        return 0 < need <= free + 1e-6
+
+    def fair_pass(
+        self,
+        free: float,
+        cost: Callable[[Job], float],
+        unit: float,
+        pass_waits: list[tuple[Job, int]] | None,
+        overdue: bool = True,
+        starts_in_slot: bool = False,
+    ) -> list[Job]:
+        """The jobs chosen for ``free`` node time (``cost`` of it each, ``unit`` of it a node): the
+        urgent ones first when they all fit, then those that can be on time, then (``overdue``) the
+        overdue ones."""
+        # By deadline (Jackson's rule), not by start-by slot: once the cap binds, ordering by
+        # start-by (least laxity) let long jobs submitted later take nodes ahead of short ones due
+        # sooner, which then overran (a week at 100 nodes, 2 h: 1,054-1,166 jobs, where managed
+        # scaling's first-come-first-served queue overran none). But by deadline alone a long job
+        # waits behind every shorter one due before it, past its start-by slot (saturating-2d at
+        # 500 nodes, 2 h: 26 overran, managed none). So the jobs that must start within the lead
+        # time go first when they all fit the node time: then none of them need be late, and the
+        # others have slack. When they do not all fit, some job is late whatever is done, and
+        # earliest deadline first makes the fewest late.
+        present, queue, tenants, on_time, taken = self.view.present, self.view.queue, self.tenants, self.on_time, self.taken
+        chosen: list[Job] = []
+        classes: list[Callable[[Job], bool] | dict[str, list[Job]]] = [on_time, lambda j: not on_time(j)][: 2 if overdue else 1]
+        urgent = self.urgent_jobs()
+        if self.urgent_fit(urgent, free, cost):
+            classes.insert(0, urgent)
+        for wanted in classes:
+            if isinstance(wanted, dict):
+                queues = {t: (j for j in jobs if j.job_id not in taken) for t, jobs in wanted.items()}
+            else:
+                queues = {
+                    t: (j for j in present(queue.tenant_by_deadline(t)) if j.job_id not in taken and wanted(j)) for t in tenants
+                }
+            left = free - sum(cost(j) for j in chosen)
+            got = _fair_release(
+                queues, self.held, left, self.shares, self.view.limits, pass_waits, cost, unit, starts_in_slot, deadline_key
+            )
+            for job in got:
+                self.held[job.tenant] += cost(job)
+                taken.add(job.job_id)
+            chosen += got
+        return chosen
+
+
+def _overload_release_nodes(view: _SlotQueue, load: _SlotLoad, shares: dict[str, float], waits: list[tuple[Job, int]]) -> list[Job]:
+    """Under overload, in nodes: every free node (``max_nodes`` less those the running jobs hold)
+    goes by fair passes (``_FairPasses``), each job taking its w whole nodes."""
+    passes = _FairPasses(view, shares, Counter(view.queue.running_by_tenant()))
+    return passes.fair_pass(view.limits.max_nodes - load.busy, _width, 1.0, waits)
+
+
+def _overload_release_node_s(view: _SlotQueue, load: _SlotLoad, shares: dict[str, float], waits: list[tuple[Job, int]]) -> list[Job]:
+    """Under overload, in node seconds (shares held in node seconds): the slot's node time at the cap,
+    then OVERLOAD_AHEAD_SLOTS of it more, by fair passes (``_FairPasses``)."""
+    # The slot's node time at the cap (less what the running jobs still need) goes first, to jobs that
+    # start within it (the last may run past the slot's end: its node would idle otherwise); then
+    # OVERLOAD_AHEAD_SLOTS of the cap's node time more wait, PENDING, in EMR's queue (YARN starts one
+    # the moment a container ends), so a node freed before the next decision takes the next step at once.
+    queue, slot, limits = view.queue, view.slot, view.limits
+    held = Counter()
+    for job in queue.running():
+        held[job.tenant] += running_need_s(job, load.slot_start_s, limits.slot_s) * job.nodes
+    passes = _FairPasses(view, shares, held)
+
+    def seconds(job: Job) -> float:
+        return need_s(job, limits.slot_s)
+
+    release = passes.fair_pass(limits.max_nodes * limits.slot_s - load.running_s, seconds, limits.slot_s, waits, starts_in_slot=True)
+    # Ahead: the node time the cap leaves free over this slot and the next OVERLOAD_AHEAD_SLOTS,
+    # less what the running jobs, the steps EMR still holds PENDING and those just released
+    # need of it, each job counted for its length up to that horizon. Counted for this slot
+    # only, a cap busy with jobs of hours took a cap's worth of them PENDING, and a job due
+    # soon waited behind them for hours (FB-2009 A at 20 nodes: 2,602 / 1,165 overran at
+    # 30 min / 2 h; so counted, with the classes above, 199 / 55). Only jobs that can still be on time go
+    # ahead while any is queued: an overdue job ahead in EMR's queue would hold the next slot's on-time
+    # jobs behind it.
+    horizon_s = (1 + OVERLOAD_AHEAD_SLOTS) * limits.slot_s
+    ahead_s = (
+        limits.max_nodes * horizon_s
+        - sum(running_need_s(j, load.slot_start_s, horizon_s) * j.nodes for j in queue.running())
+        - sum(min(max(j.length_s, 0.0), horizon_s) * j.nodes for j in release)
+    )
+    # A job whose start-by slot (with its margin) is now or later is on time: looked for first, in the index.
+    taken, tenants = passes.taken, passes.tenants
+    on_time_left = any(j.job_id not in taken for t in tenants for j in view.present(queue.tenant_queued(t, start_by_from=slot))) or any(
+        j.job_id not in taken and passes.on_time(j) for t in tenants for j in view.present(queue.tenant_queued(t, start_by_before=slot))
+    )
+    release += passes.fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not on_time_left, starts_in_slot=True)
+    return release
+
+
+def _nodes_node_s(view: _SlotQueue, load: _SlotLoad, release: list[Job], released_s: float, holding_nodes: int | None) -> int:
+    """The nodes to ask for under "node-seconds": the policy's, raised to the node time the running
+    and released jobs need, to the running jobs that can hold a node, to w whole nodes for each job
+    of w > 1 and to the due jobs packed whole; at most ``max_nodes``."""
+    slot, limits = view.slot, view.limits
+    # Never fewer nodes than jobs running: a resize down drains busy nodes too (the twin the job
+    # started last, EMR one it picks), and a long job on a draining node is killed at YARN's timeout.
+    holding = load.running_nodes if holding_nodes is None else min(load.running_nodes, holding_nodes)
+    # Whole jobs on whole nodes: the due jobs released with the running jobs' need packed into
+    # nodes of a slot each (best fit, largest first), so that every due job can start in the slot
+    # (200 due 140-s jobs are 93.3 nodes of node time but 100 nodes of two jobs each); a job of
+    # w > 1 nodes, due or not, takes w whole nodes, so that it starts on all of them at once.
+    due_needs = [
+        need
+        for j in release
+        if j.nodes > 1 or release_by_slot(j, limits) <= slot
+        for need in _per_node(j, need_s(j, limits.slot_s) / j.nodes)
+    ]
+    packed = _nodes_packed([*load.running_needs, *due_needs], limits.slot_s) if due_needs else 0
+    # A job of w > 1 nodes starts on w nodes at once: w of its own beside those the running jobs hold.
+    gang = holding + sum(j.nodes for j in release if j.nodes > 1)
+    return min(limits.max_nodes, max(load.policy_nodes, holding, gang, packed, _whole_nodes(load.running_s + released_s, limits.slot_s)))
+
+
+def _missed(view: _SlotQueue, release: list[Job], last: int, arrived: Iterable[Job], released_due: Iterable[str]) -> list[Job]:
+    """The jobs that missed their start-by slot, in EDF order, each once if every slot is decided
+    (``dispatch``'s docstring): ``last`` is the slot decided before this one."""
+    queue, slot, limits = view.queue, view.slot, view.limits
     released = {j.job_id for j in release}
-    release_start_by = [start_by_slot(j, limits) for j in release]
-    late = tuple(j.job_id for j, s in zip(release, release_start_by) if s < slot)
-    at_risk = count_by(slot + 1) - sum(1 for s in release_start_by if s <= slot + 1)
     # Released in its start-by slot is in time; held through it, or released after it, is missed.
     missed = {
         j.job_id: j
-        for j in present(queue.start_by_between(last + 1, slot))
+        for j in view.present(queue.start_by_between(last + 1, slot))
         if start_by_slot(j, limits) < slot or j.job_id not in released
     }
     for job in [*arrived, *(queue.get(job_id) for job_id in released_due)]:
-        if job is None or job.job_id in missed or job.job_id in waiting:
+        if job is None or job.job_id in missed or job.job_id in view.waiting:
             continue
         current = queue.get(job.job_id)
         if current is not None and current.state == QUEUED and start_by_slot(current, limits) <= min(last, slot - 1):
             missed[job.job_id] = current
-    missed_jobs = sorted(missed.values(), key=lambda j: edf_key(j, limits))
-    nodes_by_tenant = Counter(queue.running_by_tenant())
-    for job in release:
-        nodes_by_tenant[job.tenant] += job.nodes
-    return Dispatch(
-        slot=slot,
-        capacity=capacity,
-        policy_nodes=policy_nodes,
-        nodes=nodes,
-        release=tuple(j.job_id for j in release),
-        late=late,
-        at_risk=at_risk,
-        queue_depth=queued - len(release),
-        running=running + len(release),
-        overloaded=overloaded,
-        nodes_wanted=nodes_wanted,
-        due=due_nodes,
-        missed=tuple(j.job_id for j in missed_jobs),
-        missed_by_tenant=dict(Counter(j.tenant for j in missed_jobs)),
-        nodes_by_tenant=dict(nodes_by_tenant),
-        overdue=overdue,
-        overdue_released=sum(1 for s in release_start_by if s < slot),
-        beyond=None if not by_time else tuple(j.job_id for j in beyond or ()),
-        node_s_running=running_s if by_time else None,
-        node_s_released=released_s if by_time else None,
-        running_nodes=running_nodes,
-        waits=tuple((j.job_id, j.nodes, free) for j, free in waits if j.job_id not in released),
-    )
+    return sorted(missed.values(), key=lambda j: edf_key(j, limits))
 
 
 def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeLimits, arrival_nodes: float | Sequence[float] = 0.0) -> bool:
