@@ -357,100 +357,42 @@ def hold_step(
     another length than the queue's), and ScheduleError if the state was made for another D or beta/e0.
     """
     queue_slots = state.queue.shape[-1] - 1 if state.queue.ndim == 2 else deadline_slots
-    for name, shape in _shapes(deadline_slots, params.e0, params.beta, max(queue_slots, deadline_slots)).items():
-        if getattr(state, name).shape != shape:
-            raise ScheduleError(
-                f"hold: the state's {name} has shape {getattr(state, name).shape}, "
-                f"not {shape} as D = {deadline_slots} and 2*beta/e0 need"
-            )
-    arrivals = np.asarray(load, dtype=float)
-    if arrivals.ndim == 0:
-        arrivals = np.zeros(queue_slots + 1)
-        arrivals[deadline_slots] = float(load)
-    if arrivals.shape != (queue_slots + 1,) or not (np.all(np.isfinite(arrivals)) and np.all(arrivals >= 0)):
-        raise ConfigError(f"hold: L_t must be a finite number >= 0 or {queue_slots + 1} of them by deadline, got {load!r}")
+    _check_shapes(state, deadline_slots, params, queue_slots)
+    arrivals = _arrivals(load, queue_slots, deadline_slots)
     load = float(arrivals.sum())
+    prefix = np.cumsum(_advance_queue(state.queue, arrivals), axis=1)
+    forced = _forced_by_deadlines(prefix, params)
     window = break_even_slots(params)
-    queue = np.empty_like(state.queue)
-    queue[:, :-1] = state.queue[:, 1:]
-    queue[:, -1] = 0.0
-    queue += arrivals
-    prefix = np.cumsum(queue, axis=1)
-    forced = flat_capacity(prefix)
-    if params.max_servers is not None and forced[-1] > params.max_servers * (1 + 1e-12) + 1e-9:
-        raise InfeasibleError(
-            f"hold: {forced[-1]:.6g} servers are needed to meet the deadlines, more than M = {params.max_servers:g}",
-            "infeasible",
-        )
     recent_load = np.concatenate([[load], state.recent_load[:-1]])
     slots = state.slots + 1
     load_sum = state.load_sum + load
-    recent_smoothed, cost, holding, allowance = state.recent_smoothed, state.cost, state.holding, state.allowance
-    if window is None:  # e0 = 0: idle servers are free, so none is ever switched off
-        hold = np.full(queue.shape[0], np.inf)
-    elif window == 0:  # beta = 0: restarts are free, so no idle server is kept
-        hold = np.zeros(queue.shape[0])
-    else:
-        rules = experts(window, _break_even(params))
-        n_rules = len(rules.labels)
-        recent_smoothed = np.concatenate([[float(recent_load[: deadline_slots + 1].mean())], state.recent_smoothed[:-1]])
-        by_need = np.stack([_hold_levels(recent_load[: window + 1], rules.survival), _hold_levels(recent_smoothed, rules.survival)])
-        rule_hold = np.where(rules.need == RAW, by_need[0], np.where(rules.need == SMOOTHED, by_need[1], 0.0))
-        # One restart of the mean load: the unit the weights count cost in.
-        restart = params.beta * load_sum / slots
-        rule_cost = state.cost[:n_rules]
-        weights = np.exp(-(rule_cost - rule_cost.min()) / restart) if restart > 0 else np.ones_like(rule_cost)
-        mixed = float(weights @ rule_hold) / float(weights.sum())
-        hold = np.concatenate([rule_hold, [mixed, mixed]])
+    # One restart of the mean load: the unit the weights and the guard's budget count cost in.
+    restart = params.beta * load_sum / slots
+    hold, recent_smoothed = _hold_targets(state, recent_load, deadline_slots, params, window, restart)
     capacity = np.maximum(forced, np.minimum(state.previous, hold))
     assigned = np.minimum(capacity, prefix[:, -1])
+    cost, holding, allowance = state.cost, state.holding, state.allowance
+    step_cost: np.ndarray | None = None  # eq. (2) of this slot, each row; learned only with a window
     if window:
         switched_on = np.maximum(capacity - state.previous, 0.0)
         step_cost = params.e0 * capacity + params.e1 * assigned + 2 * params.beta * switched_on
-        no_hold = n_rules - 1
         follow_cost = state.cost[-1] + (params.e0 + params.e1) * load + 2 * params.beta * max(load - state.recent_load[0], 0.0)
-        # The guard (module docstring): hold's regret against the GCP-U shadow, G' = regret(m_t), may
-        # rise above what falling back would leave it at only within an allowance <= the budget,
-        # fixed when a hold begins.
-        gcp_u = float(capacity[no_hold])
-        gcp_u_cost = state.cost[no_hold] + step_cost[no_hold] + params.e1 * (prefix[no_hold, -1] - assigned[no_hold])
-        # GCP-U's saving over follow so far, its queued work charged e0 a unit (what it must still pay).
-        saving = follow_cost - gcp_u_cost - params.e0 * (prefix[no_hold, -1] - assigned[no_hold])
-        # The mixture's shadow's lead over the GCP-U shadow: what holding has been seen to earn.
-        lead = gcp_u_cost - (state.cost[n_rules] + step_cost[n_rules] + params.e1 * (prefix[n_rules, -1] - assigned[n_rules]))
-        budget = min(2 * params.beta * float(recent_load[: window + 1].max()), max(0.0, min(restart, saving)) + max(0.0, lead))
-
-        def regret(m_t: float) -> float:
-            own = state.cost[-2] + params.e0 * m_t + params.e1 * prefix[-1, -1] + 2 * params.beta * max(m_t - state.previous[-1], 0.0)
-            return own - gcp_u_cost + 2 * params.beta * max(gcp_u - m_t, 0.0)
-
-        fallback = max(forced[-1], min(state.previous[-1], gcp_u))  # follow the GCP-U shadow down, never up beyond r_t
-        wanted, safe = regret(capacity[-1]), regret(fallback)
-        holding, allowance = False, 0.0
-        if wanted > safe:  # the mixture's level risks more than never holding: only within an allowance
-            if state.holding and wanted <= state.allowance:
-                holding, allowance = True, state.allowance
-            elif not state.holding and safe + params.e0 * (capacity[-1] - fallback) < budget:
-                holding, allowance = True, budget
-            if not holding:
-                capacity[-1] = fallback
-                assigned[-1] = min(fallback, prefix[-1, -1])
-                step_cost[-1] = params.e0 * fallback + params.e1 * assigned[-1] + 2 * params.beta * max(fallback - state.previous[-1], 0.0)
+        fallback, holding, allowance = _guard(
+            state, capacity, assigned, step_cost, prefix, forced, recent_load, follow_cost, restart, params
+        )
+        if fallback is not None:
+            _play(fallback, capacity, assigned, step_cost, prefix, state.previous, params)
     if keep_busy:
         # The servers kept are those with queued work to run: none is kept idle, none switched on.
         kept = max(float(forced[-1]), min(float(state.previous[-1]), float(prefix[-1, -1])))
         if kept != capacity[-1]:
-            capacity[-1] = kept
-            assigned[-1] = min(kept, float(prefix[-1, -1]))
-            if window:
-                step_cost[-1] = params.e0 * kept + params.e1 * assigned[-1] + 2 * params.beta * max(kept - float(state.previous[-1]), 0.0)
-    if window:
+            _play(kept, capacity, assigned, step_cost, prefix, state.previous, params)
+    if step_cost is not None:
         cost = np.concatenate([state.cost[:-1] + step_cost, [follow_cost]])
     # EDF: x_t runs the earliest deadlines first; what is left of each prefix is max(Y_j - x_t, 0).
     left = np.maximum(prefix - assigned[:, None], 0.0)
-    queue = np.diff(left, axis=1, prepend=0.0)
     new_state = HoldState(
-        queue=queue,
+        queue=np.diff(left, axis=1, prepend=0.0),
         previous=capacity,
         cost=cost,
         recent_load=recent_load,
@@ -461,6 +403,134 @@ def hold_step(
         allowance=allowance,
     )
     return float(capacity[-1]), float(assigned[-1]), new_state
+
+
+def _check_shapes(state: HoldState, deadline_slots: int, params: CostParams, queue_slots: int) -> None:
+    """Raise ScheduleError if ``state`` was made for another D or beta/e0 (its arrays' shapes)."""
+    for name, shape in _shapes(deadline_slots, params.e0, params.beta, max(queue_slots, deadline_slots)).items():
+        if getattr(state, name).shape != shape:
+            raise ScheduleError(
+                f"hold: the state's {name} has shape {getattr(state, name).shape}, "
+                f"not {shape} as D = {deadline_slots} and 2*beta/e0 need"
+            )
+
+
+def _arrivals(load, queue_slots: int, deadline_slots: int) -> np.ndarray:
+    """L_t by slots to its deadline, shape (queue_slots+1,): a number is all due within D
+    (``deadline_slots``). ConfigError for a negative or non-finite L_t, or a vector of another length."""
+    arrivals = np.asarray(load, dtype=float)
+    if arrivals.ndim == 0:
+        arrivals = np.zeros(queue_slots + 1)
+        arrivals[deadline_slots] = float(load)
+    if arrivals.shape != (queue_slots + 1,) or not (np.all(np.isfinite(arrivals)) and np.all(arrivals >= 0)):
+        raise ConfigError(f"hold: L_t must be a finite number >= 0 or {queue_slots + 1} of them by deadline, got {load!r}")
+    return arrivals
+
+
+def _advance_queue(queue: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
+    """Every row's queue one slot on (each unit a slot closer to its deadline) with ``arrivals`` added,
+    shape of ``queue``."""
+    advanced = np.empty_like(queue)
+    advanced[:, :-1] = queue[:, 1:]
+    advanced[:, -1] = 0.0
+    advanced += arrivals
+    return advanced
+
+
+def _forced_by_deadlines(prefix: np.ndarray, params: CostParams) -> np.ndarray:
+    """r_t of every row, shape (rows,), from its queue's prefix sums ``prefix``, shape (rows, K+1)
+    (GCP-OPT (7)'s first slope); InfeasibleError when the policy's is more than M."""
+    forced = flat_capacity(prefix)
+    if params.max_servers is not None and forced[-1] > params.max_servers * (1 + 1e-12) + 1e-9:
+        raise InfeasibleError(
+            f"hold: {forced[-1]:.6g} servers are needed to meet the deadlines, more than M = {params.max_servers:g}",
+            "infeasible",
+        )
+    return forced
+
+
+def _hold_targets(
+    state: HoldState, recent_load: np.ndarray, deadline_slots: int, params: CostParams, window: int | None, restart: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(H_t of every row, shape (rows,), the new D+1-slot means of L, shape (W+1,)): each rule's hold
+    level on its need curve, and the mixture's (and the policy's) by the rules' exponential weights
+    (``restart``: the cost unit they count in); every server kept (inf) when e0 = 0, none when beta = 0."""
+    if window is None:  # e0 = 0: idle servers are free, so none is ever switched off
+        return np.full(state.queue.shape[0], np.inf), state.recent_smoothed
+    if window == 0:  # beta = 0: restarts are free, so no idle server is kept
+        return np.zeros(state.queue.shape[0]), state.recent_smoothed
+    rules = experts(window, _break_even(params))
+    n_rules = len(rules.labels)
+    recent_smoothed = np.concatenate([[float(recent_load[: deadline_slots + 1].mean())], state.recent_smoothed[:-1]])
+    by_need = np.stack([_hold_levels(recent_load[: window + 1], rules.survival), _hold_levels(recent_smoothed, rules.survival)])
+    rule_hold = np.where(rules.need == RAW, by_need[0], np.where(rules.need == SMOOTHED, by_need[1], 0.0))
+    rule_cost = state.cost[:n_rules]
+    weights = np.exp(-(rule_cost - rule_cost.min()) / restart) if restart > 0 else np.ones_like(rule_cost)
+    mixed = float(weights @ rule_hold) / float(weights.sum())
+    return np.concatenate([rule_hold, [mixed, mixed]]), recent_smoothed
+
+
+def _guard(
+    state: HoldState,
+    capacity: np.ndarray,
+    assigned: np.ndarray,
+    step_cost: np.ndarray,
+    prefix: np.ndarray,
+    forced: np.ndarray,
+    recent_load: np.ndarray,
+    follow_cost: float,
+    restart: float,
+    params: CostParams,
+) -> tuple[float | None, bool, float]:
+    """The guard (module docstring) on the policy's m_t, the mixture's level ``capacity[-1]``: (the
+    fall-back level m_f to play instead, or None to play the mixture's; whether a hold is under way;
+    its allowance). Every row's ``capacity``, ``assigned`` and ``step_cost`` (eq. 2 this slot), shape
+    (rows,); ``prefix``, shape (rows, K+1); ``forced``, r_t of each row; ``recent_load``, L newest
+    first; ``follow_cost``, follow's cost so far; ``restart``, a restart of the mean load. Only with a
+    break-even window (e0 > 0, beta > 0)."""
+    window = break_even_slots(params)
+    n_rules = len(experts(window, _break_even(params)).labels)
+    no_hold = n_rules - 1
+    # Hold's regret against the GCP-U shadow, G' = regret(m_t), may rise above what falling back would
+    # leave it at only within an allowance <= the budget, fixed when a hold begins.
+    gcp_u = float(capacity[no_hold])
+    gcp_u_cost = state.cost[no_hold] + step_cost[no_hold] + params.e1 * (prefix[no_hold, -1] - assigned[no_hold])
+    # GCP-U's saving over follow so far, its queued work charged e0 a unit (what it must still pay).
+    saving = follow_cost - gcp_u_cost - params.e0 * (prefix[no_hold, -1] - assigned[no_hold])
+    # The mixture's shadow's lead over the GCP-U shadow: what holding has been seen to earn.
+    lead = gcp_u_cost - (state.cost[n_rules] + step_cost[n_rules] + params.e1 * (prefix[n_rules, -1] - assigned[n_rules]))
+    budget = min(2 * params.beta * float(recent_load[: window + 1].max()), max(0.0, min(restart, saving)) + max(0.0, lead))
+
+    def regret(m_t: float) -> float:
+        own = state.cost[-2] + params.e0 * m_t + params.e1 * prefix[-1, -1] + 2 * params.beta * max(m_t - state.previous[-1], 0.0)
+        return own - gcp_u_cost + 2 * params.beta * max(gcp_u - m_t, 0.0)
+
+    fallback = max(forced[-1], min(state.previous[-1], gcp_u))  # follow the GCP-U shadow down, never up beyond r_t
+    wanted, safe = regret(capacity[-1]), regret(fallback)
+    if wanted > safe:  # the mixture's level risks more than never holding: only within an allowance
+        if state.holding and wanted <= state.allowance:
+            return None, True, state.allowance
+        if not state.holding and safe + params.e0 * (capacity[-1] - fallback) < budget:
+            return None, True, budget
+        return fallback, False, 0.0
+    return None, False, 0.0
+
+
+def _play(
+    m_t: float,
+    capacity: np.ndarray,
+    assigned: np.ndarray,
+    step_cost: np.ndarray | None,
+    prefix: np.ndarray,
+    previous: np.ndarray,
+    params: CostParams,
+) -> None:
+    """Set the policy's row (the last) of ``capacity`` to ``m_t``, of ``assigned`` to the x_t it runs
+    (EDF, at most its queued work) and of ``step_cost`` (None: not kept) to eq. (2) for them."""
+    capacity[-1] = m_t
+    assigned[-1] = min(m_t, float(prefix[-1, -1]))
+    if step_cost is not None:
+        step_cost[-1] = params.e0 * m_t + params.e1 * assigned[-1] + 2 * params.beta * max(m_t - float(previous[-1]), 0.0)
 
 
 def forced_capacity(state: HoldState, load, deadline_slots: int | None = None) -> tuple[float, float, int]:
