@@ -21,7 +21,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.app.traces import open_trace
 from autoscaler.core.baselines import BASELINES, run_baseline, smallest_fixed_nodes
 from autoscaler.core.model import Job, StepSpec

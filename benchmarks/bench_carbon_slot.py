@@ -44,7 +44,7 @@ from autoscaler.adapters.signal_source import load_signal
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app import compose
 from autoscaler.app.config import Settings
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.app.traces import open_trace
 from autoscaler.core.energy.signal import Signal, utc_text
 from autoscaler.core.errors import AutoscalerError

@@ -35,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.core.recurring import repeat_days
 from autoscaler.core.twin import TwinConfig
 from autoscaler.core.workload import read_swim

@@ -16,7 +16,7 @@ import time
 from autoscaler.app import compose
 from autoscaler.app.compare import CompareInputs, policy_on_twin
 from autoscaler.app.logs import configure_logging
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.app.traces import open_trace
 from autoscaler.core.compare import twin_figures
 from autoscaler.core.intake import parse_duration_s

@@ -2,7 +2,7 @@
 figures, printed as a table.
 
 Workload A (/work/shared/traces/FB-2009_samples_24_times_1hr_0.tsv, one day of 300 s slots): its
-jobs as the replay makes them (``autoscaler.app.replay_daemon.trace_jobs``), their true lengths
+jobs as the replay makes them (``autoscaler.app.replay_jobs.trace_jobs``), their true lengths
 spread by :func:`twin_load` under the default :class:`TwinConfig` (provision_s 330 s, $0.240 per
 node-hour, Table III's 60.30 W idle and 93.87 W busy, sigma 0), bounded at D = 6, 24 and 72 slots
 (30 min, 2 h, 6 h). Beside it a 7-day synthetic load (2,016 slots): bench_replay's diurnal
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_offline_carbon import carbon_intensity  # noqa: E402
 from bench_replay import diurnal_load, environment_table  # noqa: E402
 
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.core.twin import TwinConfig
 from autoscaler.core.twin_bound import TwinBound, twin_load, twin_lower_bound
 from autoscaler.core.workload import TRACE_DAY_S, read_swim

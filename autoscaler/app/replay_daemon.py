@@ -5,14 +5,16 @@ resumes where the store left off), the same :class:`~autoscaler.app.daemon.SlotR
 each slot, and the cluster is the in-memory fake, the cluster twin (``--cluster twin``), or EMR
 (moto) when the config names an endpoint. At the end the capacity m_t of every slot is compared
 with what ``autoscaler replay`` computes for the same policy and D, and the twin's bill is printed.
+
+The trace's jobs are made in :mod:`autoscaler.app.replay_jobs`, the queue's drain is checked in
+:mod:`autoscaler.app.replay_drain`, and the twin's flags and bill are :mod:`autoscaler.app.cluster_twin`
+(``compare`` shares the first and the last).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
-import math
 import shutil
 import signal
 import tempfile
@@ -27,8 +29,11 @@ from rich.table import Table
 
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.twin import TwinCluster
+from autoscaler.app.cluster_twin import TwinFlags, record_last_runs, replay_twin_inputs, twin_bill_table
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
+from autoscaler.app.replay_drain import DrainCheck
+from autoscaler.app.replay_jobs import trace_jobs, within_window
 from autoscaler.app.traces import open_trace
 from autoscaler.core import defaults
 from autoscaler.core.controller import ControllerConfig, Decision
@@ -37,7 +42,7 @@ from autoscaler.core.energy.signal import Signal
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.lateness import LATE_HELP, slots_late
 from autoscaler.core.learned import LENGTH_SOURCES, check_quantile, planned, quantile_label
-from autoscaler.core.model import Job, JobState, StepSpec, Workload
+from autoscaler.core.model import Job, JobState, Workload
 from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.ports import Cluster, JobStore
 from autoscaler.core.readable import count_text
@@ -45,97 +50,7 @@ from autoscaler.core.recurring import repeat_days
 from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.slot_work import node_seconds_active
 from autoscaler.core.twin import TwinBill, TwinConfig
-from autoscaler.core.workload import estimate_demand_vector, estimate_length_s, job_nodes, read_swim, workload_from_trace
-
-
-def trace_jobs(
-    trace, deadline_slots: int, slot_s: float, window_s: float, tenants: int = 1, containers_per_node: int | None = None,
-    max_nodes: int | None = None, names: dict[str, str] | None = None,
-) -> list[Job]:  # fmt: skip
-    """The trace's jobs inside the window as daemon jobs: deadline = submit + length + D slots.
-
-    A length running past the window is cut at the window's end, as ``autoscaler replay``
-    clips its curves, so both see the same work. The trace has no tenants: with ``tenants``
-    > 1 its jobs are dealt to tenant-1 .. tenant-K in submit order, like K teams sharing the
-    cluster; each job carries its estimated demand vector (CPU s, disk bytes, network bytes).
-    With ``containers_per_node`` each job runs on w nodes (``autoscaler.core.workload.job_nodes``:
-    its §V-A mappers or reducers, whichever are more, over the containers a node holds); None: one
-    node each. Raises ConfigError naming the job when its w is above ``max_nodes`` (it could never start).
-    A job is named by ``names`` (job id -> name, a recurring load's: ``autoscaler.core.recurring``),
-    else by its id; its length comes from the size model (``length_source`` "size model").
-    """
-    sizes = np.array([(j.map_input_bytes, j.shuffle_bytes, j.reduce_output_bytes) for j in trace.jobs], dtype=float).reshape(-1, 3)
-    lengths = estimate_length_s(sizes[:, 0], sizes[:, 1], sizes[:, 2])
-    demands = estimate_demand_vector(sizes[:, 0], sizes[:, 1], sizes[:, 2])
-    widths = job_nodes(sizes[:, 0], sizes[:, 2], containers_per_node)
-    if max_nodes is not None:
-        inside = [i for i, j in enumerate(trace.jobs) if j.submit_s < window_s and widths[i] > max_nodes]
-        if inside:
-            first = trace.jobs[inside[0]]
-            raise ConfigError(
-                f"--containers-per-node {containers_per_node}: job {first.job_id!r} needs {int(widths[inside[0]]):,} nodes at once "
-                f"({count_text(len(inside), 'job')} of the trace above --max-nodes {max_nodes:,}), more than the cluster may have; "
-                "give more containers per node or a larger --max-nodes"
-            )
-    return [
-        Job(
-            job_id=j.job_id,
-            name=(names or {}).get(j.job_id, j.job_id),
-            tenant="trace" if tenants == 1 else f"tenant-{i % tenants + 1}",
-            submit_s=j.submit_s,
-            deadline_s=j.submit_s + min(float(length), window_s - j.submit_s) + deadline_slots * slot_s,
-            length_s=min(float(length), window_s - j.submit_s),
-            step=StepSpec(args=("true",)),
-            demand_vector=tuple(float(v) for v in demand),
-            nodes=int(width),
-            length_source="size model",
-        )
-        for i, (j, length, demand, width) in enumerate(zip(trace.jobs, lengths, demands, widths))
-        if j.submit_s < window_s
-    ]
-
-
-def within_window(job: Job, window_s: float) -> Job:
-    """``job`` with a planned length that runs past the window's end (``window_s``, s from the trace's
-    start) cut there, as ``trace_jobs`` cuts the length it is submitted with: a learned length of a
-    run on an earlier day, which the window did not cut, would otherwise plan the last day's job past
-    the end its submitted length and its deadline were cut to, and count it late."""
-    left_s = window_s - job.submit_s
-    return job if job.length_s <= left_s else dataclasses.replace(job, length_s=max(0.0, left_s))
-
-
-TWIN_FLAGS = {
-    "provision_s": "--provision-s",
-    "decommission_timeout_s": "--decommission-timeout-s",
-    "length_error_sigma": "--length-error",
-    "length_jitter_sigma": "--length-jitter",
-    "seed": "--seed",
-    "step_concurrency": "--step-concurrency",
-    "price_per_node_hour": "--price-per-node-hour",
-}
-"""TwinConfig's fields and the run flags that set them."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class TwinFlags:
-    """The cluster twin's flags as the command line gave them (``run --replay``, ``compare``), each None
-    unless given, so the twin's defaults (autoscaler.core.twin) live in one place. The first seven are
-    TwinConfig's fields (``TWIN_FLAGS`` names their flags); ``carbon`` is the source (a file or URL) of a
-    carbon signal for the bill's kgCO2 (--carbon), ``carbon_unit`` the unit of a CSV one (--carbon-unit)."""
-
-    provision_s: float | None = None
-    decommission_timeout_s: float | None = None
-    length_error_sigma: float | None = None
-    length_jitter_sigma: float | None = None
-    seed: int | None = None
-    step_concurrency: int | None = None
-    price_per_node_hour: float | None = None
-    carbon: str | None = None
-    carbon_unit: str | None = None
-
-    def config_fields(self) -> dict[str, float | int | None]:
-        """TwinConfig's fields as given (None: not given)."""
-        return {name: getattr(self, name) for name in TWIN_FLAGS}
+from autoscaler.core.workload import read_swim, workload_from_trace
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -201,13 +116,14 @@ def replay_through_daemon(request: ReplayRequest, settings: Settings, out: Conso
 
 def _replay_config(request: ReplayRequest, settings: Settings) -> tuple[TwinConfig | None, Signal | None, ControllerConfig]:
     """(the twin's config, the --carbon signal in gCO2eq/kWh, the controller's config) of a replay,
-    checked before any work: the first two as :func:`_twin_inputs` (None, None off the twin), the last
-    ``settings`` with the request's policy, D, max nodes and tenants (and the twin's price per node-hour).
+    checked before any work: the first two as :func:`~autoscaler.app.cluster_twin.replay_twin_inputs`
+    (None, None off the twin), the last ``settings`` with the request's policy, D, max nodes and tenants
+    (and the twin's price per node-hour).
     Raises ConfigError naming the flag for a value out of range or flags that do not go together;
     TraceError for a --carbon that cannot be read."""
     from autoscaler.app import compose
 
-    twin, carbon = _twin_inputs(request, settings)
+    twin, carbon = replay_twin_inputs(request.twin, request.cluster, settings)
     config = compose.controller_config(
         settings, policy=request.policy, deadline_slots=request.deadline_slots, max_nodes=request.max_nodes, tenants=request.tenants,
         price_per_node_hour=twin.price_per_node_hour if twin is not None else None,
@@ -298,7 +214,7 @@ class _ReplayLoop:
     first_slot: int
     horizon: int
     end_slot: int
-    check: _DrainCheck
+    check: DrainCheck
 
 
 def _open_replay(
@@ -329,7 +245,7 @@ def _open_replay(
     runner = compose.runner(settings, config, store, cluster, clock, dry_run=request.dry_run, on_decision=decisions_file, retention_s=None)
     horizon = trace.window_slots + config.deadline_slots
     end_slot = replay_end_slot(horizon)
-    check = _DrainCheck(trace.jobs, end_slot, horizon, cap, config.slot_s, cap_flag)
+    check = DrainCheck(trace.jobs, end_slot, horizon, cap, config.slot_s, cap_flag)
     return _ReplayLoop(store, store_path, kept, clock, cluster, runner, config, max_nodes, first_slot, horizon, end_slot, check)
 
 
@@ -385,7 +301,7 @@ def _run_slots(loop: _ReplayLoop, trace: _ReplayTrace, speedup: float, err: Cons
     one slot per slot_s / ``speedup`` s of wall time (a progress bar on ``err``), each job submitted in
     the slot its submit time is in (``_submit_arrivals``). Stops after the slot it is in at a SIGTERM.
     Raises ConfigError when jobs are still queued at ``loop.end_slot`` or the queue cannot drain by then
-    (``_DrainCheck``); on Ctrl-C prints the last slot decided and raises KeyboardInterrupt."""
+    (``DrainCheck``); on Ctrl-C prints the last slot decided and raises KeyboardInterrupt."""
     slot_s, store = loop.config.slot_s, loop.store
     submitted = 0
     started = time.perf_counter()
@@ -467,7 +383,7 @@ def _replay_outcome(loop: _ReplayLoop, jobs: list[Job]) -> _ReplayOutcome:
     bill = None
     if isinstance(loop.cluster, TwinCluster):
         bill = loop.cluster.finish()
-        _record_last_runs(loop.cluster, store)
+        record_last_runs(loop.cluster, store)
     return _ReplayOutcome(decisions, final_state, stored_jobs, late, bill, overran_jobs(bill, store, jobs))
 
 
@@ -580,207 +496,10 @@ def replay_length_inputs(request: ReplayRequest, settings: Settings | None) -> t
     return days, lengths, settings.jobs.length_quantile if settings is not None else defaults.LENGTH_QUANTILE
 
 
-def _twin_inputs(request: ReplayRequest, settings: Settings):
-    """(the TwinConfig, the --carbon signal) of a replay on the twin, (None, None) on the instant
-    cluster or EMR; checked before any work. The twin is the default, unless the config names an
-    endpoint on this machine (EMR in moto: :func:`replay_on_emr`). Raises ConfigError naming the flag:
-    a twin flag with ``--cluster instant`` or on EMR, a value out of range, a --carbon that is a
-    price; TraceError for a --carbon that cannot be read."""
-    chosen = request.cluster
-    if chosen == "instant" or (chosen is None and replay_on_emr(settings)):
-        flags = request.twin.config_fields()
-        carbon_flags = {"--carbon": request.twin.carbon, "--carbon-unit": request.twin.carbon_unit}
-        given = [TWIN_FLAGS[name] for name, value in flags.items() if value is not None] + [flag for flag, value in carbon_flags.items() if value is not None]
-        if given:
-            where = "--cluster instant" if chosen == "instant" else f"EMR at {settings.cluster.endpoint_url} (the config's endpoint_url)"
-            raise ConfigError(f"{', '.join(given)}: for the cluster twin only, and this replay runs on {where}; leave them out or give --cluster twin")
-        return None, None
-    return twin_inputs(request.twin, settings)
-
-
-def replay_on_emr(settings: Settings | None) -> bool:
-    """Whether a replay without --cluster runs on EMR: the config's endpoint_url is on this machine (moto)."""
-    from urllib.parse import urlparse
-
-    endpoint = settings.cluster.endpoint_url if settings is not None else None
-    return bool(endpoint) and urlparse(endpoint).hostname in ("127.0.0.1", "localhost", "::1")
-
-
-def twin_inputs(flags: TwinFlags, settings: Settings | None):
-    """(the TwinConfig of ``flags`` and the settings' power model, the --carbon signal in
-    gCO2eq/kWh or None), checked before any work: ConfigError naming the flag and the value, a
-    --carbon that is a price or a --carbon-unit without --carbon; TraceError for an unreadable --carbon."""
-    from autoscaler.app import compose
-
-    twin = compose.twin_config(settings, **flags.config_fields())
-    source, unit = flags.carbon, flags.carbon_unit
-    if source is None:
-        if unit is not None:
-            raise ConfigError("--carbon-unit without --carbon: give the signal with --carbon SOURCE")
-        return twin, None
-    from autoscaler.adapters.signal_source import load_signal
-    from autoscaler.core.energy.signal import in_grams
-
-    signal = load_signal(source, unit, unit_name="--carbon-unit", flag="--carbon")
-    if signal.unit not in ("gCO2eq/kWh", "lbs/MWh"):
-        raise ConfigError(f"--carbon {signal.source}: its unit is {signal.unit}; the twin's bill needs a carbon intensity (gCO2eq/kWh or lbs/MWh)")
-    return twin, in_grams(signal)
-
-
-def twin_bill_table(bill, twin, carbon, slot_s: float) -> Table:
-    """The twin's bill as a table: node-hours billed and by state, $, kWh, kgCO2 (with ``carbon``: a
-    Signal in gCO2eq/kWh whose first time is the replay's time 0), jobs killed and run again, jobs
-    that finished after their deadline, wait from submit to start, peak nodes, scale events."""
-    from autoscaler.core.signal_slots import covered_means
-
-    table = Table(
-        title=(
-            f"the cluster twin's bill: provision {twin.provision_s:g} s, decommission timeout {twin.decommission_timeout_s:g} s, "
-            f"length error sigma {twin.length_error_sigma:g} (seed {twin.seed}), {twin.step_concurrency} steps at once, "
-            f"${twin.price_per_node_hour:g}/node-hour"
-        )
-    )
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    hours = {state: seconds / 3600.0 for state, seconds in bill.state_node_s.items()}
-    table.add_row("node-hours billed (per second, 60 s minimum)", f"{bill.billed_node_s / 3600:,.2f}")
-    table.add_row("  booting, idle, busy node-hours", f"{hours['booting']:,.2f}, {hours['idle']:,.2f}, {hours['busy']:,.2f}")
-    table.add_row("utilisation (busy node-hours / billed)", f"{100 * bill.utilisation:.1f} %")
-    table.add_row("cost, $", f"{bill.cost_usd:,.2f}")
-    table.add_row("energy, kWh", f"{bill.energy_wh / 1000:,.3f}")
-    if carbon is not None:
-        end_s = max((job[5] for job in bill.jobs if job[5] is not None), default=0.0)
-        n_slots = max(1, math.ceil(max(end_s, max((i[1] for i in bill.power_intervals), default=0.0)) / slot_s))
-        values = covered_means(carbon, float(carbon.times_s[0]), slot_s, n_slots)
-        kg, uncovered = bill.carbon_kg(0.0, slot_s, values)
-        table.add_row("CO2, kg" + (f" (over the slots --carbon covers; {uncovered:,} slots used energy outside it)" if uncovered else ""), f"{kg:,.3f}")
-    ended = [job for job in bill.jobs if job[5] is not None]
-    # The replay submits a job at the start of the slot its submit time is in, so its wait runs from there.
-    waits = np.array([job[4] - math.floor(job[2] / slot_s) * slot_s for job in ended]) if ended else np.zeros(1)
-    table.add_row("jobs run", f"{len(bill.jobs):,}")
-    table.add_row("jobs finished after their deadline", f"{sum(1 for job in ended if job[5] > job[6] + 1e-9):,}")
-    table.add_row("wait from submit (its slot's start) to start, p50 / p95, s", f"{np.percentile(waits, 50):,.0f} / {np.percentile(waits, 95):,.0f}")
-    table.add_row("jobs killed at the decommission timeout (runs), run again (jobs)", f"{bill.jobs_killed:,}, {bill.jobs_rerun:,}")
-    table.add_row("peak nodes, scale events", f"{bill.peak_nodes:,}, {bill.scale_events:,}")
-    return table
-
-
 def replay_end_slot(horizon: int) -> int:
     """One past the last slot a replay may decide: its horizon, and as long again for the
     jobs still queued at its end (all late by then: every deadline is within the horizon)."""
     return 2 * horizon
-
-
-def node_slots(job: Job, slot_s: float) -> int:
-    """Node-slots a released job holds: its length in slots, at least the one it is released in, on
-    each of its w nodes (``Job.nodes``)."""
-    return max(1, math.ceil(job.length_s / slot_s)) * job.nodes
-
-
-def deadline_nodes_needed(jobs: list[Job], slot_s: float) -> int:
-    """A lower bound on the nodes that meet every deadline: the most node-slots due by a slot,
-    over the slots from the first submission to it (the prefix density; jobs hold whole nodes
-    and cannot be split, so more may be needed)."""
-    if not jobs:
-        return 0
-    first_slot = min(math.floor(job.submit_s / slot_s) for job in jobs)
-    due = sorted((math.ceil(job.deadline_s / slot_s), node_slots(job, slot_s)) for job in jobs)
-    work = 0
-    needed = 0.0
-    for deadline_slot, held in due:
-        work += held
-        needed = max(needed, work / max(1, deadline_slot - first_slot))
-    return math.ceil(needed - 1e-9)
-
-
-def check_drain(
-    waiting: list[Job], running: list[Job], slot: int, end_slot: int, horizon: int, max_nodes: int, slot_s: float, deadline_cap: int,
-    cap_flag: str = "--max-nodes",
-) -> None:
-    """Raise ConfigError when the jobs not yet released (``waiting``) cannot all be released by
-    ``end_slot`` on ``max_nodes`` nodes.
-
-    Jobs hold their w nodes for ``node_slots``; ``running`` ones hold theirs until they end. For
-    the slots from now, and from each later submit slot r on, the node-slots of the jobs that
-    can only run there must fit in max_nodes x the slots to ``end_slot``. The message names
-    --max-nodes, the least cap that could release every job in time, and ``deadline_cap``, a
-    lower bound on the cap that meets every deadline; ``cap_flag`` is the flag that set the cap
-    (--step-concurrency on a twin that runs fewer steps at once than --max-nodes).
-    """
-    busy = sum(max(0, math.ceil((job.released_s + job.length_s) / slot_s) - slot) * job.nodes for job in running if job.released_s is not None)
-    by_release: dict[int, list[int]] = {}
-    for job in waiting:
-        by_release.setdefault(max(slot, math.floor(job.submit_s / slot_s)), []).append(node_slots(job, slot_s))
-    windows = []  # (first slot, jobs, node-slots) of every window [r, end_slot)
-    jobs_from = work_from = 0
-    for release in sorted(by_release, reverse=True):
-        jobs_from += len(by_release[release])
-        work_from += sum(by_release[release])
-        if release > slot:
-            windows.append((release, jobs_from, work_from))
-    windows.append((slot, jobs_from, work_from + busy))
-    _refuse_if_short(windows, len(running) if busy else 0, slot, end_slot, horizon, max_nodes, deadline_cap, cap_flag)
-
-
-class _DrainCheck:
-    """``check_drain`` slot after slot at the cost of the jobs in the store: the windows that
-    start at a later submit slot hold only jobs not yet submitted, so they are checked once,
-    before the first slot; each slot then checks the window from now."""
-
-    def __init__(self, jobs: list[Job], end_slot: int, horizon: int, max_nodes: int, slot_s: float, cap_flag: str = "--max-nodes") -> None:
-        self._cap_flag = cap_flag
-        self._held = [node_slots(job, slot_s) for job in jobs]
-        self._left = list(itertools.accumulate(reversed(self._held)))[::-1] + [0]  # node-slots of jobs[i:]
-        self._end, self._horizon, self._max_nodes, self._slot_s = end_slot, horizon, max_nodes, slot_s
-        self._held_by_id = {job.job_id: held for job, held in zip(jobs, self._held)}
-        self.deadline_cap = deadline_nodes_needed(jobs, slot_s)
-        self._first_slot: int | None = None
-        self._jobs = jobs
-
-    def __call__(self, slot: int, submitted: int, active_jobs) -> None:
-        """Check slot ``slot`` with ``jobs[:submitted]`` in the store; ``active_jobs()`` lists the
-        store's active jobs, asked for only when the trace's work might not fit any more."""
-        if self._first_slot is None:
-            self._first_slot = slot
-            active = active_jobs()
-            check_drain(
-                [job for job in active if job.state == JobState.QUEUED] + self._jobs[submitted:],
-                [job for job in active if job.state != JobState.QUEUED],
-                slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap, self._cap_flag,
-            )  # fmt: skip
-            return
-        if self._left[0] <= self._max_nodes * (self._end - slot):
-            return  # all of the trace's node-slots fit in what is left, whatever has run
-        active = active_jobs()
-        queued = [job for job in active if job.state == JobState.QUEUED]
-        running = [job for job in active if job.state != JobState.QUEUED and job.released_s is not None]
-        busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) * job.nodes for job in running)
-        work = sum(self._held_by_id.get(job.job_id, node_slots(job, self._slot_s)) for job in queued) + self._left[submitted] + busy
-        count = len(queued) + len(self._jobs) - submitted
-        _refuse_if_short([(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap, self._cap_flag)
-
-
-def _refuse_if_short(
-    windows: list[tuple[int, int, int]], running: int, slot: int, end_slot: int, horizon: int, max_nodes: int, deadline_cap: int,
-    cap_flag: str = "--max-nodes",
-) -> None:
-    """ConfigError when some window [first, end_slot) holds more node-slots than max_nodes can run."""
-    needed = max(math.ceil(work / max(1, end_slot - first)) for first, _, work in windows)
-    if needed <= max_nodes:
-        return
-    first, count, work = max(windows, key=lambda window: window[2] / max(1, end_slot - window[0]))
-    when = "before its first slot" if slot == 0 else f"at slot {slot}"
-    if first == slot:
-        what = f"{count:,} jobs not yet released" + (f" and {running:,} running" if running else "") + f" hold {work:,} node-slots"
-    else:
-        what = f"{count:,} jobs submitted from slot {first:,} on hold {work:,} node-slots"
-    raise ConfigError(
-        f"run --replay: under {cap_flag} {max_nodes:,} the queue cannot drain ({when}): {what}, more than "
-        f"{max_nodes:,} {'node(s)' if cap_flag == '--max-nodes' else 'step(s) at once'} x the {end_slot - first:,} slots from slot {first:,} to {end_slot:,} (the horizon of "
-        f"{horizon:,} slots and as long again for late jobs); fewer than {cap_flag} {needed:,} cannot release them all "
-        f"by then (a lower bound: jobs hold whole nodes for whole slots, so a few more may be needed), and meeting every "
-        f"deadline takes at least {cap_flag} {deadline_cap:,}"
-    )
 
 
 class _StopSignal:
@@ -843,17 +562,6 @@ def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: flo
         dataclasses.replace(job, state=JobState.RELEASED, released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job
         for job in jobs
     ]
-
-
-def _record_last_runs(cluster: TwinCluster, store) -> None:
-    """The runs that ended after the replay's last slot (the twin ran them to their end), into the store
-    with their jobs done, as the next slot of a daemon would: the store then holds every run of the replay."""
-    # The finished twin is read as it is: its time is past the clock's now, which cluster.steps() would replay to.
-    runs = {step.job_id: (step.start_s, step.end_s) for step in cluster.twin.steps.values() if step.end_s is not None}
-    if runs:
-        # Runs before states: the shadow store (a dry run) keeps a run only for a job it still holds.
-        store.set_runs(runs)
-        store.set_states(dict.fromkeys(runs, JobState.DONE))
 
 
 def overran_jobs(bill, store, jobs: list[Job]) -> set[str] | None:

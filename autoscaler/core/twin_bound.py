@@ -3,7 +3,7 @@ twin's node-hours, $, kWh and kgCO2 (issue 21, the lower bound beside the baseli
 
 Why it is a lower bound. Take any run of the twin in which every job starts within D slots
 (D x ``slot_s`` seconds) of its submission and runs to its end, as a job due at
-submit + length + D slots must (``autoscaler.app.replay_daemon.trace_jobs``). Let m_t be the
+submit + length + D slots must (``autoscaler.app.replay_jobs.trace_jobs``). Let m_t be the
 average number of usable (idle or busy) nodes in slot t and x_t the slots' worth of the jobs'
 completed runs done in slot t. Then
 

@@ -24,7 +24,7 @@ from autoscaler.adapters.emr import EmrCluster, emr_client
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app.daemon import SlotRunner
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.core.controller import ControllerConfig, start_by_slot
 from autoscaler.core.errors import AutoscalerError
 

@@ -23,7 +23,7 @@ from autoscaler.adapters.emr import EmrCluster
 from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app.daemon import SlotRunner
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.core.controller import ControllerConfig, start_by_slot
 from autoscaler.core.model import CostParams, Trace
 from autoscaler.core.policies import plan

@@ -18,7 +18,7 @@ from autoscaler.adapters.health import Telemetry, serve
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app import compose
 from autoscaler.app.config import Settings
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.core.errors import ConfigError
 
 from test_daemon import TAU, workload_a

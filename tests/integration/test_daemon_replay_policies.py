@@ -65,7 +65,7 @@ def test_daemon_replay_under_node_seconds_plans_the_node_time_curve(policy, tmp_
     """Under work_model = "node-seconds" the daemon's m_t is the policy's plan of each job's node time
     (``node_seconds_active``), not of replay's one unit a job and slot: run --replay compares with that.
     (hold's books follow the work the cluster ran instead: tests/unit/test_hold_books.py.)"""
-    from autoscaler.app.replay_daemon import trace_jobs
+    from autoscaler.app.replay_jobs import trace_jobs
     from autoscaler.app.traces import SHIPPED
     from autoscaler.core.policies import plan
     from autoscaler.core.slot_work import node_seconds_active

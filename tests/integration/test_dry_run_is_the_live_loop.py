@@ -19,7 +19,7 @@ from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app import compose
 from autoscaler.app.config import Settings
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.core.controller import Decision
 from autoscaler.core.model import Job
 

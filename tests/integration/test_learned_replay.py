@@ -125,7 +125,7 @@ def test_replay_length_flags_out_of_range_are_refused_before_any_work(argv, mess
 
 
 def test_a_learned_length_past_the_windows_end_is_cut_there_as_the_submitted_one_is():
-    from autoscaler.app.replay_daemon import within_window
+    from autoscaler.app.replay_jobs import within_window
     from autoscaler.core.model import Job, StepSpec
 
     job = Job("j-day2", "j", "t", submit_s=172_794.0, deadline_s=172_800.0 + 600.0, length_s=74_738.0, step=StepSpec(), prior_length_s=6.0)

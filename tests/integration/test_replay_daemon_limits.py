@@ -16,7 +16,8 @@ import pytest
 
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app.cli import main
-from autoscaler.app.replay_daemon import check_drain, trace_jobs
+from autoscaler.app.replay_drain import check_drain
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.app.traces import SHIPPED
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job, StepSpec

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.app.cli import main
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.app.traces import SHIPPED
 from autoscaler.core.workload import read_swim, workload_from_trace
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.app.cli import main
-from autoscaler.app.replay_daemon import trace_jobs
+from autoscaler.app.replay_jobs import trace_jobs
 from autoscaler.core.model import MIB
 from autoscaler.core.workload import estimate_length_s, read_swim
 

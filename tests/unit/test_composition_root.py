@@ -30,6 +30,6 @@ def constructed(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("module", ["reporting.py", "replay_daemon.py"])
+@pytest.mark.parametrize("module", ["reporting.py", "replay_daemon.py", "replay_jobs.py", "replay_drain.py", "cluster_twin.py"])
 def test_the_application_modules_build_no_adapter_of_their_own(module):
     assert constructed(ROOT / "autoscaler" / "app" / module) == []

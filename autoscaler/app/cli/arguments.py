@@ -327,8 +327,8 @@ def add_twin_arguments(group) -> None:
 
 def twin_flags(args: argparse.Namespace):
     """The flags of :func:`add_twin_arguments` as the command line gave them: a
-    :class:`autoscaler.app.replay_daemon.TwinFlags`."""
-    from autoscaler.app.replay_daemon import TwinFlags
+    :class:`autoscaler.app.cluster_twin.TwinFlags`."""
+    from autoscaler.app.cluster_twin import TwinFlags
 
     return TwinFlags(
         provision_s=args.provision_s, decommission_timeout_s=args.decommission_timeout_s, length_error_sigma=args.length_error,

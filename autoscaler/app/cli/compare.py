@@ -87,9 +87,9 @@ def add_parsers(commands) -> None:
 def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.app import compare as runs
     from autoscaler.app import compose
+    from autoscaler.app.cluster_twin import twin_inputs
     from autoscaler.app.config import refuse_carbon_objective, with_objective
     from autoscaler.app.render import compare_png, json_text
-    from autoscaler.app.replay_daemon import twin_inputs
     from autoscaler.core.baselines import checked_dampen_s
 
     managed_dampen_s = checked_dampen_s(args.managed_dampen_s, "--managed-dampen-s")
@@ -229,7 +229,7 @@ def _inputs(
     on w nodes each with ``containers_per_node`` (else one), and everything else a worker needs
     (autoscaler.app.compare.CompareInputs)."""
     from autoscaler.app.compare import CompareInputs
-    from autoscaler.app.replay_daemon import trace_jobs
+    from autoscaler.app.replay_jobs import trace_jobs
     from autoscaler.app.traces import open_trace
     from autoscaler.core.replay import require_deadline_within_window
     from autoscaler.core.signal_slots import covered_means
