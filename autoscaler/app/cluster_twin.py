@@ -88,8 +88,12 @@ def twin_inputs(flags: TwinFlags, settings: Settings | None):
     gCO2eq/kWh or None), checked before any work: ConfigError naming the flag and the value, a
     --carbon that is a price or a --carbon-unit without --carbon; TraceError for an unreadable --carbon."""
     from autoscaler.app import compose
+    from autoscaler.app.cli.arguments import flagged
 
-    twin = compose.twin_config(settings, **flags.config_fields())
+    try:
+        twin = compose.twin_config(settings, **flags.config_fields())
+    except ConfigError as error:
+        raise flagged(error, TWIN_FLAGS) from None
     source, unit = flags.carbon, flags.carbon_unit
     if source is None:
         if unit is not None:

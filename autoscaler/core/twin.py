@@ -80,17 +80,21 @@ MAX_LENGTH_ERROR_SIGMA = 5.0
 STATES = ("booting", "idle", "busy")
 
 
-def _number(value, flag: str, field_name: str, low: float, high: float, low_open: bool = False) -> float:
+def _number(value, field_name: str, low: float, high: float, low_open: bool = False, where: str | None = None) -> float:
+    """``value`` as a float, or ConfigError starting with ``field_name`` (after ``where``, when the field
+    is set from it) when it is not a finite number in [low, high] ((low, high] when ``low_open``)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value > high or (value <= low if low_open else value < low):
         bound = f"> {low:g}" if low_open else f">= {low:g}"
-        raise ConfigError(f"{flag} ({field_name}): expected a finite number {bound} and <= {high:g}, got {value!r}")
+        named = field_name if where is None else f"{where} ({field_name})"
+        raise ConfigError(f"{named}: expected a finite number {bound} and <= {high:g}, got {value!r}")
     return float(value)
 
 
 @dataclass(frozen=True)
 class TwinConfig:
-    """The twin's settings; every field is checked on construction (ConfigError naming the flag and
-    the value): ``provision_s`` in [0, 3,600] s, ``decommission_timeout_s`` in [0, 7 days] s,
+    """The twin's settings; every field is checked on construction (ConfigError naming the field and
+    the value, the field first: "provision_s: expected ...", which the command line names by its flag):
+    ``provision_s`` in [0, 3,600] s, ``decommission_timeout_s`` in [0, 7 days] s,
     ``length_error_sigma`` and ``length_jitter_sigma`` in [0, 5], ``step_concurrency`` a whole number in 1..256,
     ``price_per_node_hour`` in (0, 1,000] $, power in W (``idle_power_w`` for booting and idle nodes,
     ``busy_power_w`` for busy ones, busy >= idle >= 0)."""
@@ -106,18 +110,18 @@ class TwinConfig:
     busy_power_w: float = 93.87  # Table III at u = 1: every alpha and gamma (TABLE_III.peak_power_w)
 
     def __post_init__(self) -> None:
-        _number(self.provision_s, "--provision-s", "provision_s", 0.0, MAX_PROVISION_S)
-        _number(self.decommission_timeout_s, "--decommission-timeout-s", "decommission_timeout_s", 0.0, MAX_DECOMMISSION_TIMEOUT_S)
-        _number(self.length_error_sigma, "--length-error", "length_error_sigma", 0.0, MAX_LENGTH_ERROR_SIGMA)
-        _number(self.length_jitter_sigma, "--length-jitter", "length_jitter_sigma", 0.0, MAX_LENGTH_ERROR_SIGMA)
-        _number(self.price_per_node_hour, "--price-per-node-hour", "price_per_node_hour", 0.0, MAX_PRICE_PER_NODE_HOUR, low_open=True)
+        _number(self.provision_s, "provision_s", 0.0, MAX_PROVISION_S)
+        _number(self.decommission_timeout_s, "decommission_timeout_s", 0.0, MAX_DECOMMISSION_TIMEOUT_S)
+        _number(self.length_error_sigma, "length_error_sigma", 0.0, MAX_LENGTH_ERROR_SIGMA)
+        _number(self.length_jitter_sigma, "length_jitter_sigma", 0.0, MAX_LENGTH_ERROR_SIGMA)
+        _number(self.price_per_node_hour, "price_per_node_hour", 0.0, MAX_PRICE_PER_NODE_HOUR, low_open=True)
         concurrency = self.step_concurrency
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= STEP_CONCURRENCY:
-            raise ConfigError(f"--step-concurrency (step_concurrency): expected a whole number in 1..{STEP_CONCURRENCY} (EMR's StepConcurrencyLevel), got {concurrency!r}")
+            raise ConfigError(f"step_concurrency: expected a whole number in 1..{STEP_CONCURRENCY} (EMR's StepConcurrencyLevel), got {concurrency!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"--seed (seed): expected a whole number >= 0, got {self.seed!r}")
-        idle = _number(self.idle_power_w, "the power model", "idle_power_w", 0.0, 10_000.0)
-        if _number(self.busy_power_w, "the power model", "busy_power_w", 0.0, 10_000.0) < idle:
+            raise ConfigError(f"seed: expected a whole number >= 0, got {self.seed!r}")
+        idle = _number(self.idle_power_w, "idle_power_w", 0.0, 10_000.0, where="the power model")
+        if _number(self.busy_power_w, "busy_power_w", 0.0, 10_000.0, where="the power model") < idle:
             raise ConfigError(f"the power model: busy_power_w {self.busy_power_w!r} W is below idle_power_w {idle!r} W")
 
     def true_length_s(self, name: str, submitted_s: float, job_id: str | None = None) -> float:

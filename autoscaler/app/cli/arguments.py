@@ -50,11 +50,22 @@ cost_value = _number(float, "a number", 0, strict=False, maximum=defaults.MAX_CO
 
 def step_concurrency(text: str) -> int:
     """An argparse type for ``--step-concurrency``: a whole number, or an error naming EMR's range (the
-    range itself is checked by TwinConfig, which names the flag)."""
+    range itself is checked by TwinConfig, whose error ``flagged`` names by the flag)."""
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number in 1..{STEP_CONCURRENCY} (EMR's StepConcurrencyLevel), got {text!r}") from None
+
+
+def flagged(error: ConfigError, flags: dict[str, str]) -> ConfigError:
+    """``error`` with the field its message starts with named by the flag that set it too: the core
+    names fields ("provision_s: expected ..."), the command line its flags ("--provision-s
+    (provision_s): expected ..."). ``flags``: {field: flag} of the values the command line gave;
+    ``error`` itself when its message starts with none of them."""
+    field, colon, rest = str(error).partition(": ")
+    if not colon or field not in flags:
+        return error
+    return ConfigError(f"{flags[field]} ({field}): {rest}")
 
 
 _DEADLINE_FORMS = "a whole number of slots >= 0 like 12, or a duration like 6h, 90m, 1h30m, 1d"
