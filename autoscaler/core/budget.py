@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from autoscaler.core.errors import ConfigError
-
 DEFAULT_MEMORY_BUDGET_MB = 2048
 """Memory a replay may plan to use unless ``--memory-budget-mb`` says otherwise: 2 GiB."""
 
@@ -36,8 +34,6 @@ SIGNAL_BYTES_PER_SOURCE_BYTE = 2.0
 """A signal file read (``--carbon``, ``--forecast``), per byte of the file: its bytes and its text
 while they are decoded, then three C doubles a point (time, value, line). Measured 1.8 (peak
 resident memory less Python's, 10 years of 1-minute points, a 147 MB CSV: 320 MB)."""
-
-SIGNAL_REMEDY = "give a signal cut to the days the replay reads (a day before --start to its end)"
 
 SLOW_VALUE_UPDATES = 10**10
 """Above this many value updates an online policy's run is said up front to be long: 1.2e10 took
@@ -146,36 +142,16 @@ def replay_estimate(size: WorkloadSize, policies: list[str], deadline_slots: int
     return Estimate(needs=tuple(needs), value_updates=updates)
 
 
-def check_memory(estimate: Estimate, budget_mb: float, command: str, cause: str, remedy: str | None = None) -> None:
-    """Raise ConfigError when the estimate exceeds ``budget_mb`` MiB, naming the figure and its parts.
-
-    ``cause``: what made the run this large, as the operator gave it ("--slot-s 1 makes 86,400
-    slots of 1 s"); ``remedy``: what to change (default: the replay's slots, window and policies).
-    """
+def over_budget(estimate: Estimate, budget_mb: float) -> str | None:
+    """None when the estimate fits in ``budget_mb`` MiB, else what it needs against the budget, the
+    figure and its three largest parts: "that needs about 7.64 GiB (offline LP over 1,000,002 slots
+    5.96 GiB, ...), more than the 2 GiB budget"."""
     budget_bytes = budget_mb * 2**20
     if estimate.total_bytes <= budget_bytes:
-        return
+        return None
     parts = sorted(estimate.needs, key=lambda need: -need.bytes)
     shown = ", ".join(f"{need.what} {format_bytes(need.bytes)}" for need in parts[:3])
-    raise ConfigError(
-        f"{command}: {cause}; that needs about {format_bytes(estimate.total_bytes)} ({shown}), "
-        f"more than the {format_bytes(budget_bytes)} budget (--memory-budget-mb); "
-        + (remedy or "use a longer --slot-s, a shorter --window or fewer policies (--policy)")
-        + ", or raise --memory-budget-mb"
-    )
-
-
-def describe(size: WorkloadSize, window_slots: int | None) -> str:
-    """What made the run this large, in the options' terms: "--slot-s 1 makes 86,400 slots of 1 s"."""
-    if window_slots is not None:
-        text = f"--window {window_slots} makes {size.n_slots:,} slots of {size.slot_s:g} s"
-    elif size.curve:
-        text = f"the load curve has {size.n_slots:,} slots"
-    else:
-        text = f"--slot-s {size.slot_s:g} makes {size.n_slots:,} slots of {size.slot_s:g} s"
-    if size.n_deadlines is not None:
-        text += f" and {size.n_deadlines:,} distinct job deadlines up to {size.max_deadline:,} slots"
-    return text
+    return f"that needs about {format_bytes(estimate.total_bytes)} ({shown}), more than the {format_bytes(budget_bytes)} budget"
 
 
 def format_bytes(count: float) -> str:

@@ -73,8 +73,8 @@ def test_format_bytes(count, text):
     assert format_bytes(count) == text
 
 
-def test_check_memory_passes_what_fits():
+def test_a_run_that_fits_is_not_over_the_budget():
     estimate = replay_estimate(WorkloadSize(n_slots=288, slot_s=300.0), ["follow", "offline"], 2)
-    budget.check_memory(estimate, budget.DEFAULT_MEMORY_BUDGET_MB, "replay", "")
+    assert budget.over_budget(estimate, budget.DEFAULT_MEMORY_BUDGET_MB) is None
     assert estimate.total_bytes < 200 * 2**20
     assert np.isclose(estimate.total_bytes, sum(n.bytes for n in estimate.needs))

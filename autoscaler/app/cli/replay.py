@@ -26,6 +26,7 @@ from autoscaler.app.cli.trace_inputs import load_workload, note_shadowed_file, s
 from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.app.traces import label as trace_label
 from autoscaler.core import defaults
+from autoscaler.core.budget import Estimate, WorkloadSize, over_budget
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.policies import BASELINE, CLASS_DEADLINE_POLICIES, POLICIES, POLICY_TABLE, gcp, runs_at_deadline, vfw
 
@@ -95,14 +96,14 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     args.deadline = deadline_slots(args.deadline, args.slot_s)
     signals = signal_needs(args)
     if signals:  # checked before the signal files are read; without them the trace's estimate below is the first check
-        budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "replay", "the signal files", budget.SIGNAL_REMEDY)
+        _check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "replay", "the signal files", _SIGNAL_REMEDY)
     carbon_signal, forecast, start_s = signal_inputs(args)
     slow: list[str] = []
 
     def check_size(size) -> None:
         run = [n for n in names if n not in CLASS_DEADLINE_POLICIES or size.n_deadlines is not None]
         estimate = budget.replay_estimate(size, run, args.deadline, files=args.out is not None, signals=signals)
-        budget.check_memory(estimate, args.memory_budget_mb, "replay", budget.describe(size, args.window))
+        _check_memory(estimate, args.memory_budget_mb, "replay", _size_cause(size, args.window))
         slow.extend(estimate.slow_policies())
 
     params, length_model = cost_and_length_model(args)
@@ -206,7 +207,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     signals = signal_needs(args)
     if signals:  # checked before the signal files are read; without them the trace's estimate below is the first check
-        budget.check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "sweep", "the signal files", budget.SIGNAL_REMEDY)
+        _check_memory(budget.signal_estimate(signals), args.memory_budget_mb, "sweep", "the signal files", _SIGNAL_REMEDY)
     carbon_signal, forecast, start_s = signal_inputs(args)
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     unknown = [p for p in policies if p not in UNIFORM or p == BASELINE]
@@ -221,7 +222,7 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         # One schedule at a time, at the longest D; gcp with classes once a trace.
         run = [BASELINE, *policies, vfw.NAME] + ([gcp.NAME] if size.n_deadlines is not None else [])
         estimate = budget.replay_estimate(size, run, max(deadlines), signals=signals)
-        budget.check_memory(estimate, args.memory_budget_mb, "sweep", budget.describe(size, args.window))
+        _check_memory(estimate, args.memory_budget_mb, "sweep", _size_cause(size, args.window))
 
     workloads = {}
     given: dict[str, str] = {}
@@ -300,3 +301,29 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         err.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
     return 0
+
+
+_SLOTS_REMEDY = "use a longer --slot-s, a shorter --window or fewer policies (--policy)"
+_SIGNAL_REMEDY = "give a signal cut to the days the replay reads (a day before --start to its end)"
+
+
+def _check_memory(estimate: Estimate, budget_mb: float, command: str, cause: str, remedy: str = _SLOTS_REMEDY) -> None:
+    """ConfigError when ``estimate`` (:mod:`autoscaler.core.budget`) exceeds --memory-budget-mb
+    (``budget_mb`` MiB), naming the figure and its parts. ``cause``: what made the run this large, as
+    the operator gave it (``_size_cause``); ``remedy``: what to change."""
+    excess = over_budget(estimate, budget_mb)
+    if excess is not None:
+        raise ConfigError(f"{command}: {cause}; {excess} (--memory-budget-mb); {remedy}, or raise --memory-budget-mb")
+
+
+def _size_cause(size: WorkloadSize, window_slots: int | None) -> str:
+    """What made the run this large, in the options' terms: "--slot-s 1 makes 86,400 slots of 1 s"."""
+    if window_slots is not None:
+        text = f"--window {window_slots} makes {size.n_slots:,} slots of {size.slot_s:g} s"
+    elif size.curve:
+        text = f"the load curve has {size.n_slots:,} slots"
+    else:
+        text = f"--slot-s {size.slot_s:g} makes {size.n_slots:,} slots of {size.slot_s:g} s"
+    if size.n_deadlines is not None:
+        text += f" and {size.n_deadlines:,} distinct job deadlines up to {size.max_deadline:,} slots"
+    return text
