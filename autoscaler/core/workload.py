@@ -274,7 +274,7 @@ def job_nodes(
     if containers_per_node is None:
         return np.ones(np.broadcast(map_bytes, output_bytes).shape, dtype=np.int64)
     if isinstance(containers_per_node, bool) or not isinstance(containers_per_node, (int, np.integer)) or containers_per_node < 1:
-        raise ConfigError(f"--containers-per-node: expected a whole number >= 1 (YARN containers a TASK node holds), got {containers_per_node!r}")
+        raise ConfigError(f"containers_per_node: expected a whole number >= 1 (YARN containers a TASK node holds), got {containers_per_node!r}")
     mappers = np.maximum(1.0, np.ceil(map_bytes / model.block_bytes))  # X
     if model.map_slots is not None:
         mappers = np.minimum(mappers, float(model.map_slots))  # M at a time

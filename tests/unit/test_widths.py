@@ -141,7 +141,7 @@ def test_trace_widths_are_mappers_or_reducers_over_the_containers_a_node_holds()
     # 10 blocks in, 3 out: 10 containers at once; 4 a node: 3 nodes. 1 byte in, 20 blocks out: 20 reducers: 5.
     assert job_nodes(np.array([10 * block, 1.0]), np.array([3 * block, 20 * block]), 4).tolist() == [3, 5]
     assert job_nodes(np.array([10 * block, 1.0]), np.array([3 * block, 20 * block]), None).tolist() == [1, 1]
-    with pytest.raises(ConfigError, match="--containers-per-node: expected a whole number >= 1"):
+    with pytest.raises(ConfigError, match="^containers_per_node: expected a whole number >= 1"):
         job_nodes(np.array([block]), np.array([block]), 0)
 
 
