@@ -40,6 +40,9 @@ The names callers use are importable from here.
 When the disk is full SQLite's error comes out as "disk full: <path> (N bytes free on its file
 system)", at open and at every write; ``record_intent`` is the small write a slot makes before it
 acts, so a store that cannot write stops the slot before the cluster is touched.
+
+Over 600 lines, one module: every method is one transaction on the store's one connection and lock;
+the schema, the file checks and the copies, which stand alone, are modules of their own.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ e.g. ``AUTOSCALER_KNOWN_TENANTS='["ads", "search"]'``. An unknown field in the f
 ``AUTOSCALER_*`` variable that names no field (nor the SMTP password variable,
 ``report.smtp_password_env``), is an error, so a typo never silently falls back to a default.
 See ``deploy/example-config.toml`` for every field.
+
+Over 600 lines, one module: the settings' models, the strict TOML source and the wording of their
+errors share pydantic's validation, and the type check and messages read the models' own fields.
 """
 
 from __future__ import annotations

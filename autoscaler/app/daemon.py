@@ -24,6 +24,9 @@ The runner is the same in every mode; only its adapters differ (:mod:`autoscaler
 them): EMR and the SQLite store for ``run``; a simulated cluster seeded from EMR and a shadow of
 the store for ``run --dry-run`` (:mod:`autoscaler.adapters.shadow`); the simulated cluster, a
 simulated clock and a temporary store for ``run --replay``.
+
+Over 600 lines, one module: the slot's phases share the runner's state between slots (the queue,
+the adds in doubt, the policy state), so each phase is a method of the one runner.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ Whole jobs (the daemon's): a job of length T_J seconds due at ``deadline_s`` mus
 start-by slot, the slot of (deadline - length) (``start_by_slot``). Queued jobs are released in EDF
 order of that slot, kept between slots in a :class:`JobQueue`; which are released in a slot, and how
 the nodes are shared under overload, is :mod:`autoscaler.core.release`.
+
+Over 600 lines, one module: the decomposition, the deadlines it gives the pieces and the EDF queue
+that orders them by those deadlines are one rule of the paper (§V-B), read together.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@
 before their start-by slot on (``release_by_slot``), onto extra nodes up to the maximum. Under
 overload the jobs that can still be on time go first, then the overdue, each by dynamic DRF share
 (``fair_release``) and, within a tenant, by deadline (``deadline_key``).
+
+Over 600 lines, one module: ``dispatch``'s phases and the overload releases share the queue view
+and the node limits of one slot; each phase is a function of its own and reads as one step of the slot.
 """
 
 from __future__ import annotations

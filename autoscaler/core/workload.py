@@ -6,6 +6,9 @@ jobs active (running); the active curve is the paper's L_t (Fig. 8). A user whos
 a load curve skips all that through ``read_load_curve`` and ``workload_from_curve``.
 
 Pure: numpy only; reading the input file is the only I/O.
+
+Over 600 lines, one module: the trace reader, the length estimate (§V-A) and the load curves built
+from them share the trace's units and the error messages that name its lines.
 """
 
 from __future__ import annotations
