@@ -578,15 +578,8 @@ class TwinBill:
 
     def energy_wh_between(self, boundaries_s: np.ndarray) -> np.ndarray:
         """Wh used in each interval [boundaries_s[k], boundaries_s[k+1]), shape (len(boundaries_s) - 1,):
-        the cumulative energy, piecewise linear between power changes, read at the boundaries."""
-        starts = np.array([i[0] for i in self.power_intervals] + [i[1] for i in self.power_intervals])
-        watts = np.array([i[2] for i in self.power_intervals] + [-i[2] for i in self.power_intervals])
-        order = np.argsort(starts, kind="stable")
-        times, steps = starts[order], watts[order]
-        power_after = np.cumsum(steps)
-        cumulative_wh = np.concatenate([[0.0], np.cumsum(power_after[:-1] * np.diff(times))]) / 3600.0
-        at = np.interp(np.asarray(boundaries_s, dtype=float), times, cumulative_wh) if len(times) else np.zeros(len(boundaries_s))
-        return np.diff(at)
+        :func:`energy_wh_between` of the bill's ``power_intervals``."""
+        return energy_wh_between(self.power_intervals, boundaries_s)
 
     def carbon_kg(self, start_s: float, slot_s: float, g_per_kwh: np.ndarray) -> tuple[float, int]:
         """kgCO2eq: each slot's Wh x its ``g_per_kwh`` ((n_slots,) of slots of ``slot_s`` from
@@ -597,3 +590,17 @@ class TwinBill:
         covered = ~np.isnan(values)
         return float(np.sum(used[covered] * values[covered]) / 1e6), int(np.sum((used > 0) & ~covered))
 
+
+
+def energy_wh_between(power_intervals, boundaries_s: np.ndarray) -> np.ndarray:
+    """Wh used in each interval [boundaries_s[k], boundaries_s[k+1]), shape (len(boundaries_s) - 1,),
+    by power drawn over ``power_intervals`` ((start_s, end_s, power_w) each, overlapping ones adding
+    up): the cumulative energy, piecewise linear between power changes, read at the boundaries."""
+    starts = np.array([i[0] for i in power_intervals] + [i[1] for i in power_intervals], dtype=float)
+    watts = np.array([i[2] for i in power_intervals] + [-i[2] for i in power_intervals], dtype=float)
+    order = np.argsort(starts, kind="stable")
+    times, steps = starts[order], watts[order]
+    power_after = np.cumsum(steps)
+    cumulative_wh = np.concatenate([[0.0], np.cumsum(power_after[:-1] * np.diff(times))]) / 3600.0
+    at = np.interp(np.asarray(boundaries_s, dtype=float), times, cumulative_wh) if len(times) else np.zeros(len(boundaries_s))
+    return np.diff(at)

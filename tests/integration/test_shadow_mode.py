@@ -1,0 +1,168 @@
+"""``run --shadow`` against moto's EMR over HTTP, beside a managed-scaling-like resizer: its
+counterfactual figures are ``autoscaler compare``'s on the same jobs, and it writes nothing.
+
+The resizer is the project's own model of EMR managed scaling (``autoscaler.core.baselines``,
+``managed``): the jobs are played on the twin under that rule, and the test makes moto's cluster do
+what the twin did, on a simulated clock, 10 s tick by 10 s tick (managed scaling's evaluation
+interval): the TASK group's count through ModifyInstanceGroups (the resizer's own client, as EMR
+would resize it), each step added with AddJobFlowSteps at its submission, and its state and Timeline
+set on moto's backend object (moto never runs a step, and stamps times with the wall clock). The
+shadow reads moto only through its read-only client, at each tick (the TASK group) and each slot
+(the steps).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import boto3
+import numpy as np
+import pytest
+
+from autoscaler.adapters.emr import emr_client
+from autoscaler.adapters.emr_read_only import ReadOnlyEmr, ShadowWriteRefused
+from autoscaler.adapters.fakes import SimulatedClock
+from autoscaler.app.compare import CompareInputs, run_task
+from autoscaler.app.config import Settings
+from autoscaler.app.shadow_run import ShadowRun
+from autoscaler.core.baselines import MANAGED_INTERVAL_S, nodes_over_time, run_baseline
+from autoscaler.core.model import Job, StepSpec
+from autoscaler.core.shadow_books import SHADOW_TENANT
+from autoscaler.core.twin import TwinConfig
+
+START_S = 1_800_000_000.0  # a slot boundary (a multiple of 300 s)
+SLOT_S = 300.0
+WINDOW_SLOTS = 12
+D = 6
+MAX_NODES = 20
+REGION = "us-east-1"  # the moto server fixture's
+
+
+def workload(seed: int = 3, n_jobs: int = 36) -> tuple[Job, ...]:
+    """Jobs over the first hour, at distinct whole seconds, of 2 to 25 minutes, with no slack
+    (``CompareInputs.jobs_at`` adds D); each named by its id, tenant the shadow's."""
+    rng = np.random.default_rng(seed)
+    offsets = np.sort(rng.choice(np.arange(0, WINDOW_SLOTS * int(SLOT_S) - 1500), size=n_jobs, replace=False))
+    lengths = rng.integers(120, 1500, size=n_jobs)
+    return tuple(
+        Job(f"job{i:02d}", f"job{i:02d}", SHADOW_TENANT, float(at), float(at + length), float(length), StepSpec())
+        for i, (at, length) in enumerate(zip(offsets.tolist(), lengths.tolist()))
+    )
+
+
+def _utc(seconds: float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+
+
+class ManagedScalingOnMoto:
+    """Makes moto's cluster follow the managed twin's nodes and steps (times from the twin's 0 = START_S)."""
+
+    def __init__(self, client, cluster_id: str, managed_twin, moto_step) -> None:
+        self.client, self.cluster_id, self.moto_step = client, cluster_id, moto_step
+        self.times_s, self.nodes = nodes_over_time(managed_twin)
+        self.runs = sorted(managed_twin.steps.values(), key=lambda run: run.added_s)
+        self.step_ids: dict[str, str] = {}  # job id -> moto step id
+        group = next(g for g in client.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"] if g["InstanceGroupType"] == "TASK")
+        self.group_id, self.count = group["Id"], group["RequestedInstanceCount"]
+        self.writes = 0
+
+    def at(self, time_s: float) -> None:
+        at = np.searchsorted(self.times_s, time_s, side="right") - 1
+        count = int(self.nodes[at]) if at >= 0 else 0
+        if count != self.count:
+            self.client.modify_instance_groups(ClusterId=self.cluster_id, InstanceGroups=[{"InstanceGroupId": self.group_id, "InstanceCount": count}])
+            self.count = count
+            self.writes += 1
+        for run in self.runs:
+            if run.added_s > time_s:
+                break
+            if run.job_id not in self.step_ids:
+                added = self.client.add_job_flow_steps(
+                    JobFlowId=self.cluster_id,
+                    Steps=[{"Name": run.job_id, "ActionOnFailure": "CONTINUE", "HadoopJarStep": {"Jar": "command-runner.jar", "Args": ["true"]}}],
+                )
+                self.step_ids[run.job_id] = added["StepIds"][0]
+                self.writes += 1
+                step = self.moto_step(self.cluster_id, self.step_ids[run.job_id])
+                step.creation_date_time, step.state = _utc(START_S + run.added_s), "PENDING"
+            step = self.moto_step(self.cluster_id, self.step_ids[run.job_id])
+            if run.start_s is not None and run.start_s <= time_s and step.state == "PENDING":
+                step.state, step.start_date_time = "RUNNING", _utc(START_S + run.start_s)
+            if run.end_s is not None and run.end_s <= time_s and step.state == "RUNNING":
+                step.state, step.end_date_time = "COMPLETED", _utc(START_S + run.end_s)
+
+
+@pytest.fixture
+def task_cluster(emr):
+    """A cluster in moto with MASTER 1, CORE 1 and an empty TASK group; (resizer's client, cluster id)."""
+    groups = [
+        {"Name": "master", "InstanceRole": "MASTER", "InstanceType": "m5.xlarge", "InstanceCount": 1},
+        {"Name": "core", "InstanceRole": "CORE", "InstanceType": "m5.xlarge", "InstanceCount": 1},
+        {"Name": "task", "InstanceRole": "TASK", "InstanceType": "m5.xlarge", "InstanceCount": 0},
+    ]
+    response = emr.run_job_flow(
+        Name="shadow-test", ReleaseLabel="emr-7.1.0", JobFlowRole="EMR_EC2_DefaultRole", ServiceRole="EMR_DefaultRole",
+        Instances={"InstanceGroups": groups, "KeepJobFlowAliveWhenNoSteps": True},
+    )  # fmt: skip
+    return emr, response["JobFlowId"]
+
+
+def test_shadow_beside_managed_scaling_equals_compare_within_one_percent(task_cluster, moto_endpoint, moto_step):
+    client, cluster_id = task_cluster
+    settings = Settings(deadline_slots=D, cluster={"max_nodes": MAX_NODES})
+    twin = TwinConfig()
+    g_per_kwh = 300.0 + 100.0 * np.sin(np.arange(200) / 7.0)  # a carbon signal per slot from the start
+    inputs = CompareInputs(workload(), WINDOW_SLOTS, settings, twin, 0, MAX_NODES, g_per_kwh=g_per_kwh)
+    managed = run_task(inputs, "managed", D).figures
+    hold = run_task(inputs, "hold", D).figures
+    resizer = ManagedScalingOnMoto(client, cluster_id, run_baseline("managed", inputs.jobs_at(D), twin, min_nodes=0, max_nodes=MAX_NODES, start_s=0.0), moto_step)
+
+    clock = SimulatedClock(START_S)
+    reader = ReadOnlyEmr(emr_client(REGION, moto_endpoint, boto3.Session()), cluster_id)
+    shadow = ShadowRun(reader, clock, settings, twin, g_per_kwh_at=lambda slot_start_s: g_per_kwh[round((slot_start_s - START_S) / SLOT_S)])
+    end_s = (WINDOW_SLOTS + D) * SLOT_S
+    ticks_per_slot = round(SLOT_S / MANAGED_INTERVAL_S)
+    for tick in range(round(end_s / MANAGED_INTERVAL_S) + 1):
+        clock.time_s = START_S + tick * MANAGED_INTERVAL_S
+        resizer.at(tick * MANAGED_INTERVAL_S)
+        if tick % ticks_per_slot == 0:
+            shadow.run_slot()
+        else:
+            shadow.poll()
+    assert all(step.ended for step in shadow.steps.values()) and len(shadow.steps) == len(inputs.jobs)
+    assert [s.slot for s in shadow.slots] == list(range(round(START_S / SLOT_S), round(START_S / SLOT_S) + WINDOW_SLOTS + D))
+    figures = shadow.finish()
+
+    # What hold would have run is compare's hold row: the same slot loop on the same twin and jobs.
+    for field in ("node_hours", "cost_usd", "energy_kwh", "co2_kg"):
+        assert getattr(figures.shadow, field) == pytest.approx(getattr(hold, field), rel=1e-9), field
+    # The cluster as it ran is compare's managed row, within what polling every 10 s misses (a node
+    # removed between polls is counted to the next) and the twin's 60 s minimum per node.
+    assert figures.actual.node_hours == pytest.approx(managed.node_hours, rel=0.01)
+    assert figures.actual.energy_kwh == pytest.approx(managed.energy_kwh, rel=0.01)
+    assert figures.actual.cost_usd == pytest.approx(managed.cost_usd, rel=0.01)
+    assert figures.actual.co2_kg == pytest.approx(managed.co2_kg, rel=0.01)
+    for field in ("node_hours", "cost_usd", "energy_kwh", "co2_kg"):
+        assert getattr(figures.shadow, field) == pytest.approx(getattr(hold, field), rel=0.01), field
+        compare_difference = getattr(hold, field) - getattr(managed, field)
+        assert getattr(figures.difference, field) == pytest.approx(compare_difference, rel=0.01, abs=0.01 * abs(getattr(managed, field))), field
+
+    # Every write the cluster saw was the resizer's: the shadow's client refuses them before sending.
+    def steps_on_cluster() -> int:
+        return len(client.list_steps(ClusterId=cluster_id)["Steps"])
+
+    def task_nodes() -> int:
+        return next(g for g in client.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"] if g["InstanceGroupType"] == "TASK")["RequestedInstanceCount"]
+
+    assert steps_on_cluster() == len(inputs.jobs) and task_nodes() == resizer.count
+    with pytest.raises(ShadowWriteRefused):
+        reader.client.modify_instance_groups(ClusterId=cluster_id, InstanceGroups=[{"InstanceGroupId": resizer.group_id, "InstanceCount": 9}])
+    with pytest.raises(ShadowWriteRefused):
+        reader.client.add_job_flow_steps(JobFlowId=cluster_id, Steps=[{"Name": "x", "HadoopJarStep": {"Jar": "command-runner.jar", "Args": ["true"]}}])
+    with pytest.raises(ShadowWriteRefused):
+        reader.client.cancel_steps(ClusterId=cluster_id, StepIds=[resizer.step_ids["job00"]])
+    with pytest.raises(ShadowWriteRefused):
+        reader.resize(3)
+    with pytest.raises(ShadowWriteRefused):
+        reader.add_step(inputs.jobs[0])
+    assert steps_on_cluster() == len(inputs.jobs) and task_nodes() == resizer.count
