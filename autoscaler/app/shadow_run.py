@@ -299,3 +299,113 @@ class ShadowRun:
         g = self._signal(until_s)
         shadow = twin_use(twin.bill(), self.start_s, self.settings.slot_s, self.twin.price_per_node_hour, g)
         return ShadowFigures(until_s, self.books.use(self.clock.now_s(), self.settings.slot_s, g), shadow)
+
+
+class ShadowLoop:
+    """What ``daemon.run_forever`` drives in shadow mode: ``run_slot`` at every slot boundary (the
+    shadow's slot, counted healthy or failed in ``telemetry``) and a poll of the TASK group every
+    ``poll_s`` in between (a poll that fails is logged, ``shadow_poll_failed``, and the next tried)."""
+
+    def __init__(self, shadow: ShadowRun, telemetry=None, metrics=None) -> None:
+        self.shadow, self.telemetry, self.metrics = shadow, telemetry, metrics
+        self.clock = shadow.clock
+        self.config = shadow.counterfactual.config
+
+    def run_slot(self) -> None:
+        try:
+            self.shadow.run_slot()
+        except Exception:
+            if self.telemetry is not None:
+                self.telemetry.slot_failed()
+            raise
+        if self.telemetry is not None:
+            self.telemetry.slot_ok()
+        if self.metrics is not None:
+            self.metrics.lagging(self.shadow.lag_s())
+
+    def release_between_slots(self) -> None:
+        from autoscaler.core.errors import ActuationError
+
+        try:
+            self.shadow.poll()
+        except ActuationError as error:
+            log.warning("shadow_poll_failed", error=str(error))
+
+
+def carbon_at(settings, clock, deadline_slots: int) -> Callable[[float], float | None] | None:
+    """The g/kWh of ``[carbon] source`` in the slot starting at a time, for the shadow's kgCO2eq: None
+    without a source, or with a price signal; a slot the signal does not give is None (not counted)."""
+    from autoscaler.adapters.carbon_feed import carbon_feed, check_sources
+
+    if not settings.carbon.source:
+        return None
+    feed = carbon_feed(settings.carbon, clock)
+    check_sources(settings.carbon, feed)
+
+    def value(slot_start_s: float) -> float | None:
+        window = feed.window(slot_start_s, settings.slot_s, deadline_slots)
+        if window is None or window.unit != "gCO2eq/kWh":
+            return None
+        return float(window.value_now)
+
+    return value
+
+
+def shadow_watch(settings, *, deadline_slots: int | None, twin: TwinConfig, telemetry=None, decisions=None, cluster=None, clock=None, session=None) -> ShadowLoop:
+    """Shadow mode wired: the cluster of ``settings`` read through ReadOnlyEmr (checked now, as the
+    daemon's start-up checks it: ClusterError, OutageError), the wall clock, the config's policy at
+    ``deadline_slots`` (None: the config's D), ``twin`` (price, power, boot), kgCO2eq by ``[carbon]
+    source`` when it is in gCO2eq/kWh, the Prometheus metrics on ``telemetry``'s registry, CloudWatch
+    per slot played, and ``decisions`` (a ``DecisionsFile``) given one JSON line per slot played.
+    ``cluster``: a read-only cluster to use instead (tests)."""
+    from autoscaler.adapters.clock import WallClock
+    from autoscaler.adapters.cloudwatch_reader import cloudwatch_client
+    from autoscaler.adapters.emr_read_only import ReadOnlyEmr
+    from autoscaler.adapters.shadow_publish import ShadowMetrics, ShadowPublisher
+    from autoscaler.app import compose
+
+    clock = clock or WallClock()
+    if cluster is None:
+        checked = compose.emr_cluster(settings, session=session)  # DescribeCluster and ListInstanceGroups: reads
+        cluster = ReadOnlyEmr(checked.client, checked.cluster_id, new_client=checked.new_client)
+    policy = settings.policy
+    metrics = ShadowMetrics(telemetry.registry, policy) if telemetry is not None else None
+    publisher = ShadowPublisher(cloudwatch_client(settings.cluster.region, settings.cluster.endpoint_url, session), settings.cluster.id, policy)
+    previous: dict[str, ShadowFigures] = {}
+
+    def on_slot(shadow_slot: ShadowSlot) -> None:
+        figures = shadow_slot.figures
+        before = previous.get("figures")
+        previous["figures"] = figures
+        difference = figures.difference
+        log.info(
+            "shadow_slot",
+            slot=shadow_slot.slot,
+            policy=policy,
+            m_t=round(shadow_slot.decision.get("m_t") or 0.0, 4),
+            nodes=shadow_slot.decision.get("nodes"),
+            released=len(shadow_slot.decision.get("released") or ()),
+            node_hours_actual=round(figures.actual.node_hours, 4),
+            node_hours_shadow=round(figures.shadow.node_hours, 4),
+            kwh_difference=round(difference.energy_kwh, 6),
+            usd_difference=round(difference.cost_usd, 4),
+            kg_co2_difference=None if difference.co2_kg is None else round(difference.co2_kg, 6),
+        )
+        if metrics is not None:
+            metrics.slot_played(shadow_slot)
+        if decisions is not None:
+            decisions(shadow_slot.to_dict())
+        actual, shadow = figures.actual, figures.shadow
+        if before is not None:
+            actual, shadow = actual.minus(before.actual), shadow.minus(before.shadow)
+        try:
+            publisher.publish(actual, shadow, figures.until_s)
+        except Exception as error:  # a dashboard's datapoint is lost; the shadow goes on
+            log.error("shadow_publish_failed", slot=shadow_slot.slot, error=str(error))
+
+    config = compose.controller_config(settings, deadline_slots=deadline_slots)
+    shadow = ShadowRun(
+        cluster, clock, settings, twin, policy=policy, deadline_slots=deadline_slots,
+        g_per_kwh_at=carbon_at(settings, clock, config.deadline_slots), on_slot=on_slot,
+    )  # fmt: skip
+    return ShadowLoop(shadow, telemetry, metrics)

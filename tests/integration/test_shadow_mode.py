@@ -166,3 +166,59 @@ def test_shadow_beside_managed_scaling_equals_compare_within_one_percent(task_cl
     with pytest.raises(ShadowWriteRefused):
         reader.add_step(inputs.jobs[0])
     assert steps_on_cluster() == len(inputs.jobs) and task_nodes() == resizer.count
+
+
+def test_run_shadow_on_the_command_line_publishes_each_slot_it_plays_and_writes_nothing(task_cluster, moto_server, moto_step, tmp_path):
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    from conftest import ProcessLog
+
+    client, cluster_id = task_cluster
+    group_id = next(g for g in client.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"] if g["InstanceGroupType"] == "TASK")["Id"]
+    client.modify_instance_groups(ClusterId=cluster_id, InstanceGroups=[{"InstanceGroupId": group_id, "InstanceCount": 2}])  # the cluster's own scaling
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(
+        f'slot_s = 2\ndeadline_slots = 1\nlog_format = "json"\nhealth_port = 0\nstore_path = "{tmp_path / "jobs.db"}"\n'
+        f'[cluster]\nid = "{cluster_id}"\nregion = "{REGION}"\nendpoint_url = "{moto_server}"\nmax_nodes = 10\n'
+    )
+    decisions = tmp_path / "shadow.jsonl"
+    command = [sys.executable, "-m", "autoscaler", "run", "--shadow", "--config", str(config_path), "--shadow-poll-s", "1", "--decisions-out", str(decisions)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    log = ProcessLog(process)
+    try:
+        assert log.wait_for_count("shadow_serving", 1, timeout_s=60), log.text
+        metrics_url = log.of("shadow_serving")[0]["metrics"]
+        step_ids = client.add_job_flow_steps(
+            JobFlowId=cluster_id,
+            Steps=[{"Name": f"nightly-{i}", "ActionOnFailure": "CONTINUE", "HadoopJarStep": {"Jar": "command-runner.jar", "Args": ["true"]}} for i in range(3)],
+        )["StepIds"]
+        for step_id in step_ids:  # EMR runs them at once for half a second (moto runs none)
+            step = moto_step(cluster_id, step_id)
+            step.start_date_time = step.creation_date_time + datetime.timedelta(seconds=0.1)
+            step.end_date_time = step.creation_date_time + datetime.timedelta(seconds=0.6)
+            step.state = "COMPLETED"
+        assert log.wait_for(lambda: sum(e.get("released", 0) for e in log.of("shadow_slot")) >= 3, "the shadow releasing the 3 steps", timeout_s=60), log.text
+        with urllib.request.urlopen(metrics_url, timeout=10) as response:
+            text = response.read().decode()
+        process.send_signal(signal.SIGTERM)
+        assert log.finish(timeout_s=60) == 0, log.text
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "autoscaler_shadow_jobs_released_total 3.0" in text
+    assert 'autoscaler_shadow_node_hours{schedule="actual"}' in text and 'autoscaler_shadow_energy_saved_wh ' in text
+    lines = [json.loads(line) for line in decisions.read_text().splitlines()]
+    assert sorted(s for line in lines for s in line["released"]) == sorted(step_ids)
+    assert all(line["actual"]["node_hours"] > 0 for line in lines)  # the group's 2 nodes, from the shadow's start
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION, endpoint_url=moto_server)
+    published = {(m["MetricName"], {d["Name"]: d["Value"] for d in m["Dimensions"]}["Schedule"]) for m in cloudwatch.list_metrics(Namespace="DeferralAutoscaler")["Metrics"]}
+    assert {("NodeHours", "actual"), ("NodeHours", "shadow:hold"), ("NodeHoursSaved", "shadow:hold"), ("SavedWh", "shadow:hold"), ("CostSavedDollars", "shadow:hold")} <= published
+    # Nothing written: the steps are the 3 added here, the TASK group as the cluster's scaling left it.
+    assert len(client.list_steps(ClusterId=cluster_id)["Steps"]) == 3
+    assert next(g for g in client.list_instance_groups(ClusterId=cluster_id)["InstanceGroups"] if g["InstanceGroupType"] == "TASK")["RequestedInstanceCount"] == 2
+

@@ -121,11 +121,25 @@ def add_parsers(commands) -> None:
     )
     run.add_argument("--config", type=Path, default=None, help="TOML config (fields also from AUTOSCALER_* variables)")
     run.add_argument("--dry-run", action="store_true", help="decide every slot as the daemon would, change nothing (with --replay: keep no store at all)")
+    run.add_argument(
+        "--shadow", action="store_true",
+        help="beside the cluster's own scaling (EMR managed scaling): read its steps and TASK group, never write, and publish "
+        "slot by slot what the policy would have done with those steps and the node-hours, kWh, $ and kgCO2 it would have "
+        "used against what the cluster used (Prometheus, CloudWatch, --decisions-out); -D sets the steps' slack",
+    )  # fmt: skip
+    run.add_argument(
+        "--shadow-poll-s", type=positive_float, default=None, metavar="S",
+        help="shadow: seconds between reads of the TASK group, whose node count is held between reads (default 10: managed scaling's evaluation interval)",
+    )  # fmt: skip
     run.add_argument("--decisions-out", type=Path, default=None, metavar="FILE", help="append one JSON line per slot: slot, m_t, nodes, released job ids, reason")
     run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon, carbon-blind: {TRACE_NAMES_HELP}")
     run.add_argument("--speedup", type=positive_float, default=1e9, help="replay: simulated seconds per real second")
     run.add_argument("--policy", choices=list(ONLINE_POLICIES), default=None, help="replay: policy (default: the config's, else hold)")
-    run.add_argument("--deadline", "-D", type=non_negative_int, default=None, help="replay: deadline D in slots for every job (default: the config's, else 2)")
+    run.add_argument(
+        "--deadline", "-D", type=non_negative_int, default=None,
+        help="replay: deadline D in slots for every job; shadow: the slack every step of the cluster is given, its deadline "
+        "= its creation + its planned length + D slots (default: the config's deadline_slots, else 2)",
+    )  # fmt: skip
     run.add_argument("--store", type=Path, default=None, help="replay: job store file, kept (default: a temporary one, removed at exit)")
     run.add_argument("--keep-store", action="store_true", help="replay: keep the temporary store and print where it is")
     add_objective_argument(run, None, "; replay only (default: the config's objective, else energy)", paper_costs="the config's e0, e1, beta")
@@ -378,6 +392,10 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         return replay_through_daemon(_replay_request(args), settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
+    if args.shadow or args.shadow_poll_s is not None:
+        from autoscaler.app.cli.shadow import run_shadow
+
+        return run_shadow(args, out, err)
     for flag, value in (("--store", args.store), ("--policy", args.policy), ("--deadline", args.deadline), ("--max-nodes", args.max_nodes), ("--tenants", args.tenants if args.tenants != 1 else None), ("--containers-per-node", args.containers_per_node), ("--keep-store", args.keep_store or None), ("--cluster", args.cluster), ("--objective", args.objective), ("--days", args.days), ("--lengths", args.lengths), ("--length-quantile", args.length_quantile)):
         if value is not None:
             raise ConfigError(f"run: {flag} is for --replay; a live run takes it from the config")
