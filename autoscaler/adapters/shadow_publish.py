@@ -74,7 +74,7 @@ class ShadowMetrics:
         if decision:
             self.capacity.set(decision.get("m_t") or 0.0)
             self.nodes.set(decision.get("nodes") or 0)
-            self.released.inc(len(decision.get("released") or ()))
+        self.released.inc(len(shadow_slot.released))
         self.slot_end.set(figures.until_s)
         for field, _, _, _, _, _, factor in FIGURES:
             actual, shadow = getattr(figures.actual, field), getattr(figures.shadow, field)

@@ -57,11 +57,39 @@ class ShadowSlot:
     slot: int
     decision: dict
     figures: ShadowFigures
+    released: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The slot's line of ``--decisions-out``: slot, m_t, x_t, nodes, ``released`` (the step ids
+        released at the slot's start and between it and the next), reason, why, and the figures."""
         decision = self.decision
-        head = {key: decision.get(key) for key in ("m_t", "x_t", "nodes", "released", "reason", "why")}
-        return {"slot": self.slot, **head, **self.figures.to_dict()}
+        head = {key: decision.get(key) for key in ("m_t", "x_t", "nodes", "reason", "why")}
+        return {"slot": self.slot, **head, "released": list(self.released), **self.figures.to_dict()}
+
+
+class _Releases:
+    """The counterfactual runner's telemetry: only which jobs it released, at a slot or between slots."""
+
+    def __init__(self) -> None:
+        self.released: list[str] = []
+
+    def slot_done(self, decision, solve_ms, energy_wh, follow_wh, released=None, late=None, **_details) -> None:
+        self.released.extend(decision.release if released is None else released)
+
+    def released_between_slots(self, released, late) -> None:
+        self.released.extend(released)
+
+    def slot_ok(self) -> None:
+        pass
+
+    def slot_failed(self) -> None:
+        pass
+
+    def carbon_signal(self, value, unit="", fallback="") -> None:
+        pass
+
+    def steps_unknown(self, count) -> None:
+        pass
 
 
 class Counterfactual:
@@ -90,7 +118,11 @@ class Counterfactual:
         self.clock = compose.replay_clock(self.start_s)
         self.cluster = TwinCluster(self.clock, twin)
         self._decisions: list[dict] = []
-        self.runner = compose.runner(settings, self.config, self.store, self.cluster, self.clock, dry_run=True, retention_s=None, on_decision=self._decisions.append)
+        self._releases = _Releases()
+        self.runner = compose.runner(
+            settings, self.config, self.store, self.cluster, self.clock, dry_run=True, retention_s=None, on_decision=self._decisions.append,
+            telemetry=self._releases,
+        )  # fmt: skip
         self.next_slot = self.config.slot_of(self.start_s)
         self.jobs: list[Job] = []  # by submit time
         self.submitted = 0
@@ -105,22 +137,23 @@ class Counterfactual:
     def slot_start_s(self, slot: int) -> float:
         return self.config.epoch_s + slot * self.slot_s
 
-    def play(self) -> dict | None:
+    def play(self) -> tuple[dict | None, tuple[str, ...]]:
         """Play the next slot: submit the jobs due by its start, decide it, then the polls before the
         next boundary (``compare.polls_between_slots``). Returns its decision line (None: it was
-        already decided)."""
+        already decided) and the job ids released in it, at its start and between slots."""
         from autoscaler.app.compare import polls_between_slots
 
         slot = self.next_slot
         self.clock.time_s = self.slot_start_s(slot)
         self._submit_until(self.clock.time_s)
         self._decisions.clear()
+        self._releases.released.clear()
         self.runner.run_slot()
         self.submitted = polls_between_slots(
             self.runner, self.store, self.clock, self.jobs, self.submitted, self.slot_start_s(slot + 1), self.settings.release_poll_s
         )
         self.next_slot += 1
-        return self._decisions[-1] if self._decisions else None
+        return (self._decisions[-1] if self._decisions else None), tuple(self._releases.released)
 
     def _submit_until(self, time_s: float) -> None:
         first = self.submitted
@@ -253,9 +286,9 @@ class ShadowRun:
         counterfactual = self.counterfactual
         while counterfactual.slot_start_s(counterfactual.next_slot + 1) <= settled_s:
             slot = counterfactual.next_slot
-            decision = counterfactual.play() or {}
+            decision, released = counterfactual.play()
             end_s = counterfactual.slot_start_s(slot + 1)
-            shadow_slot = ShadowSlot(slot, decision, self.figures(end_s))
+            shadow_slot = ShadowSlot(slot, decision or {}, self.figures(end_s), released)
             played.append(shadow_slot)
             self.slots.append(shadow_slot)
             if self.on_slot is not None:
@@ -378,23 +411,24 @@ def shadow_watch(settings, *, deadline_slots: int | None, twin: TwinConfig, tele
         before = previous.get("figures")
         previous["figures"] = figures
         difference = figures.difference
+        # The metrics and the file first: whoever reads the log line finds them there already.
+        if metrics is not None:
+            metrics.slot_played(shadow_slot)
+        if decisions is not None:
+            decisions(shadow_slot.to_dict())
         log.info(
             "shadow_slot",
             slot=shadow_slot.slot,
             policy=policy,
             m_t=round(shadow_slot.decision.get("m_t") or 0.0, 4),
             nodes=shadow_slot.decision.get("nodes"),
-            released=len(shadow_slot.decision.get("released") or ()),
+            released=len(shadow_slot.released),
             node_hours_actual=round(figures.actual.node_hours, 4),
             node_hours_shadow=round(figures.shadow.node_hours, 4),
             kwh_difference=round(difference.energy_kwh, 6),
             usd_difference=round(difference.cost_usd, 4),
             kg_co2_difference=None if difference.co2_kg is None else round(difference.co2_kg, 6),
         )
-        if metrics is not None:
-            metrics.slot_played(shadow_slot)
-        if decisions is not None:
-            decisions(shadow_slot.to_dict())
         actual, shadow = figures.actual, figures.shadow
         if before is not None:
             actual, shadow = actual.minus(before.actual), shadow.minus(before.shadow)
