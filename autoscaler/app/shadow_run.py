@@ -44,6 +44,10 @@ RECENT_STEPS = 256
 """Known step ids handed to the step listing: EMR lists newest first and the listing stops at the
 first known one, so the newest few are enough."""
 
+KEPT_S = 3 * 86400.0
+"""Slots played are kept this long (Unix s from their end): the daily report needs yesterday's and the
+slot before it; older ones go, so a shadow left running for months holds three days."""
+
 DRAIN_SLOTS = 10_000
 """At the end, the counterfactual plays on at most this many slots to run its queue dry."""
 
@@ -291,6 +295,8 @@ class ShadowRun:
             shadow_slot = ShadowSlot(slot, decision or {}, self.figures(end_s), released)
             played.append(shadow_slot)
             self.slots.append(shadow_slot)
+        if played and self.slots[0].figures.until_s < played[-1].figures.until_s - KEPT_S:
+            self.slots = [s for s in self.slots if s.figures.until_s >= played[-1].figures.until_s - KEPT_S]
             if self.on_slot is not None:
                 self.on_slot(shadow_slot)
         return played
@@ -443,3 +449,40 @@ def shadow_watch(settings, *, deadline_slots: int | None, twin: TwinConfig, tele
         g_per_kwh_at=carbon_at(settings, clock, config.deadline_slots), on_slot=on_slot,
     )  # fmt: skip
     return ShadowLoop(shadow, telemetry, metrics)
+
+
+def shadow_daily_report(shadow: ShadowRun, settings, session=None) -> str:
+    """Yesterday (UTC, by the shadow's clock) as the shadow played it: the section of
+    :mod:`autoscaler.app.shadow_report`, logged (``shadow_report``) and emailed when ``[report]
+    email_to`` is set; returns the Markdown. Raises DeliveryError when the email fails."""
+    from autoscaler.adapters.mail import build_report_message
+    from autoscaler.app.reporting import mail_sender
+    from autoscaler.app.shadow_report import markdown, shadow_window
+    from autoscaler.core.readable import utc_text
+
+    today_s = math.floor(shadow.clock.now_s() / 86400.0) * 86400.0
+    window = shadow_window(list(shadow.slots), today_s - 86400.0, today_s)
+    policy = shadow.counterfactual.config.policy_name
+    text = markdown(window, policy, shadow.lag_s())
+    figures = window.figures
+    log.info(
+        "shadow_report",
+        since=utc_text(window.since_s),
+        slots=window.slots,
+        released=window.released,
+        **(
+            {}
+            if figures is None
+            else {
+                "node_hours_actual": round(figures.actual.node_hours, 3),
+                "node_hours_shadow": round(figures.shadow.node_hours, 3),
+                "kwh_saved": round(-figures.difference.energy_kwh, 4),
+                "usd_saved": round(-figures.difference.cost_usd, 3),
+            }
+        ),
+    )
+    options = settings.report
+    if options.email_to and options.email_from:
+        message = build_report_message(options.email_from, options.email_to, f"Shadow report: {policy}, {utc_text(window.since_s, layout='text')}", text, [])
+        mail_sender(settings, session).send(message)
+    return text

@@ -97,3 +97,32 @@ def test_the_counterfactual_plays_a_slot_only_once_every_step_created_before_its
     assert shadow.lag_s() == 0.0
     released = [job for s in shadow.slots for job in s.released]
     assert sorted(released) == ["s-1", "s-2"]
+
+
+def test_the_daily_report_counts_the_slots_that_end_in_its_day_once():
+    from autoscaler.app.shadow_report import markdown, shadow_window
+    from autoscaler.app.shadow_run import ShadowSlot, shadow_daily_report
+    from autoscaler.core.shadow_books import ShadowFigures, UseFigures
+
+    def slot(end_s: float, node_hours: float, released: int) -> ShadowSlot:
+        actual = UseFigures(node_hours, node_hours * 0.24, node_hours * 0.08, None)
+        shadow = UseFigures(node_hours / 2, node_hours * 0.12, node_hours * 0.05, None)
+        return ShadowSlot(0, {}, ShadowFigures(end_s, actual, shadow), tuple(f"s-{i}" for i in range(released)))
+
+    day = 86400.0 * 20000
+    slots = [slot(day - 300, 10.0, 1), slot(day, 12.0, 2), slot(day + 300, 20.0, 3), slot(day + 86400, 30.0, 4), slot(day + 86700, 31.0, 5)]
+    window = shadow_window(slots, day, day + 86400)
+    assert (window.slots, window.released) == (2, 7)
+    assert window.figures.actual.node_hours == pytest.approx(18.0) and window.figures.shadow.node_hours == pytest.approx(9.0)
+    text = markdown(window, "hold", 600.0)
+    assert "| saved by hold | 9.00 (+50.0 %) |" in text and "kgCO2eq" not in text
+    assert "No slot of the window was played yet" in markdown(shadow_window(slots, day + 2 * 86400, day + 3 * 86400), "hold", 7200.0)
+
+    from types import SimpleNamespace
+
+    # What shadow_daily_report reads of a ShadowRun, the day after: yesterday is [day, day + 86400).
+    played = SimpleNamespace(
+        clock=SimulatedClock(day + 86400 + 600), slots=slots, lag_s=lambda: 300.0,
+        counterfactual=SimpleNamespace(config=SimpleNamespace(policy_name="hold")),
+    )  # fmt: skip
+    assert shadow_daily_report(played, Settings()) == markdown(window, "hold", 300.0)

@@ -51,7 +51,14 @@ def run_shadow(args: argparse.Namespace, out: Console, err: Console) -> int:
             "shadow_serving", policy=settings.policy, cluster_id=settings.cluster.id, metrics=f"http://{settings.health_host}:{server.server_port}/metrics"
         )
         try:
-            run_forever(loop, settings.slot_s, settings.misfire_grace_s, None, args.shadow_poll_s or SHADOW_POLL_S)
+            daily = None
+            if settings.report.daily:
+                from autoscaler.app.shadow_run import shadow_daily_report
+
+                if settings.report.email_to:
+                    compose.mail_sender(settings)  # a missing SMTP password stops the shadow now, not at 00:10
+                daily = lambda: shadow_daily_report(loop.shadow, settings)  # noqa: E731
+            run_forever(loop, settings.slot_s, settings.misfire_grace_s, daily, args.shadow_poll_s or SHADOW_POLL_S)
         finally:
             server.shutdown()
     finally:
