@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import structlog
 
-from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job
 from autoscaler.core.shadow_books import ActualBooks, ClusterStep, ShadowFigures, step_job, twin_use
 from autoscaler.core.twin import TwinConfig
@@ -132,9 +131,14 @@ class Counterfactual:
         self.submitted = 0
 
     def add(self, job: Job) -> None:
-        """A settled job; its submit time must not be before the counterfactual's clock."""
-        if job.submit_s < self.slot_start_s(self.next_slot):
-            raise ConfigError(f"shadow: job {job.job_id!r} submitted at {job.submit_s!r} s, before the counterfactual's slot start {self.slot_start_s(self.next_slot)!r} s")
+        """A settled job. One submitted before the slot the counterfactual plays next (EMR listed its
+        step only after that slot was played: ListSteps is eventually consistent) joins at that slot's
+        start, due by its deadline or, if later, its planned length from there, and is logged
+        (``shadow_step_seen_late``): the past is not replayed."""
+        slot_start_s = self.slot_start_s(self.next_slot)
+        if job.submit_s < slot_start_s:
+            log.warning("shadow_step_seen_late", step_id=job.job_id, created_s=job.submit_s, joins_at_s=slot_start_s)
+            job = dataclasses.replace(job, submit_s=slot_start_s, deadline_s=max(job.deadline_s, slot_start_s + job.length_s))
         at = bisect.bisect_right([j.submit_s for j in self.jobs[self.submitted :]], job.submit_s) + self.submitted
         self.jobs.insert(at, job)
 

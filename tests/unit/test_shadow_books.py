@@ -126,3 +126,29 @@ def test_the_daily_report_counts_the_slots_that_end_in_its_day_once():
         counterfactual=SimpleNamespace(config=SimpleNamespace(policy_name="hold")),
     )  # fmt: skip
     assert shadow_daily_report(played, Settings()) == markdown(window, "hold", 300.0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [(["--dry-run"], "--dry-run"), (["--policy", "vfw"], "--policy"), (["--length-error", "0.5"], "--length-error"), (["--shadow-poll-s", "0.5"], "--shadow-poll-s")],
+)
+def test_run_shadow_refuses_by_name_a_flag_it_does_not_take(flags, named, tmp_path, capsys):
+    from autoscaler.app.cli import main
+
+    config = tmp_path / "config.toml"
+    config.write_text('[cluster]\nid = "j-1"\nregion = "us-east-1"\n')
+    assert main(["run", "--shadow", "--config", str(config), *flags]) == 2
+    assert named in capsys.readouterr().err
+
+
+def test_a_step_listed_after_its_slot_was_played_joins_the_next_slot_not_the_past():
+    emr, clock = EmrLike(), SimulatedClock(3000.0)
+    shadow = ShadowRun(emr, clock, Settings(deadline_slots=2), TwinConfig())
+    clock.time_s = 3900.0
+    assert [s.slot for s in shadow.run_slot()] == [10, 11, 12]
+    emr.steps["s-9"] = ClusterStep("s-9", "late", "COMPLETED", 3100.0, 3100.0, 3200.0)  # EMR lists it only now
+    clock.time_s = 4200.0
+    assert [s.slot for s in shadow.run_slot()] == [13]
+    job = shadow.counterfactual.jobs[0]
+    # Its deadline, 3,100 + 100 + 600 = 3,800, is kept unless it cannot run by it from the new start.
+    assert (job.submit_s, job.deadline_s) == (3900.0, 3900.0 + 100.0)

@@ -39,6 +39,8 @@ def run_shadow(args: argparse.Namespace, out: Console, err: Console) -> int:
                 f"run --shadow: {flag} is not for shadow mode: it watches the cluster of --config with the config's policy "
                 "(the steps run their real lengths; kgCO2 comes from [carbon] source)"
             )
+    if args.shadow_poll_s is not None and args.shadow_poll_s < 1:
+        raise ConfigError(f"--shadow-poll-s: expected at least 1 s between reads of the TASK group, got {args.shadow_poll_s:g}")
     settings = compose.settings(args.config)
     configure_logging(settings.log_format)
     twin = compose.twin_config(settings, provision_s=args.provision_s, price_per_node_hour=args.price_per_node_hour, step_concurrency=args.step_concurrency)
