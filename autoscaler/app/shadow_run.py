@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from autoscaler.core import defaults
 from autoscaler.core.model import Job
 from autoscaler.core.shadow_books import ActualBooks, ClusterStep, ShadowFigures, step_job, twin_use
 from autoscaler.core.twin import TwinConfig
@@ -216,7 +217,7 @@ class ShadowRun:
         self.books = ActualBooks(self.start_s, self.twin)
         self.steps: dict[str, ClusterStep] = {}
         self._open: set[str] = set()  # steps not ended
-        self._fed: set[str] = set()
+        self._fed: dict[str, float] = {}  # step id -> created_s of the steps fed to the counterfactual
         self._runs_by_name: dict[str, list[tuple[float, float]]] = {}
         self._g: list[float] = []
         self._listed = False
@@ -263,7 +264,20 @@ class ShadowRun:
 
     def _learn(self, step: ClusterStep) -> None:
         if step.start_s is not None and step.end_s is not None and step.state == "COMPLETED":
-            self._runs_by_name.setdefault(step.name, []).append((step.start_s, step.end_s))
+            runs = self._runs_by_name.setdefault(step.name, [])
+            runs.append((step.start_s, step.end_s))
+            del runs[: max(0, len(runs) - 2 * defaults.LEARNED_RUNS)]  # a learned length reads the newest few
+
+    def _forget(self) -> None:
+        """Keep of the steps fed to the counterfactual only the newest :data:`RECENT_STEPS` (where the
+        next listing stops) and, against a listing that shows an old one again, the ids of those
+        created within :data:`KEPT_S`: what is held stays the size of a few days, not of the cluster's history."""
+        fed = [self.steps[step_id] for step_id in self._fed if step_id in self.steps]
+        if len(fed) > 2 * RECENT_STEPS:
+            for step in sorted(fed, key=lambda s: (s.created_s, s.step_id))[:-RECENT_STEPS]:
+                del self.steps[step.step_id]
+        horizon_s = self.clock.now_s() - KEPT_S
+        self._fed = {step_id: created_s for step_id, created_s in self._fed.items() if created_s >= horizon_s or step_id in self.steps}
 
     # -- the slot ---------------------------------------------------------------------------------
 
@@ -283,12 +297,13 @@ class ShadowRun:
         self.poll()
         self._read_steps()
         for step in sorted((s for s in self.steps.values() if s.ended and s.step_id not in self._fed), key=lambda s: (s.created_s, s.step_id)):
-            self._fed.add(step.step_id)
+            self._fed[step.step_id] = step.created_s
             if step.start_s is None:
                 continue  # ended without running (cancelled while pending): it used no node
             past = self._runs_by_name.get(step.name, [])
             self.counterfactual.add(step_job(step, start_s=self.start_s, slack_s=self.slack_s, past_runs=past, quantile=self.quantile))
             self._learn(step)
+        self._forget()
         played = []
         settled_s = self.settled_s()
         counterfactual = self.counterfactual
@@ -297,12 +312,13 @@ class ShadowRun:
             decision, released = counterfactual.play()
             end_s = counterfactual.slot_start_s(slot + 1)
             shadow_slot = ShadowSlot(slot, decision or {}, self.figures(end_s), released)
+            self.books.close(end_s, self.settings.slot_s, self._signal(end_s))
             played.append(shadow_slot)
             self.slots.append(shadow_slot)
-        if played and self.slots[0].figures.until_s < played[-1].figures.until_s - KEPT_S:
-            self.slots = [s for s in self.slots if s.figures.until_s >= played[-1].figures.until_s - KEPT_S]
             if self.on_slot is not None:
                 self.on_slot(shadow_slot)
+        if played and self.slots[0].figures.until_s < played[-1].figures.until_s - KEPT_S:
+            self.slots = [s for s in self.slots if s.figures.until_s >= played[-1].figures.until_s - KEPT_S]
         return played
 
     def lag_s(self) -> float:

@@ -160,6 +160,8 @@ class ActualBooks:
     config: TwinConfig
     _changes: list[tuple[float, int]] = field(default_factory=list)  # (time_s, nodes) at each change, in time order
     _runs: dict[str, tuple[float, float | None]] = field(default_factory=dict)  # step id -> (start_s, end_s or None)
+    _closed_s: float | None = None  # before it, what was used is in _closed (and no longer in _changes and _runs)
+    _closed: UseFigures | None = None
 
     def nodes(self, now_s: float, nodes: int) -> None:
         """The TASK group had ``nodes`` (a whole number >= 0) at ``now_s``; held until the next poll.
@@ -178,27 +180,48 @@ class ActualBooks:
             self._runs[step_id] = (float(start_s), None if end_s is None else float(end_s))
 
     def power_intervals(self, until_s: float) -> list[tuple[float, float, float]]:
-        """(start_s, end_s, power_w) of the nodes and runs within [start_s, until_s]."""
+        """(start_s, end_s, power_w) of the nodes and runs within [start_s, until_s] not yet closed (:meth:`close`)."""
         config = self.config
         intervals = []
+        from_s = self.start_s if self._closed_s is None else self._closed_s
         for (time_s, nodes), following in zip(self._changes, [*self._changes[1:], (until_s, 0)]):
-            begin, end = max(time_s, self.start_s), min(following[0], until_s)
+            begin, end = max(time_s, from_s), min(following[0], until_s)
             if end > begin and nodes:
                 intervals.append((begin, end, nodes * config.idle_power_w))
         extra_w = config.busy_power_w - config.idle_power_w
         for start_s, end_s in self._runs.values():
-            begin, end = max(start_s, self.start_s), min(until_s if end_s is None else end_s, until_s)
+            begin, end = max(start_s, from_s), min(until_s if end_s is None else end_s, until_s)
             if end > begin:
                 intervals.append((begin, end, extra_w))
         return intervals
 
+    def close(self, before_s: float, slot_s: float, g_per_kwh: np.ndarray | None = None) -> None:
+        """Fold what was used before ``before_s`` into totals and forget the polls and runs that ended
+        before it, so that a shadow's books stay the size of what is under way, however long it runs.
+        Every later :meth:`use` must be at or after ``before_s``, with the same signal (``g_per_kwh``,
+        from ``start_s``) over the slots before it."""
+        from_s = self.start_s if self._closed_s is None else self._closed_s
+        if before_s <= from_s:
+            return
+        self._closed = self.use(before_s, slot_s, g_per_kwh)
+        self._closed_s = float(before_s)
+        last = max((i for i, (time_s, _) in enumerate(self._changes) if time_s <= before_s), default=None)
+        if last is not None:
+            self._changes = [(before_s, self._changes[last][1]), *self._changes[last + 1 :]]
+        self._runs = {step_id: run for step_id, run in self._runs.items() if run[1] is None or run[1] > before_s}
+
     def use(self, until_s: float, slot_s: float, g_per_kwh: np.ndarray | None = None) -> UseFigures:
         """UseFigures from ``start_s`` to ``until_s``; kgCO2eq over the slots of ``g_per_kwh`` ((n_slots,)
         from ``start_s``; None: no signal)."""
+        from_s = self.start_s if self._closed_s is None else self._closed_s
         node_s = 0.0
         for (time_s, nodes), following in zip(self._changes, [*self._changes[1:], (until_s, 0)]):
-            node_s += nodes * max(0.0, min(following[0], until_s) - max(time_s, self.start_s))
+            node_s += nodes * max(0.0, min(following[0], until_s) - max(time_s, from_s))
         intervals = self.power_intervals(until_s)
         energy_wh = sum((end - begin) * power_w for begin, end, power_w in intervals) / 3600.0
         co2 = None if g_per_kwh is None else slot_co2_kg(intervals, self.start_s, slot_s, g_per_kwh)
-        return UseFigures(node_s / 3600.0, node_s / 3600.0 * self.config.price_per_node_hour, energy_wh / 1000.0, co2)
+        use = UseFigures(node_s / 3600.0, node_s / 3600.0 * self.config.price_per_node_hour, energy_wh / 1000.0, co2)
+        if self._closed is None:
+            return use
+        co2 = None if use.co2_kg is None or self._closed.co2_kg is None else use.co2_kg + self._closed.co2_kg
+        return UseFigures(use.node_hours + self._closed.node_hours, use.cost_usd + self._closed.cost_usd, use.energy_kwh + self._closed.energy_kwh, co2)

@@ -3,6 +3,8 @@ a step as a job, and a counterfactual held back until the steps before it have e
 
 from __future__ import annotations
 
+from dataclasses import astuple
+
 import numpy as np
 import pytest
 
@@ -37,6 +39,24 @@ def test_actual_books_hold_each_poll_until_the_next_and_price_busy_time_at_the_b
     assert books.use(3000.0, 300.0, g).co2_kg == pytest.approx(use.energy_kwh * 0.1)
     g[:] = np.nan
     assert books.use(3000.0, 300.0, g).co2_kg == 0.0
+
+
+def test_actual_books_closed_slot_by_slot_count_what_they_count_whole_and_forget_what_ended():
+    def books_of() -> ActualBooks:
+        books = ActualBooks(0.0, TWIN)
+        books.nodes(0.0, 2)
+        books.run("s-1", 100.0, 400.0)
+        books.run("s-2", 200.0, None)
+        return books
+
+    g = np.array([100.0, 200.0, np.nan, 400.0])
+    whole, closed = books_of(), books_of()
+    closed.close(300.0, 300.0, g)
+    closed.nodes(500.0, 5)
+    whole.nodes(500.0, 5)
+    closed.close(600.0, 300.0, g)
+    assert list(closed._runs) == ["s-2"] and len(closed._changes) == 1  # what ended before 600 s is in the totals
+    assert astuple(closed.use(1000.0, 300.0, g)) == pytest.approx(astuple(whole.use(1000.0, 300.0, g)))
 
 
 def test_actual_books_refuse_a_count_that_is_not_whole_and_a_poll_back_in_time():
