@@ -449,6 +449,7 @@ def shadow_watch(settings, *, deadline_slots: int | None, twin: TwinConfig, tele
             m_t=round(shadow_slot.decision.get("m_t") or 0.0, 4),
             nodes=shadow_slot.decision.get("nodes"),
             released=len(shadow_slot.released),
+            **({"released_steps": list(shadow_slot.released[:50])} if shadow_slot.released else {}),
             node_hours_actual=round(figures.actual.node_hours, 4),
             node_hours_shadow=round(figures.shadow.node_hours, 4),
             kwh_difference=round(difference.energy_kwh, 6),
