@@ -214,8 +214,17 @@ class JobsSettings(BaseModel):
     length_error_quantile: float = Field(default=defaults.LENGTH_ERROR_QUANTILE, ge=0, le=1)
 
 
-LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
-"""Where ``autoscaler serve`` may listen without TLS: only this machine can reach it."""
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host``: localhost, or a loopback address (127.0.0.0/8,
+    ::1). Where ``autoscaler serve`` may listen without TLS."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class CallerSettings(BaseModel):
@@ -271,16 +280,16 @@ class ServeSettings(BaseModel):
     @model_validator(mode="after")
     def _tls_beyond_loopback(self) -> "ServeSettings":
         if (self.tls_certfile is None) != (self.tls_keyfile is None):
-            raise ValueError("serve: give tls_certfile and tls_keyfile together, or neither")
-        if self.host not in LOOPBACK_HOSTS and self.tls_certfile is None:
+            raise ValueError("give tls_certfile and tls_keyfile together, or neither")
+        if not is_loopback(self.host) and self.tls_certfile is None:
             raise ValueError(
-                f"serve: host {self.host!r} is reachable beyond this machine; set tls_certfile and tls_keyfile "
+                f"host {self.host!r} is reachable beyond this machine; set tls_certfile and tls_keyfile "
                 f"(requests carry signed job steps), or listen on 127.0.0.1"
             )
         keys = [caller.access_key_id for caller in self.callers]
         if len(keys) != len(set(keys)):
             twice = sorted({key for key in keys if keys.count(key) > 1})
-            raise ValueError(f"serve: access_key_id {', '.join(twice)} is given to more than one caller")
+            raise ValueError(f"access_key_id {', '.join(twice)} is given to more than one caller")
         return self
 
 

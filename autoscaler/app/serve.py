@@ -29,14 +29,16 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import secrets as random_secrets
+import threading
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-from botocore import xform_name
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from autoscaler.adapters.clock import submit_time
 from autoscaler.adapters.sigv4 import SignatureError, verify
@@ -70,7 +72,29 @@ LIST_PAGE = 50
 MAX_STEPS_PER_CALL = 256
 """EMR's limit on the steps of one AddJobFlowSteps call."""
 
-READ_ONLY_PREFIXES = ("Describe", "List", "Get")
+PASSED_THROUGH = (
+    "DescribeCluster", "ListInstanceGroups", "ListInstances", "ListInstanceFleets", "ListBootstrapActions",
+    "GetManagedScalingPolicy", "GetAutoTerminationPolicy",
+)  # fmt: skip
+"""The calls passed to EMR, read-only and on the managed cluster; every other is refused. Named one by
+one (not by a prefix): some Get* calls issue credentials (GetClusterSessionCredentials)."""
+
+MAX_BODY_BYTES = 2 * 1024 * 1024
+"""The largest request body read: 256 steps of a few kilobytes each fit many times over."""
+
+STEP_NAME_MAX_CHARS = 256
+ARG_MAX_CHARS = 10_280
+"""EMR's limits: a step name of at most 256 characters, each jar, main class and argument at most 10,280."""
+
+GRACEFUL_SHUTDOWN_S = 10.0
+"""At SIGINT or SIGTERM, requests under way get this long to finish (a client that sends its body
+slowly is cut off then), so a stop never waits on a client."""
+
+MESSAGE_MAX_CHARS = 2_000
+"""An error message is cut to this length: it may quote what was sent."""
+
+_WHOLE = re.compile(r"[0-9]{1,9}")
+_NUMBER = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?")
 
 
 class EmrApiError(Exception):
@@ -126,19 +150,38 @@ class StepGateway:
     """The operations, apart from HTTP: each takes the caller and the request's JSON body and returns
     the response's, or raises EmrApiError.
 
-    ``store``: the job store the daemon drains (SqliteJobStore). ``emr``: a boto3 EMR client for the
+    ``store``: the job store the daemon drains (SqliteJobStore). ``emr_client``: a boto3 EMR client for the
     managed cluster ``cluster_id``. ``settings``: the daemon's Settings (tenants, max nodes, lengths).
     """
 
     store: object
-    emr: object
+    emr_client: object
     cluster_id: str
     settings: object
     callers: Mapping[str, Caller]
+    max_skew_s: float = 900.0
+    _answers: dict = field(default_factory=dict)  # signature -> (monotonic s, step ids answered)
+    _answers_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- AddJobFlowSteps ------------------------------------------------------------------------
 
-    def add_steps(self, caller: Caller, body: dict, invocation_id: str | None) -> dict:
+    def add_steps(self, caller: Caller, body: dict, invocation_id: str | None, signature: str = "") -> dict:
+        """Queue the steps of ``body`` (AddJobFlowSteps); {"StepIds": [...]}. ``invocation_id``: botocore's
+        ``amz-sdk-invocation-id``, the same on every retry of one call; ``signature``: the request's SigV4
+        signature. A request whose signature was seen within the clock skew allowed (a retry answered
+        late, or a captured request sent again) gets the first answer's ids and stores nothing."""
+        seen = self._seen(signature)
+        if seen is not None:
+            log.info("steps_submitted_again", caller=caller.access_key_id, step_ids=seen)
+            return {"StepIds": seen}
+        unknown = sorted(set(body) - {"JobFlowId", "Steps", "ExecutionRoleArn"})
+        if unknown:
+            raise _invalid(f"AddJobFlowSteps: unknown field {', '.join(unknown)}; expected JobFlowId and Steps")
+        if "ExecutionRoleArn" in body:
+            raise _invalid(
+                "ExecutionRoleArn: a deferred step is released with the daemon's own role, not a runtime role; "
+                "add steps that need a runtime role to EMR directly"
+            )
         self._managed_cluster(body.get("JobFlowId"), "JobFlowId")
         steps = body.get("Steps")
         if not isinstance(steps, list) or not steps:
@@ -146,50 +189,81 @@ class StepGateway:
         if len(steps) > MAX_STEPS_PER_CALL:
             raise _invalid(f"Steps: {len(steps):,} steps; EMR takes at most {MAX_STEPS_PER_CALL} in one call")
         stamp = submit_time(self.store.path)
-        jobs = [self._job(caller, step, index, invocation_id, stamp.now_s, stamp.wall_minus_now_s) for index, step in enumerate(steps)]
+        call_id = invocation_id or signature
+        jobs = [self._job(caller, step, index, call_id, stamp.now_s, stamp.wall_minus_now_s) for index, step in enumerate(steps)]
         try:
             added = self.store.submit_many(jobs)
         except SubmitError as error:
             raise _invalid(f"Steps: {error}") from None
-        log.info("steps_submitted", caller=caller.access_key_id, step_ids=[job.job_id for job in jobs], added=added, retried=len(jobs) - added)
-        return {"StepIds": [job.job_id for job in jobs]}
+        step_ids = [job.job_id for job in jobs]
+        self._remember(signature, step_ids)
+        log.info("steps_submitted", caller=caller.access_key_id, step_ids=step_ids, added=added, retried=len(jobs) - added)
+        return {"StepIds": step_ids}
 
-    def _job(self, caller: Caller, step, index: int, invocation_id: str | None, now_s: float, wall_minus_now_s: float) -> Job:
+    def _seen(self, signature: str) -> list[str] | None:
+        """The step ids answered to a request with this signature, if one came within the skew window."""
+        if not signature:
+            return None
+        with self._answers_lock:
+            now_s = time.monotonic()
+            for old in [key for key, (at_s, _) in self._answers.items() if now_s - at_s > 2 * self.max_skew_s]:
+                del self._answers[old]
+            answer = self._answers.get(signature)
+        return None if answer is None else list(answer[1])
+
+    def _remember(self, signature: str, step_ids: list[str]) -> None:
+        if signature:
+            with self._answers_lock:
+                self._answers[signature] = (time.monotonic(), list(step_ids))
+
+    def _job(self, caller: Caller, step, index: int, call_id: str, now_s: float, wall_minus_now_s: float) -> Job:
         where = f"Steps[{index}]"
         if not isinstance(step, dict):
             raise _invalid(f"{where}: expected a step object")
+        unknown = sorted(set(step) - {"Name", "ActionOnFailure", "HadoopJarStep"})
+        if unknown:
+            raise _invalid(f"{where}: unknown field {', '.join(unknown)}; expected Name, ActionOnFailure and HadoopJarStep")
         name = step.get("Name")
-        if not isinstance(name, str) or not name.strip():
-            raise _invalid(f"{where}.Name: expected a step name")
+        if not isinstance(name, str) or not name.strip() or len(name) > STEP_NAME_MAX_CHARS:
+            raise _invalid(f"{where}.Name: expected a step name of 1 to {STEP_NAME_MAX_CHARS} characters")
         action = step.get("ActionOnFailure", "CONTINUE")
         if action != "CONTINUE":
             raise _invalid(
-                f"{where} ({name}): ActionOnFailure {action!r}: a deferred step runs with CONTINUE, since steps are released by "
+                f"{where} ({name}): ActionOnFailure {_shown(action)}: a deferred step runs with CONTINUE, since steps are released by "
                 "deadline, not in the order sent; set CONTINUE, or add this step to EMR directly"
             )
         jar_step = step.get("HadoopJarStep")
         if not isinstance(jar_step, dict) or not isinstance(jar_step.get("Jar"), str):
             raise _invalid(f"{where} ({name}): HadoopJarStep with a Jar is required")
+        unknown = sorted(set(jar_step) - {"Jar", "MainClass", "Args", "Properties"})
+        if unknown:
+            raise _invalid(f"{where} ({name}): HadoopJarStep: unknown field {', '.join(unknown)}; expected Jar, MainClass, Args and Properties")
         properties = _properties(jar_step.get("Properties", []), where, name)
         tenant = properties.get("tenant", caller.tenants[0])
         if tenant not in caller.tenants:
-            raise _denied(f"{where} ({name}): caller {caller.access_key_id!r} may not submit as tenant {tenant!r}; its tenants: {', '.join(caller.tenants)}")
+            raise _denied(f"{where} ({name}): caller {caller.access_key_id!r} may not submit as tenant {_shown(tenant)}; its tenants: {', '.join(caller.tenants)}")
         args = jar_step.get("Args", [])
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
             raise _invalid(f"{where} ({name}): HadoopJarStep.Args: expected a list of strings")
+        main_class = jar_step.get("MainClass")
+        if main_class is not None and not isinstance(main_class, str):
+            raise _invalid(f"{where} ({name}): HadoopJarStep.MainClass: expected a string")
+        too_long = [field for field, value in (("Jar", jar_step["Jar"]), ("MainClass", main_class or ""), *(("Args", a) for a in args)) if len(value) > ARG_MAX_CHARS]
+        if too_long:
+            raise _invalid(f"{where} ({name}): HadoopJarStep.{too_long[0]}: longer than EMR's {ARG_MAX_CHARS:,} characters")
         jar = jar_step["Jar"]
         command_runner = jar == "command-runner.jar"
         submission = Submission(
             name=name,
             tenant=tenant,
             deadline=properties.get("deadline", caller.deadline),
-            job_id=_step_id(caller.access_key_id, invocation_id, index),
+            job_id=_step_id(caller.access_key_id, call_id, index),
             length_s=_number(properties, "length_s", where, float),
             default_length_s=caller.length_s,
             jar=None if command_runner else jar,
             args=() if command_runner else tuple(args),
             command=tuple(args) if command_runner else None,
-            main_class=jar_step.get("MainClass") or None,
+            main_class=main_class or None,
             nodes=_number(properties, "nodes", where, int),
             door="",
             length_option=f"the step property {PROPERTY_PREFIX}length_s (seconds)",
@@ -208,7 +282,7 @@ class StepGateway:
         step = _step(job)
         if job.step_id is not None and job.state != JobState.CANCELLED:
             try:
-                real = self.emr.describe_step(ClusterId=self.cluster_id, StepId=job.step_id)["Step"]
+                real = self.emr_client.describe_step(ClusterId=self.cluster_id, StepId=job.step_id)["Step"]
                 step["Status"] = real["Status"]
             except (ClientError, BotoCoreError) as error:
                 # EMR cannot be asked now: the state the daemon last recorded, said to be that.
@@ -217,22 +291,26 @@ class StepGateway:
         return {"Step": step}
 
     def list_steps(self, caller: Caller, body: dict) -> dict:
+        """The caller's steps, newest first, LIST_PAGE to a page; ``Marker`` is the arrival number (seq)
+        of the last step of the page before, so steps added between two pages do not shift them."""
         self._managed_cluster(body.get("ClusterId"), "ClusterId")
-        wanted_states = body.get("StepStates") or None
-        wanted_ids = set(body.get("StepIds") or ()) or None
-        if wanted_states is not None and (not isinstance(wanted_states, list) or not set(wanted_states) <= set(STEP_STATE_BY_JOB_STATE.values()) | {"CANCEL_PENDING", "INTERRUPTED"}):
-            raise _invalid(f"StepStates: expected a list of {', '.join(sorted(set(STEP_STATE_BY_JOB_STATE.values())))}, got {wanted_states!r}")
+        wanted_states, wanted_ids, marker = body.get("StepStates"), body.get("StepIds"), body.get("Marker")
+        known_states = sorted(set(STEP_STATE_BY_JOB_STATE.values()) | {"CANCEL_PENDING", "INTERRUPTED"})
+        if wanted_states is not None and (not isinstance(wanted_states, list) or not set(wanted_states) <= set(known_states)):
+            raise _invalid(f"StepStates: expected a list of {', '.join(known_states)}, got {_shown(wanted_states)}")
+        if wanted_ids is not None and (not isinstance(wanted_ids, list) or not all(isinstance(i, str) for i in wanted_ids)):
+            raise _invalid(f"StepIds: expected a list of step ids, got {_shown(wanted_ids)}")
+        if marker is not None and not (isinstance(marker, str) and _WHOLE.fullmatch(marker)):
+            raise _invalid(f"Marker: {_shown(marker)} is not a marker this endpoint gave")
         states = None if wanted_states is None else [job for job, step in STEP_STATE_BY_JOB_STATE.items() if step in wanted_states]
         jobs = self.store.tenants_jobs(caller.tenants, states)  # newest first, as EMR lists
-        steps = [_step(job) for job in jobs if wanted_ids is None or job.job_id in wanted_ids]
-        try:
-            start = int(body.get("Marker") or 0)
-        except ValueError:
-            raise _invalid(f"Marker: {body.get('Marker')!r} is not a marker this endpoint gave") from None
-        page = steps[start : start + LIST_PAGE]
-        response: dict = {"Steps": page}
-        if start + LIST_PAGE < len(steps):
-            response["Marker"] = str(start + LIST_PAGE)
+        if wanted_ids:
+            jobs = [job for job in jobs if job.job_id in set(wanted_ids)]
+        if marker is not None:
+            jobs = [job for job in jobs if (job.seq or 0) < int(marker)]
+        response: dict = {"Steps": [_step(job) for job in jobs[:LIST_PAGE]]}
+        if len(jobs) > LIST_PAGE:
+            response["Marker"] = str(jobs[LIST_PAGE - 1].seq)
         return response
 
     # -- CancelSteps ------------------------------------------------------------------------------
@@ -261,7 +339,7 @@ class StepGateway:
     def _cancel_on_emr(self, step_id: str, job: Job, option: str | None) -> dict:
         extra = {"StepCancellationOption": option} if option else {}
         try:
-            info = self.emr.cancel_steps(ClusterId=self.cluster_id, StepIds=[job.step_id], **extra)["CancelStepsInfoList"]
+            info = self.emr_client.cancel_steps(ClusterId=self.cluster_id, StepIds=[job.step_id], **extra)["CancelStepsInfoList"]
         except (ClientError, BotoCoreError) as error:
             return {"StepId": step_id, "Status": "FAILED", "Reason": f"released as EMR step {job.step_id}; EMR refused the cancel: {_error_text(error)}"}
         answer = dict(info[0]) if info else {"Status": "FAILED", "Reason": "EMR answered nothing"}
@@ -271,21 +349,32 @@ class StepGateway:
     # -- the rest: read-only calls on the managed cluster, passed to EMR ---------------------------
 
     def pass_through(self, operation: str, body: dict) -> dict:
-        if not operation.startswith(READ_ONLY_PREFIXES):
-            raise _denied(f"{operation}: this endpoint passes only read-only calls (Describe*, List*, Get*) to EMR; send it to EMR directly")
-        cluster = body.get("ClusterId", body.get("JobFlowId"))
-        self._managed_cluster(cluster, "ClusterId")
-        method = getattr(self.emr, xform_name(operation), None)
-        if method is None:
-            raise EmrApiError("UnknownOperationException", f"{operation} is not an EMR operation")
+        calls = {  # each a call the IAM policy's scan can read
+            "DescribeCluster": lambda: self.emr_client.describe_cluster(**body),
+            "ListInstanceGroups": lambda: self.emr_client.list_instance_groups(**body),
+            "ListInstances": lambda: self.emr_client.list_instances(**body),
+            "ListInstanceFleets": lambda: self.emr_client.list_instance_fleets(**body),
+            "ListBootstrapActions": lambda: self.emr_client.list_bootstrap_actions(**body),
+            "GetManagedScalingPolicy": lambda: self.emr_client.get_managed_scaling_policy(**body),
+            "GetAutoTerminationPolicy": lambda: self.emr_client.get_auto_termination_policy(**body),
+        }
+        if operation not in calls:
+            raise _denied(
+                f"{operation}: this endpoint takes AddJobFlowSteps, DescribeStep, ListSteps and CancelSteps, and passes to EMR only "
+                f"{', '.join(PASSED_THROUGH)} on cluster {self.cluster_id}; send other calls to EMR directly"
+            )
+        self._managed_cluster(body.get("ClusterId"), "ClusterId")
         try:
-            response = method(**body)
+            response = calls[operation]()
         except ClientError as error:
             details = error.response.get("Error", {})
             status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400)
-            raise EmrApiError(details.get("Code", "InternalServerError"), details.get("Message", str(error)), status) from None
+            raise EmrApiError(details.get("Code", "InternalServerError"), _error_text(error), status) from None
+        except ParamValidationError as error:
+            raise _invalid(" ".join(str(error).split())) from None
         except BotoCoreError as error:
-            raise EmrApiError("ValidationException", str(error)) from None
+            # EMR cannot be reached from here (no connection, no credentials): a fault of this server, which a client may retry.
+            raise EmrApiError("ServiceUnavailable", f"EMR could not be asked from this endpoint: {_error_text(error)}", 503) from None
         response.pop("ResponseMetadata", None)
         return response
 
@@ -316,7 +405,8 @@ def _error_text(error: Exception) -> str:
 
 
 def _properties(given, where: str, name: str) -> dict[str, str]:
-    """``autoscaler.*`` step properties, by their name after the prefix; anything else is refused."""
+    """``autoscaler.*`` step properties, by their name after the prefix; anything else, and a property
+    given twice, is refused."""
     if not isinstance(given, list) or not all(isinstance(p, dict) and isinstance(p.get("Key"), str) and isinstance(p.get("Value"), str) for p in given):
         raise _invalid(f"{where} ({name}): HadoopJarStep.Properties: expected a list of {{Key, Value}} strings")
     found = {}
@@ -325,27 +415,36 @@ def _properties(given, where: str, name: str) -> dict[str, str]:
         short = key[len(PROPERTY_PREFIX):] if key.startswith(PROPERTY_PREFIX) else None
         if short not in PROPERTIES:
             allowed = ", ".join(PROPERTY_PREFIX + p for p in PROPERTIES)
-            raise _invalid(f"{where} ({name}): property {key!r} is not kept by a deferred step; expected only {allowed}")
+            raise _invalid(f"{where} ({name}): property {_shown(key)} is not kept by a deferred step; expected only {allowed}")
+        if short in found:
+            raise _invalid(f"{where} ({name}): property {key} is given twice; give it once")
         found[short] = prop["Value"]
     return found
 
 
 def _number(properties: dict[str, str], key: str, where: str, kind: Callable):
+    """A number property, written in plain ASCII digits (``600``, ``90.5``; a whole number for ``int``)."""
     if key not in properties:
         return None
-    try:
-        return kind(properties[key])
-    except ValueError:
-        noun = "a whole number" if kind is int else "a number"
-        raise _invalid(f"{where}: property {PROPERTY_PREFIX}{key}: expected {noun}, got {properties[key]!r}") from None
+    text = properties[key]
+    if not (_WHOLE if kind is int else _NUMBER).fullmatch(text):
+        noun = "a whole number like 2" if kind is int else "a number of seconds like 600 or 90.5"
+        raise _invalid(f"{where}: property {PROPERTY_PREFIX}{key}: expected {noun}, got {_shown(text)}")
+    return kind(text)
 
 
-def _step_id(access_key_id: str, invocation_id: str | None, index: int) -> str:
-    """An EMR-like step id ("s-" and 13 characters). botocore resends a retried call with the same
-    ``amz-sdk-invocation-id``, so the id is derived from it (with the caller and the step's place):
-    a retry names the same job, which the store keeps once. Without one, a random id."""
-    if invocation_id:
-        digest = hashlib.sha256(f"{access_key_id}\n{invocation_id}\n{index}".encode()).digest()
+def _shown(value) -> str:
+    """A value sent, quoted for a message, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}... ({len(text):,} characters)"
+
+
+def _step_id(access_key_id: str, call_id: str, index: int) -> str:
+    """An EMR-like step id ("s-" and 13 characters) from the caller, its call and the step's place in
+    it. ``call_id``: botocore's ``amz-sdk-invocation-id``, which a retry of one call resends, else the
+    request's signature: a retry names the same jobs, which the store keeps once. Neither: random."""
+    if call_id:
+        digest = hashlib.sha256(f"{access_key_id}\n{call_id}\n{index}".encode()).digest()
     else:
         digest = random_secrets.token_bytes(16)
     return "s-" + base64.b32encode(digest).decode()[:13]
@@ -386,7 +485,8 @@ def _wire(value):
 
 def build_app(gateway: StepGateway, secrets: Mapping[str, str], max_skew_s: float = 900.0):
     """The ASGI application (starlette): POST / with ``X-Amz-Target``; every request is checked by its
-    SigV4 signature first, and nothing is read or stored for one that fails (403)."""
+    SigV4 signature first, and nothing is stored for one that fails (403). A body over MAX_BODY_BYTES
+    is refused (413) before it is read whole."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
@@ -394,10 +494,26 @@ def build_app(gateway: StepGateway, secrets: Mapping[str, str], max_skew_s: floa
     from starlette.routing import Route
 
     def error_response(code: str, message: str, status: int) -> Response:
+        if len(message) > MESSAGE_MAX_CHARS:
+            message = f"{message[:MESSAGE_MAX_CHARS]}... (message cut at {MESSAGE_MAX_CHARS:,} characters)"
         return JSONResponse({"__type": code, "message": message}, status_code=status, media_type="application/x-amz-json-1.1")
+
+    async def read_body(request: Request) -> bytes | None:
+        """The body, or None past MAX_BODY_BYTES (by its Content-Length, else as it streams in)."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return None
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def handle(method: str, url: str, headers: dict, body: bytes) -> tuple[int, dict]:
         signer = verify(method, url, headers, body, secrets, max_skew_s=max_skew_s)
+        signature = headers.get("authorization", "").rpartition("Signature=")[2].strip()
         if signer.service != SERVICE:
             raise SignatureError("InvalidSignatureException", f"the request is signed for service {signer.service!r}, expected {SERVICE!r}")
         caller = gateway.callers[signer.access_key_id]
@@ -407,12 +523,12 @@ def build_app(gateway: StepGateway, secrets: Mapping[str, str], max_skew_s: floa
         operation = target[len(TARGET_PREFIX):]
         try:
             request_body = json.loads(body or b"{}")
-        except ValueError:
-            raise EmrApiError("SerializationException", "the body is not JSON") from None
+        except (ValueError, RecursionError):
+            raise EmrApiError("SerializationException", "the body is not JSON (or nests too deep)") from None
         if not isinstance(request_body, dict):
             raise EmrApiError("SerializationException", "the body is not a JSON object")
         if operation == "AddJobFlowSteps":
-            return 200, gateway.add_steps(caller, request_body, headers.get("amz-sdk-invocation-id"))
+            return 200, gateway.add_steps(caller, request_body, headers.get("amz-sdk-invocation-id"), signature)
         if operation == "DescribeStep":
             return 200, gateway.describe_step(caller, request_body)
         if operation == "ListSteps":
@@ -422,7 +538,9 @@ def build_app(gateway: StepGateway, secrets: Mapping[str, str], max_skew_s: floa
         return 200, gateway.pass_through(operation, request_body)
 
     async def endpoint(request: Request) -> Response:
-        body = await request.body()
+        body = await read_body(request)
+        if body is None:
+            return error_response("RequestEntityTooLarge", f"the request body is over {MAX_BODY_BYTES:,} bytes; nothing was read further or stored", 413)
         headers = {name.lower(): value for name, value in request.headers.items()}
         url = str(request.url)
         try:
@@ -452,7 +570,7 @@ def gateway_from_settings(settings, store, emr) -> tuple[StepGateway, dict[str, 
         caller.access_key_id: Caller(caller.access_key_id, tuple(caller.tenants), caller.deadline, caller.length_s)
         for caller in settings.serve.callers
     }
-    return StepGateway(store=store, emr=emr, cluster_id=settings.cluster.id, settings=settings, callers=callers), secrets
+    return StepGateway(store=store, emr_client=emr, cluster_id=settings.cluster.id, settings=settings, callers=callers, max_skew_s=settings.serve.max_clock_skew_s), secrets
 
 
 class Listener:
@@ -473,7 +591,10 @@ class Listener:
         self.socket = socket.create_server((host, port), family=family, backlog=2048)
         self.host, self.port = host, self.socket.getsockname()[1]
         self.scheme = "https" if certfile else "http"
-        config = uvicorn.Config(app, ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning", lifespan="off", backlog=2048)
+        config = uvicorn.Config(
+            app, ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning", lifespan="off", backlog=2048,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )  # fmt: skip
         self.server = uvicorn.Server(config)
         self._thread = None
 

@@ -77,7 +77,9 @@ tenants = ["search", "search-batch"]
         )  # fmt: skip
 
     try:
-        yield SimpleNamespace(url=listener.url, cluster_id=cluster_id, emr=client, store=store, client_for=client_for, settings=settings)
+        yield SimpleNamespace(
+            url=listener.url, cluster_id=cluster_id, emr=client, store=store, client_for=client_for, settings=settings, gateway=gateway
+        )
     finally:
         listener.stop()
         store.close()
@@ -388,3 +390,96 @@ def test_list_steps_filters_by_state_and_pages_as_emr_does(door):
     assert sorted(s["Id"] for s in cancelled) == sorted(ids[:3])
     pending = client.list_steps(ClusterId=door.cluster_id, StepStates=["PENDING", "RUNNING"], StepIds=ids[:5])["Steps"]
     assert [s["Id"] for s in pending] == [ids[4], ids[3]]
+
+
+def test_only_the_named_calls_pass_through_whatever_their_case(door):
+    client = door.client_for(SEARCH_KEY, SEARCH_SECRET)
+    door.client_for().add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step("ads-secret-job")])
+
+    def shout(request, **_):  # the operation's name in another case, signed as sent
+        request.headers.replace_header("X-Amz-Target", "ElasticMapReduce.ListSTEPS")
+
+    client.meta.events.register("before-sign.emr.ListSteps", shout)
+    with pytest.raises(ClientError) as refused:
+        client.list_steps(ClusterId=door.cluster_id)
+    assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    with pytest.raises(ClientError) as refused:
+        door.client_for().get_cluster_session_credentials(ClusterId=door.cluster_id, ExecutionRoleArn="arn:aws:iam::123456789012:role/x")
+    assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+
+
+def test_a_captured_request_sent_again_stores_nothing_new(door):
+    client = door.client_for()
+    captured = {}
+
+    def capture(request, **_):
+        captured.update(url=request.url, body=request.body, headers=dict(request.headers.items()))
+
+    client.meta.events.register("before-send.emr.AddJobFlowSteps", capture)
+    ids = client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step("once")])["StepIds"]
+    headers = {name: value.decode() if isinstance(value, bytes) else value for name, value in captured["headers"].items()}
+    for changed in ({**headers, "amz-sdk-invocation-id": "00000000-0000-0000-0000-000000000000"}, {k: v for k, v in headers.items() if k != "amz-sdk-invocation-id"}):
+        sent = urllib.request.Request(captured["url"], data=captured["body"], headers=changed, method="POST")
+        with urllib.request.urlopen(sent, timeout=30) as response:
+            assert json.loads(response.read())["StepIds"] == ids
+    assert [job.job_id for job in door.store.all_jobs()] == ids
+
+
+def test_a_body_past_the_limit_is_refused_before_it_is_read(door):
+    # Headers that announce 3 MiB and no body sent: the answer comes at once, nothing waits for it.
+    import socket
+    from urllib.parse import urlsplit
+
+    address = urlsplit(door.url)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as connection:
+        connection.sendall(
+            b"POST / HTTP/1.1\r\nHost: " + address.netloc.encode() + b"\r\nContent-Length: 3145728\r\n"
+            b"X-Amz-Target: ElasticMapReduce.AddJobFlowSteps\r\nContent-Type: application/x-amz-json-1.1\r\n\r\n"
+        )
+        answer = connection.recv(65536).decode()
+    status, _, body = answer.partition("\r\n")[0], None, answer.partition("\r\n\r\n")[2]
+    assert status == "HTTP/1.1 413 Request Entity Too Large" and json.loads(body)["__type"] == "RequestEntityTooLarge"
+    assert door.store.all_jobs() == []
+
+
+@pytest.mark.parametrize(
+    "step, named",
+    [
+        (spark_step("new\nline\x1b[31mred", length_s="60"), "without control characters"),
+        (spark_step("x" * 257, length_s="60"), "Name: expected a step name of 1 to 256 characters"),
+        ({**spark_step("dup", length_s="60"), "HadoopJarStep": {**spark_step("dup")["HadoopJarStep"], "Properties": [
+            {"Key": "autoscaler.deadline", "Value": "1h"}, {"Key": "autoscaler.deadline", "Value": "9h"}, {"Key": "autoscaler.length_s", "Value": "60"}]}},
+         "property autoscaler.deadline is given twice"),
+        (spark_step("digits", length_s="60", nodes="\u0663"), "autoscaler.nodes: expected a whole number like 2"),
+        (spark_step("underscore", length_s="1_000"), "autoscaler.length_s: expected a number of seconds"),
+        (spark_step("long-arg", length_s="60") | {"HadoopJarStep": {"Jar": "command-runner.jar", "Args": ["a" * 10_281]}}, "longer than EMR's 10,280 characters"),
+    ],
+    ids=["control-characters", "long-name", "property-twice", "arabic-indic-digit", "underscore-number", "long-argument"],
+)
+def test_a_step_emr_itself_would_refuse_or_that_reads_two_ways_is_refused(door, step, named):
+    with pytest.raises(ClientError) as refused:
+        door.client_for().add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[step])
+    assert refused.value.response["Error"]["Code"] == "InvalidRequestException"
+    assert named in refused.value.response["Error"]["Message"]
+    assert door.store.all_jobs() == []
+
+
+def test_a_runtime_role_or_a_malformed_list_is_refused_not_dropped(door):
+    with pytest.raises(ClientError, match="ExecutionRoleArn: a deferred step is released with the daemon's own role"):
+        door.client_for().add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step("x")], ExecutionRoleArn="arn:aws:iam::123456789012:role/r")
+    assert door.store.all_jobs() == []
+    caller = door.gateway.callers[AIRFLOW_KEY]
+    from autoscaler.app.serve import EmrApiError
+
+    for body, named in (({"StepIds": 5}, "StepIds: expected a list"), ({"Marker": "-1"}, "Marker"), ({"Marker": 5}, "Marker")):
+        with pytest.raises(EmrApiError, match=named):
+            door.gateway.list_steps(caller, {"ClusterId": door.cluster_id, **body})
+
+
+def test_list_steps_pages_stay_put_when_steps_arrive_between_them(door):
+    client = door.client_for()
+    first = client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step(f"a-{i}") for i in range(60)])["StepIds"]
+    page = client.list_steps(ClusterId=door.cluster_id)
+    client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step(f"b-{i}") for i in range(10)])
+    rest = client.list_steps(ClusterId=door.cluster_id, Marker=page["Marker"])
+    assert [s["Id"] for s in page["Steps"]] + [s["Id"] for s in rest["Steps"]] == first[::-1]

@@ -32,9 +32,11 @@ def add_parsers(commands) -> None:
 
 
 def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from pydantic import ValidationError
+
     from autoscaler.adapters.emr import emr_client
     from autoscaler.adapters.sqlite_store import SqliteJobStore
-    from autoscaler.app.config import ServeSettings, load_settings
+    from autoscaler.app.config import ServeSettings, describe_error, load_settings
     from autoscaler.app.logs import configure_logging
     from autoscaler.app.serve import Listener, build_app, gateway_from_settings
     from autoscaler.core.errors import ConfigError
@@ -44,8 +46,10 @@ def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.host is not None or args.port is not None:
         try:
             serve = ServeSettings(**(serve.model_dump() | {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}))
-        except ValueError as error:
-            raise ConfigError(f"serve: {error}") from None
+        except ValidationError as error:
+            raise ConfigError("serve: " + "; ".join(describe_error(problem) for problem in error.errors())) from None
+    if serve.tls_certfile is not None:
+        _check_tls(serve.tls_certfile, serve.tls_keyfile)
     configure_logging(settings.log_format)
     store = SqliteJobStore(settings.store_path, flag="store_path")
     with store:
@@ -60,3 +64,19 @@ def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
         listener.serve()
     return 0
+
+
+def _check_tls(certfile, keyfile) -> None:
+    """ConfigError naming the files unless they are a PEM certificate and its key: checked before
+    listening, so a mistake is not found by the first client."""
+    import ssl
+
+    from autoscaler.core.errors import ConfigError
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(str(certfile), str(keyfile))
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(
+            f"serve: tls_certfile {str(certfile)!r} and tls_keyfile {str(keyfile)!r}: expected a PEM certificate and its private key "
+            f"({error.strerror or error})"
+        ) from None
