@@ -161,7 +161,7 @@ class StepGateway:
     callers: Mapping[str, Caller]
     max_skew_s: float = 900.0
     _answers: dict = field(default_factory=dict)  # signature -> (monotonic s, step ids answered)
-    _answers_lock: threading.Lock = field(default_factory=threading.Lock)
+    _answers_lock: threading.Lock = field(default_factory=threading.Lock)  # held by each AddJobFlowSteps
 
     # -- AddJobFlowSteps ------------------------------------------------------------------------
 
@@ -169,7 +169,13 @@ class StepGateway:
         """Queue the steps of ``body`` (AddJobFlowSteps); {"StepIds": [...]}. ``invocation_id``: botocore's
         ``amz-sdk-invocation-id``, the same on every retry of one call; ``signature``: the request's SigV4
         signature. A request whose signature was seen within the clock skew allowed (a retry answered
-        late, or a captured request sent again) gets the first answer's ids and stores nothing."""
+        late, or a captured request sent again) gets the first answer's ids and stores nothing. Calls
+        are taken one at a time (the store has one writer anyway), so a request and its copy sent at
+        once cannot both be new."""
+        with self._answers_lock:
+            return self._add_steps(caller, body, invocation_id, signature)
+
+    def _add_steps(self, caller: Caller, body: dict, invocation_id: str | None, signature: str) -> dict:
         seen = self._seen(signature)
         if seen is not None:
             log.info("steps_submitted_again", caller=caller.access_key_id, step_ids=seen)
@@ -201,20 +207,19 @@ class StepGateway:
         return {"StepIds": step_ids}
 
     def _seen(self, signature: str) -> list[str] | None:
-        """The step ids answered to a request with this signature, if one came within the skew window."""
+        """The step ids answered to a request with this signature, if one came within the skew window
+        (called under ``_answers_lock``)."""
         if not signature:
             return None
-        with self._answers_lock:
-            now_s = time.monotonic()
-            for old in [key for key, (at_s, _) in self._answers.items() if now_s - at_s > 2 * self.max_skew_s]:
-                del self._answers[old]
-            answer = self._answers.get(signature)
+        now_s = time.monotonic()
+        for old in [key for key, (at_s, _) in self._answers.items() if now_s - at_s > 2 * self.max_skew_s]:
+            del self._answers[old]
+        answer = self._answers.get(signature)
         return None if answer is None else list(answer[1])
 
     def _remember(self, signature: str, step_ids: list[str]) -> None:
         if signature:
-            with self._answers_lock:
-                self._answers[signature] = (time.monotonic(), list(step_ids))
+            self._answers[signature] = (time.monotonic(), list(step_ids))
 
     def _job(self, caller: Caller, step, index: int, call_id: str, now_s: float, wall_minus_now_s: float) -> Job:
         where = f"Steps[{index}]"

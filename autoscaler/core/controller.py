@@ -460,9 +460,17 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
             released[job.tenant] += job.nodes
         shares = ", ".join(f"{tenant} {count}" for tenant, count in sorted(released.items(), key=lambda kv: (-kv[1], kv[0])))
         held = ", ".join(f"{tenant} {count}" for tenant, count in sorted(dispatched.nodes_by_tenant.items(), key=lambda kv: (-kv[1], kv[0])))
+        counted = f"ceil(m_t) = {wanted}; {dispatched.running_nodes} running and {dispatched.due} due"
+        bound = (
+            f"{dispatched.nodes_wanted} nodes wanted ({counted}), more than max_nodes = {config.max_nodes}"
+            if dispatched.nodes_wanted > config.max_nodes
+            # The cap binds ahead (node-seconds): the queued work cannot all start by its start-by slots
+            # within max_nodes, though the nodes wanted now fit.
+            else f"the queued work cannot all start by its start-by slots within max_nodes = {config.max_nodes} "
+            f"({dispatched.nodes_wanted} nodes wanted now: {counted})"
+        )
         return "overloaded", (
-            f"{dispatched.nodes_wanted} nodes wanted (ceil(m_t) = {wanted}; {dispatched.running_nodes} running and {dispatched.due} due), "
-            f"more than max_nodes = {config.max_nodes}: the {count_text(max(free, 0), 'free node')} went by dynamic DRF share"
+            f"{bound}: the {count_text(max(free, 0), 'free node')} went by dynamic DRF share"
             + (f", released now: {shares}" if shares else ", none free")
             + (f"; nodes held: {held}" if held else "")
             + (

@@ -412,17 +412,31 @@ def test_a_captured_request_sent_again_stores_nothing_new(door):
     client = door.client_for()
     captured = {}
 
-    def capture(request, **_):
+    class Captured(Exception):
+        pass
+
+    def capture(request, **_):  # taken off the wire: serve has not seen it
         captured.update(url=request.url, body=request.body, headers=dict(request.headers.items()))
+        raise Captured
 
     client.meta.events.register("before-send.emr.AddJobFlowSteps", capture)
-    ids = client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step("once")])["StepIds"]
+    with pytest.raises(Captured):
+        client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step("once")])
     headers = {name: value.decode() if isinstance(value, bytes) else value for name, value in captured["headers"].items()}
-    for changed in ({**headers, "amz-sdk-invocation-id": "00000000-0000-0000-0000-000000000000"}, {k: v for k, v in headers.items() if k != "amz-sdk-invocation-id"}):
+    copies = [{**headers, "amz-sdk-invocation-id": f"00000000-0000-0000-0000-{n:012d}"} for n in range(20)]
+    copies.append({k: v for k, v in headers.items() if k != "amz-sdk-invocation-id"})
+
+    def send(changed: dict) -> list[str]:
         sent = urllib.request.Request(captured["url"], data=captured["body"], headers=changed, method="POST")
         with urllib.request.urlopen(sent, timeout=30) as response:
-            assert json.loads(response.read())["StepIds"] == ids
-    assert [job.job_id for job in door.store.all_jobs()] == ids
+            return json.loads(response.read())["StepIds"]
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(copies)) as pool:  # sent at once, each with its own invocation id
+        answers = list(pool.map(send, copies))
+    assert len(answers[0]) == 1 and answers == [answers[0]] * len(copies)
+    assert [job.job_id for job in door.store.all_jobs()] == answers[0]
 
 
 def test_a_body_past_the_limit_is_refused_before_it_is_read(door):
