@@ -17,7 +17,8 @@ A client pointed at it (boto3 ``endpoint_url``, ``AWS_ENDPOINT_URL_EMR``, an Air
 - ``DescribeCluster`` and the other read-only calls on the managed cluster (``Describe*``, ``List*``)
   pass through to EMR with the server's credentials.
 
-Each request is authenticated by its SigV4 signature (``autoscaler.adapters.sigv4``) against the
+This module is the operations (:class:`StepGateway`); :mod:`autoscaler.app.serve_http` is the HTTP in
+front of them. Each request is authenticated by its SigV4 signature (``autoscaler.adapters.sigv4``) against the
 callers' keys; a caller submits, sees and cancels only as its own tenants. A refused request stores
 nothing. Errors are EMR's JSON errors (``__type``, ``message``), which botocore raises as ClientError.
 """
@@ -25,9 +26,7 @@ nothing. Errors are EMR's JSON errors (``__type``, ``message``), which botocore 
 from __future__ import annotations
 
 import base64
-import datetime
 import hashlib
-import json
 import os
 import re
 import secrets as random_secrets
@@ -41,9 +40,8 @@ import structlog
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from autoscaler.adapters.clock import submit_time
-from autoscaler.adapters.sigv4 import SignatureError, verify
 from autoscaler.app.submission import Submission, planned_job
-from autoscaler.core.errors import ConfigError, StoreError, SubmitError
+from autoscaler.core.errors import ConfigError, SubmitError
 from autoscaler.core.model import Job, JobState
 from autoscaler.core.readable import utc_text
 
@@ -85,10 +83,6 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 STEP_NAME_MAX_CHARS = 256
 ARG_MAX_CHARS = 10_280
 """EMR's limits: a step name of at most 256 characters, each jar, main class and argument at most 10,280."""
-
-GRACEFUL_SHUTDOWN_S = 10.0
-"""At SIGINT or SIGTERM, requests under way get this long to finish (a client that sends its body
-slowly is cut off then), so a stop never waits on a client."""
 
 MESSAGE_MAX_CHARS = 2_000
 """An error message is cut to this length: it may quote what was sent."""
@@ -477,92 +471,6 @@ def _step(job: Job) -> dict:
     return {"Id": job.job_id, "Name": job.name, "Config": config, "ActionOnFailure": "CONTINUE", "Status": status}
 
 
-def _wire(value):
-    """A response as EMR's JSON protocol writes it: the datetimes boto3 gave back as Unix seconds."""
-    if isinstance(value, dict):
-        return {key: _wire(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_wire(item) for item in value]
-    if isinstance(value, datetime.datetime):
-        return value.timestamp()
-    return value
-
-
-def build_app(gateway: StepGateway, secrets: Mapping[str, str], max_skew_s: float = 900.0):
-    """The ASGI application (starlette): POST / with ``X-Amz-Target``; every request is checked by its
-    SigV4 signature first, and nothing is stored for one that fails (403). A body over MAX_BODY_BYTES
-    is refused (413) before it is read whole."""
-    from starlette.applications import Starlette
-    from starlette.concurrency import run_in_threadpool
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
-
-    def error_response(code: str, message: str, status: int) -> Response:
-        if len(message) > MESSAGE_MAX_CHARS:
-            message = f"{message[:MESSAGE_MAX_CHARS]}... (message cut at {MESSAGE_MAX_CHARS:,} characters)"
-        return JSONResponse({"__type": code, "message": message}, status_code=status, media_type="application/x-amz-json-1.1")
-
-    async def read_body(request: Request) -> bytes | None:
-        """The body, or None past MAX_BODY_BYTES (by its Content-Length, else as it streams in)."""
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            return None
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    def handle(method: str, url: str, headers: dict, body: bytes) -> tuple[int, dict]:
-        signer = verify(method, url, headers, body, secrets, max_skew_s=max_skew_s)
-        signature = headers.get("authorization", "").rpartition("Signature=")[2].strip()
-        if signer.service != SERVICE:
-            raise SignatureError("InvalidSignatureException", f"the request is signed for service {signer.service!r}, expected {SERVICE!r}")
-        caller = gateway.callers[signer.access_key_id]
-        target = headers.get("x-amz-target", "")
-        if not target.startswith(TARGET_PREFIX):
-            raise EmrApiError("UnknownOperationException", f"X-Amz-Target {target!r}: expected ElasticMapReduce.<Operation>")
-        operation = target[len(TARGET_PREFIX):]
-        try:
-            request_body = json.loads(body or b"{}")
-        except (ValueError, RecursionError):
-            raise EmrApiError("SerializationException", "the body is not JSON (or nests too deep)") from None
-        if not isinstance(request_body, dict):
-            raise EmrApiError("SerializationException", "the body is not a JSON object")
-        if operation == "AddJobFlowSteps":
-            return 200, gateway.add_steps(caller, request_body, headers.get("amz-sdk-invocation-id"), signature)
-        if operation == "DescribeStep":
-            return 200, gateway.describe_step(caller, request_body)
-        if operation == "ListSteps":
-            return 200, gateway.list_steps(caller, request_body)
-        if operation == "CancelSteps":
-            return 200, gateway.cancel_steps(caller, request_body)
-        return 200, gateway.pass_through(operation, request_body)
-
-    async def endpoint(request: Request) -> Response:
-        body = await read_body(request)
-        if body is None:
-            return error_response("RequestEntityTooLarge", f"the request body is over {MAX_BODY_BYTES:,} bytes; nothing was read further or stored", 413)
-        headers = {name.lower(): value for name, value in request.headers.items()}
-        url = str(request.url)
-        try:
-            status, answer = await run_in_threadpool(handle, request.method, url, headers, body)
-        except SignatureError as error:
-            log.warning("request_refused", reason=error.code, detail=str(error), client=request.client.host if request.client else None)
-            return error_response(error.code, str(error), 403)
-        except EmrApiError as error:
-            return error_response(error.code, str(error), error.status)
-        except StoreError as error:
-            log.error("store_failed", error=str(error))
-            return error_response("InternalServerError", f"the job store failed: {error}", 500)
-        return JSONResponse(_wire(answer), status_code=status, media_type="application/x-amz-json-1.1")
-
-    return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
-
-
 def gateway_from_settings(settings, store, emr) -> tuple[StepGateway, dict[str, str]]:
     """The gateway and the callers' secrets for ``settings`` ([serve], cluster.id). Raises ConfigError
     when no caller is configured or a secret cannot be read."""
@@ -576,50 +484,3 @@ def gateway_from_settings(settings, store, emr) -> tuple[StepGateway, dict[str, 
         for caller in settings.serve.callers
     }
     return StepGateway(store=store, emr_client=emr, cluster_id=settings.cluster.id, settings=settings, callers=callers, max_skew_s=settings.serve.max_clock_skew_s), secrets
-
-
-class Listener:
-    """The app on uvicorn, on a socket bound (and listening) as soon as this is made: ``port`` is the
-    port taken (``port`` 0 picks a free one), and a client may connect before ``serve`` runs.
-
-    ``serve()`` blocks until SIGINT or SIGTERM in the main thread (uvicorn's graceful shutdown);
-    ``start()`` serves in a thread and ``stop()`` ends it (tests, benchmarks). ``certfile`` and
-    ``keyfile``: PEM files for TLS, both or neither. Raises OSError when the address cannot be bound.
-    """
-
-    def __init__(self, app, host: str, port: int, certfile: str | None = None, keyfile: str | None = None) -> None:
-        import socket
-
-        import uvicorn
-
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.socket = socket.create_server((host, port), family=family, backlog=2048)
-        self.host, self.port = host, self.socket.getsockname()[1]
-        self.scheme = "https" if certfile else "http"
-        config = uvicorn.Config(
-            app, ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning", lifespan="off", backlog=2048,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-        )  # fmt: skip
-        self.server = uvicorn.Server(config)
-        self._thread = None
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
-
-    def serve(self) -> None:
-        self.server.run(sockets=[self.socket])
-
-    def start(self) -> "Listener":
-        import threading
-
-        self._thread = threading.Thread(target=self.serve, name="serve", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-        self.socket.close()

@@ -20,7 +20,8 @@ from autoscaler.adapters.fakes import SimulatedClock
 from autoscaler.adapters.sqlite_store import SqliteJobStore
 from autoscaler.app.config import load_settings
 from autoscaler.app.daemon import SlotRunner
-from autoscaler.app.serve import Listener, build_app, gateway_from_settings
+from autoscaler.app.serve import gateway_from_settings
+from autoscaler.app.serve_http import Listener, build_app
 from autoscaler.core.controller import ControllerConfig
 
 from conftest import REGION

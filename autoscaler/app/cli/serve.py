@@ -38,7 +38,8 @@ def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
     from autoscaler.adapters.sqlite_store import SqliteJobStore
     from autoscaler.app.config import ServeSettings, describe_error, load_settings
     from autoscaler.app.logs import configure_logging
-    from autoscaler.app.serve import Listener, build_app, gateway_from_settings
+    from autoscaler.app.serve import gateway_from_settings
+    from autoscaler.app.serve_http import Listener, build_app
     from autoscaler.core.errors import ConfigError
 
     settings = load_settings(args.config)
