@@ -162,7 +162,7 @@ def _replay_trace(request: ReplayRequest, settings: Settings, config: Controller
     provision_s counts. Raises ConfigError for a .csv load curve (it has no jobs), a bad
     --days/--lengths/--length-quantile (``replay_length_inputs``), a D longer than the window, a job
     wider than the max nodes; TraceError for a trace that cannot be read."""
-    from autoscaler.app.cli.arguments import costs_text
+    from autoscaler.app.cli.arguments import costs_text, with_flagged_notes
 
     slot_s, deadline_slots = config.slot_s, config.deadline_slots
     with open_trace(request.trace, "--replay") as (path, _):
@@ -175,9 +175,9 @@ def _replay_trace(request: ReplayRequest, settings: Settings, config: Controller
     days, lengths, quantile = replay_length_inputs(request, settings)
     day_s = round(86400 / slot_s) * slot_s  # the window of one day's trace, as workload_from_trace takes it
     trace, names = repeat_days(trace, days, day_s)
-    workload = workload_from_trace(
+    workload = with_flagged_notes(workload_from_trace(
         trace, slot_s=slot_s, window_slots=None if days == 1 else days * round(86400 / slot_s), containers_per_node=request.containers_per_node
-    )
+    ))
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     err.print(costs_text(settings.derived_costs(twin.price_per_node_hour if twin is not None else None)), style="dim", markup=False, highlight=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from autoscaler.app.cli.arguments import deadline_slots, parse_deadlines
+from autoscaler.app.cli.arguments import deadline_slots, in_flags, parse_deadlines
 from autoscaler.app.cli.drf import read_demands_csv
 from autoscaler.app.cli.jobs import END_OF_OPTIONS
 from autoscaler.app.cli.parser import build_parser, shortened
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     except AutoscalerError as exc:
         # 2 for bad input or a wrong setting (a restart cannot mend it); 75 (EX_TEMPFAIL) for an AWS
         # outage that outlasted the start-up wait. deploy/autoscaler.service restarts on 75, not 2.
-        err.print(f"autoscaler: error: {shortened(str(exc), given)}", markup=False, highlight=False, soft_wrap=True)
+        # The core names the fields it checks (`days`); the user reads the flags they typed (--days).
+        err.print(f"autoscaler: error: {shortened(in_flags(str(exc)), given)}", markup=False, highlight=False, soft_wrap=True)
         return exc.exit_status
     except OSError as exc:
         err.print(f"autoscaler: error: {shortened(str(exc), given)}", markup=False, highlight=False, soft_wrap=True)

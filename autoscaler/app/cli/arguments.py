@@ -5,6 +5,7 @@ conversions of a deadline given as slots or as a duration."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import sys
@@ -66,6 +67,38 @@ def flagged(error: ConfigError, flags: dict[str, str]) -> ConfigError:
     if not colon or field not in flags:
         return error
     return ConfigError(f"{flags[field]} ({field}): {rest}")
+
+
+FIELD_FLAGS = {
+    "days": "--days",
+    "policy": "--policy",
+    "max_servers": "--max-servers",
+    "start_s": "--start",
+    "forecast": "--forecast",
+    "window_slots": "--window",
+    "slot_s": "--slot-s",
+    # Only replay and sweep take the length model's rates; compare, run --replay and report --replay
+    # use the defaults, so the hint sends every command's user to replay's flags.
+    "block_bytes": "autoscaler replay's --block-mb",
+    "network_mb_s": "--network-mb-s",
+}
+"""The flag that sets each field a core message or note marks (`days`, `start_s` ...): every command
+that can print one spells the field with the same flag."""
+
+_MARKED = re.compile(r"(?<![`:])`(\w+)`(?!`)")
+"""A field marked in single backticks: not ``a literal`` in double ones, nor a role (:func:`x`)."""
+
+
+def in_flags(text: str) -> str:
+    """``text`` with each field the core marked (`window_slots`) named by its flag (--window), as the
+    user typed it; a mark of a field not in :data:`FIELD_FLAGS` is left as it is."""
+    return _MARKED.sub(lambda mark: FIELD_FLAGS.get(mark.group(1), mark.group(0)), text)
+
+
+def with_flagged_notes(result):
+    """``result`` (a Workload or a ReplaySignal: a frozen dataclass with ``notes``) with its notes
+    :func:`in_flags`, so they read the same on stderr and in the JSON written from it."""
+    return dataclasses.replace(result, notes=tuple(in_flags(note) for note in result.notes))
 
 
 _DEADLINE_FORMS = "a whole number of slots >= 0 like 12, or a duration like 6h, 90m, 1h30m, 1d"

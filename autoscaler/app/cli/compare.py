@@ -22,6 +22,7 @@ from autoscaler.app.cli.arguments import (
     parse_deadlines,
     positive_int,
     twin_flags,
+    with_flagged_notes,
 )
 from autoscaler.app.cli.trace_inputs import note_shadowed_file
 from autoscaler.app.traces import TRACE_NAMES_HELP
@@ -251,7 +252,7 @@ def _inputs(
         )
     if given:
         _check_window(window_slots, max_deadline)
-    workload = workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots, containers_per_node=containers_per_node)
+    workload = with_flagged_notes(workload_from_trace(trace, slot_s=slot_s, window_slots=window_slots, containers_per_node=containers_per_node))
     window_slots = workload.n_slots
     for warning in workload.notes:
         err.print(f"warning: {warning}", highlight=False, soft_wrap=True)

@@ -21,6 +21,7 @@ from autoscaler.app.cli.arguments import (
     derived_costs,
     parse_deadlines,
     positive_int,
+    with_flagged_notes,
 )
 from autoscaler.app.cli.trace_inputs import load_workload, note_shadowed_file, signal_inputs, signal_needs, wanted_slots
 from autoscaler.app.traces import TRACE_NAMES_HELP
@@ -138,10 +139,10 @@ def _run_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     placed = None
     if carbon_signal is not None:
         classes = any(n in CLASS_DEADLINE_POLICIES for n in names)
-        placed = place_signal(
+        placed = with_flagged_notes(place_signal(
             carbon_signal, args.slot_s, workload.n_slots + args.deadline, wanted_slots(workload, args.deadline, classes),
             start_s=start_s, forecast=forecast,
-        )  # fmt: skip
+        ))  # fmt: skip
         for note in placed.notes:
             err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     with err.status("running policies") as status:
@@ -254,9 +255,9 @@ def _run_sweep(args: argparse.Namespace, out: Console, err: Console) -> int:
         longest = max(deadlines)
         signals = {}
         for name, workload in workloads.items():
-            signals[name] = place_signal(
+            signals[name] = with_flagged_notes(place_signal(
                 carbon_signal, args.slot_s, workload.n_slots + longest, workload.n_slots + 3 * longest, start_s=start_s, forecast=forecast
-            )
+            ))
             for note in signals[name].notes:
                 err.print(f"note: {name}: {note}", markup=False, highlight=False, soft_wrap=True)
     from autoscaler.core.energy.power import power_model

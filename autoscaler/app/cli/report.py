@@ -16,6 +16,7 @@ from autoscaler.app.cli.arguments import (
     positive_float,
     positive_int,
     settings_or_none,
+    with_flagged_notes,
 )
 from autoscaler.app.cli.trace_inputs import load_workload, note_shadowed_file, wanted_slots
 from autoscaler.app.traces import TRACE_NAMES_HELP
@@ -115,10 +116,10 @@ def _run_report(args: argparse.Namespace, out: Console, err: Console) -> int:
                 from autoscaler.core.replay import place_signal
 
                 classes = any(n in CLASS_DEADLINE_POLICIES for n in names)
-                placed = place_signal(
+                placed = with_flagged_notes(place_signal(
                     signal, args.slot_s, workload.n_slots + args.deadline, wanted_slots(workload, args.deadline, classes),
                     start_s=start_s if args.start is not None else None,
-                )  # fmt: skip
+                ))  # fmt: skip
                 start_s = placed.start_s
                 for note in placed.notes:
                     err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)

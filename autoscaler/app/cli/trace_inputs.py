@@ -9,6 +9,7 @@ import argparse
 import numpy as np
 from rich.console import Console
 
+from autoscaler.app.cli.arguments import with_flagged_notes
 from autoscaler.app.traces import open_trace, shadowed_file, shipped
 from autoscaler.core.errors import AutoscalerError, ConfigError
 from autoscaler.core.model import MAX_SLOTS, LengthModel, Workload
@@ -82,7 +83,8 @@ def load_workload(
     ``check_size``: called with a :class:`~autoscaler.core.budget.WorkloadSize` once the input is
     read and before the curves are built, to refuse a run too large (it raises).
     ``containers_per_node``: a SWIM trace's jobs count w nodes each (``workload.job_nodes``); a load
-    curve is already in servers and ignores it. Returns (Workload, DeadlineAssignment or None).
+    curve is already in servers and ignores it. Returns (Workload, DeadlineAssignment or None), the
+    workload's notes naming the flags (``with_flagged_notes``).
     """
     from autoscaler.core import workload
     from autoscaler.core.budget import WorkloadSize
@@ -119,7 +121,7 @@ def load_workload(
                 containers_per_node=containers_per_node,
             )
             result = _with_source(result, source)
-    return result, assignment
+    return with_flagged_notes(result), assignment
 
 
 def note_shadowed_file(trace: str | None, flag: str, err: Console) -> None:
