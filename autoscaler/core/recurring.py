@@ -22,10 +22,11 @@ def repeat_days(trace: Trace, days: int, day_s: float) -> tuple[Trace, dict[str,
     copy (k = 1..days) is submitted (k - 1) x ``day_s`` later, with job id ``{id}-day{k}``. Returns the
     new trace (jobs in submit order) and {new job id: name}, the name being the trace's job id.
     ``days`` = 1 returns the trace as it is and no names (job id = name, as every trace replay had).
-    Raises ConfigError for ``days`` not a whole number in 1..366 or ``day_s`` not > 0.
+    Raises ConfigError for ``days`` not a whole number in 1..366 (the message starts with the field,
+    marked `days`, which the command line names by its flag) or ``day_s`` not > 0.
     """
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
-        raise ConfigError(f"--days: expected a whole number of days in 1..{MAX_DAYS}, got {days!r}")
+        raise ConfigError(f"`days`: expected a whole number of days in 1..{MAX_DAYS}, got {days!r}")
     if not day_s > 0:
         raise ConfigError(f"repeat_days: day_s must be > 0 seconds, got {day_s!r}")
     if days == 1:

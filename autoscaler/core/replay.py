@@ -102,16 +102,17 @@ class ReplayResult:
 def parse_policy_list(text: str) -> list[str]:
     """"all", one name or a comma list -> policy names, with ``follow`` first (the baseline).
 
-    Raises ConfigError naming any unknown policy.
+    Raises ConfigError naming any unknown policy, after the field it checks (`policy`: ..., which the
+    command line names by its flag).
     """
     names = list(POLICIES) if text.strip() == "all" else [p.strip() for p in text.split(",") if p.strip()]
     if "all" in names:
-        raise ConfigError(f"--policy: 'all' stands alone, not in a list; got {text!r}")
+        raise ConfigError(f"`policy`: 'all' stands alone, not in a list; got {text!r}")
     if not names:
-        raise ConfigError("--policy: expected a policy name, a comma list or 'all'")
+        raise ConfigError("`policy`: expected a policy name, a comma list or 'all'")
     unknown = [n for n in names if n not in POLICIES]
     if unknown:
-        raise ConfigError(f"--policy: unknown policy {', '.join(map(repr, unknown))}; expected one of: {', '.join(POLICIES)} or all")
+        raise ConfigError(f"`policy`: unknown policy {', '.join(map(repr, unknown))}; expected one of: {', '.join(POLICIES)} or all")
     return [BASELINE] + [n for n in dict.fromkeys(names) if n != BASELINE]
 
 
@@ -275,7 +276,8 @@ def _saving_pct(value: float | None, baseline: float | None) -> float:
 
 
 def _smallest_caps(workload: Workload, names: list[str], deadline_slots: int, params: CostParams, delta: int | None) -> str:
-    """"the smallest --max-servers that works: offline 28.4, gcp-u 35" for the policies asked for."""
+    """The smallest cap M that works for each policy asked for, in a sentence naming the field that sets
+    it, `max_servers` (the command line names it by its flag)."""
     caps = {
         name: smallest_max_servers(
             name, workload.active, deadline_slots, params, delta=delta, load_by_deadline=workload.active_by_deadline
@@ -285,9 +287,9 @@ def _smallest_caps(workload: Workload, names: list[str], deadline_slots: int, pa
     }
     if len(caps) == 1:
         ((name, cap),) = caps.items()
-        return f"the smallest cap that works for {name} is M = {_rounded_up(cap)} (--max-servers)"
+        return f"the smallest cap that works for {name} is M = {_rounded_up(cap)} (`max_servers`)"
     listed = ", ".join(f"{name} {_rounded_up(cap)}" for name, cap in caps.items())
-    return f"the smallest cap that works (--max-servers) is M = {_rounded_up(max(caps.values()))} for all of them: {listed}"
+    return f"the smallest cap that works (`max_servers`) is M = {_rounded_up(max(caps.values()))} for all of them: {listed}"
 
 
 def _rounded_up(value: float) -> str:

@@ -28,5 +28,5 @@ def test_one_day_is_the_trace_as_it_is():
 
 @pytest.mark.parametrize("days", [0, 367, 2.5, True])
 def test_days_out_of_range_are_refused(days):
-    with pytest.raises(ConfigError, match=r"--days: expected a whole number of days in 1..366"):
+    with pytest.raises(ConfigError, match=r"^`days`: expected a whole number of days in 1..366"):
         repeat_days(trace(), days, 100.0)
