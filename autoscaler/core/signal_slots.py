@@ -48,7 +48,8 @@ class ReplaySignal:
     before it, a forecast if any). ``unit``: of those values, gCO2eq/kWh (a carbon intensity, also
     when the source was in lbs/MWh), $/kWh or $/node-hour. ``source_unit``: the source's own unit.
     ``start_s``: Unix seconds of slot 0. ``forecast_kind``: "persistence", "perfect", the forecast's
-    source, or "as issued: " and the archive's source. ``notes``: what a reader of the result should know about how it was placed.
+    source, or "as issued: " and the archive's source. ``notes``: what a reader of the result should know about how it was placed
+    (a parameter to change is marked, `start_s`, and the command line names it by its flag).
     """
 
     slots: carbon.SlotSignal
@@ -119,7 +120,7 @@ def place_signal(
     it covers as if known from the start (look-ahead, and a note says so); NaN, persistence,
     elsewhere. Of the same kind as the signal (carbon or the same price unit). A day is
     round(86400 / slot_s) slots.
-    Raises ConfigError for a forecast of another kind, TraceError as above.
+    Raises ConfigError for a forecast of another kind (starting with the field, `forecast`), TraceError as above.
     """
     source_unit = signal.unit
     values_signal = in_grams(signal)
@@ -140,7 +141,7 @@ def place_signal(
             notes.append(
                 f"{signal.source}: the trace starts at the signal's first time {utc_text(start_s)}: the signal does not cover a day "
                 f"before it plus the replay's {wanted_slots:,} slots, so {fallback} has no yesterday for the first day "
-                "(give --start to place the trace elsewhere)"
+                "(give `start_s` to place the trace elsewhere)"
             )
     start_s = float(start_s)
     covered = math.floor((end_s - start_s) / slot_s + 1e-9)
@@ -160,7 +161,7 @@ def place_signal(
         notes.append(
             f"{signal.source}: {_days_text(history_slots / slots_per_day)} covered before the start {utc_text(start_s)}, of the "
             f"{history_needed(slots_per_day) // slots_per_day} the blend scores its forecasts over (3 days, one of them a week back): "
-            "it weighs the forecasts it can score (give a longer signal, or a later --start, for all of them)"
+            "it weighs the forecasts it can score (give a longer signal, or a later `start_s`, for all of them)"
         )
     if n_values < wanted_slots:
         notes.append(
@@ -201,9 +202,9 @@ def _same_kind(source: str, forecast_unit: str, unit: str) -> None:
     """Refuse a forecast of another kind than the signal (a price for a carbon intensity, another price unit)."""
     if unit == CARBON_UNIT:
         if forecast_unit not in (CARBON_UNIT, "lbs/MWh"):
-            raise ConfigError(f"--forecast {source}: {forecast_unit} is a price; the signal is a carbon intensity")
+            raise ConfigError(f"`forecast` {source}: {forecast_unit} is a price; the signal is a carbon intensity")
     elif forecast_unit != unit:
-        raise ConfigError(f"--forecast {source}: its unit is {forecast_unit}, the signal's is {unit}")
+        raise ConfigError(f"`forecast` {source}: its unit is {forecast_unit}, the signal's is {unit}")
 
 
 def _placed_archive(
