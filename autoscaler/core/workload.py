@@ -329,7 +329,9 @@ def workload_from_trace(
     ``n_jobs`` counts the jobs released inside the window, so ``released.sum() == n_jobs``.
     Job-slots past the end are dropped: ``clipped_jobs`` jobs ran past it, losing
     ``clipped_job_slots`` job-slots in all; jobs whose estimated length alone exceeds the
-    window are named in ``notes`` (a warning for the operator). ``skipped_lines`` and ``out_of_order_lines`` are
+    window are named in ``notes`` (a warning for the operator; it and the TraceErrors' hints name the
+    parameters to change, marked `window_slots`, `slot_s`, `block_bytes`, which the command line names by
+    its flags). ``skipped_lines`` and ``out_of_order_lines`` are
     copied from the trace.
 
     ``deadline_slots`` (one per trace job, shape (n_jobs,), whole slots >= 0) adds
@@ -383,7 +385,7 @@ def workload_from_trace(
             trace.path,
             None,
             f"no job is submitted inside the window of {window_slots} slots ({window_slots * slot_s:g} s); "
-            f"the first is at {submit_s.min(initial=math.inf):g} s: give a longer --window or times relative to the trace's start",
+            f"the first is at {submit_s.min(initial=math.inf):g} s: give a longer `window_slots` or times relative to the trace's start",
         )
     # Lines lost (released after the default window, or malformed) or out of order: more than
     # half of them means the file was read wrongly (ms, another column order, a longer trace).
@@ -460,7 +462,7 @@ def _long_job_notes(trace: Trace, length_s: np.ndarray, in_window: np.ndarray, w
         f"than the window ({window_s / 3600:,.4g} h) and {'are' if long.size != 1 else 'is'} clipped at its end: "
         + "; ".join(named)
         + more
-        + ". Check the sizes (bytes) and the length model's rates (autoscaler replay's --block-mb, --network-mb-s ...)",
+        + ". Check the sizes (bytes) and the length model's rates (`block_bytes`, `network_mb_s` ...)",
     )
 
 
@@ -487,10 +489,10 @@ def _dropped_message(trace: Trace, submit_s: np.ndarray, in_window: np.ndarray, 
         text += f"If they are in milliseconds, divide columns 2 and 3 by 1000 (they would span {last_s / 1000 / 3600:,.3g} h). "
     slots_needed = math.floor(last_s / slot_s) + 1
     if after and slots_needed <= MAX_SLOTS:
-        text += f"If the trace is longer than a day, give --window {slots_needed} (slots of {slot_s:g} s) to replay all of it. "
+        text += f"If the trace is longer than a day, give `window_slots` {slots_needed} (slots of {slot_s:g} s) to replay all of it. "
     elif after and last_s <= 400 * TRACE_DAY_S:
         text += (
-            f"If the trace is longer than a day, give a longer --slot-s and a --window covering {last_s:,.0f} s "
+            f"If the trace is longer than a day, give a longer `slot_s` and a `window_slots` covering {last_s:,.0f} s "
             f"(at most {MAX_SLOTS:,} slots). "
         )
     elif after:

@@ -51,7 +51,8 @@ def test_a_ten_day_trace_in_a_one_day_window_is_refused_with_the_window_that_cov
     message = str(caught.value)
     assert "35 jobs are submitted after the window's end" in message and "(9.7 days)" in message
     # The last job is at 838,500 s: slot 2,795 of 300 s.
-    assert "give --window 2796 (slots of 300 s)" in message
+    # The core names its parameter; the command line names it --window (test_field_flags.py).
+    assert "give `window_slots` 2796 (slots of 300 s)" in message
     assert "milliseconds" not in message
     # With that window the whole trace is replayed.
     assert workload_from_trace(trace, window_slots=2796).n_jobs == 40
