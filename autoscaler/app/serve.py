@@ -30,10 +30,8 @@ import hashlib
 import os
 import re
 import secrets as random_secrets
-import threading
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -153,27 +151,13 @@ class StepGateway:
     cluster_id: str
     settings: object
     callers: Mapping[str, Caller]
-    max_skew_s: float = 900.0
-    _answers: dict = field(default_factory=dict)  # signature -> (monotonic s, step ids answered)
-    _answers_lock: threading.Lock = field(default_factory=threading.Lock)  # held by each AddJobFlowSteps
 
     # -- AddJobFlowSteps ------------------------------------------------------------------------
 
-    def add_steps(self, caller: Caller, body: dict, invocation_id: str | None, signature: str = "") -> dict:
+    def add_steps(self, caller: Caller, body: dict, invocation_id: str | None) -> dict:
         """Queue the steps of ``body`` (AddJobFlowSteps); {"StepIds": [...]}. ``invocation_id``: botocore's
-        ``amz-sdk-invocation-id``, the same on every retry of one call; ``signature``: the request's SigV4
-        signature. A request whose signature was seen within the clock skew allowed (a retry answered
-        late, or a captured request sent again) gets the first answer's ids and stores nothing. Calls
-        are taken one at a time (the store has one writer anyway), so a request and its copy sent at
-        once cannot both be new."""
-        with self._answers_lock:
-            return self._add_steps(caller, body, invocation_id, signature)
-
-    def _add_steps(self, caller: Caller, body: dict, invocation_id: str | None, signature: str) -> dict:
-        seen = self._seen(signature)
-        if seen is not None:
-            log.info("steps_submitted_again", caller=caller.access_key_id, step_ids=seen)
-            return {"StepIds": seen}
+        ``amz-sdk-invocation-id``, the same on every retry of one call, from which the ids are derived:
+        a retry stores nothing twice. Two calls with the same content are two calls, as at EMR."""
         unknown = sorted(set(body) - {"JobFlowId", "Steps", "ExecutionRoleArn"})
         if unknown:
             raise _invalid(f"AddJobFlowSteps: unknown field {', '.join(unknown)}; expected JobFlowId and Steps")
@@ -189,33 +173,16 @@ class StepGateway:
         if len(steps) > MAX_STEPS_PER_CALL:
             raise _invalid(f"Steps: {len(steps):,} steps; EMR takes at most {MAX_STEPS_PER_CALL} in one call")
         stamp = submit_time(self.store.path)
-        call_id = invocation_id or signature
-        jobs = [self._job(caller, step, index, call_id, stamp.now_s, stamp.wall_minus_now_s) for index, step in enumerate(steps)]
+        jobs = [self._job(caller, step, index, invocation_id, stamp.now_s, stamp.wall_minus_now_s) for index, step in enumerate(steps)]
         try:
             added = self.store.submit_many(jobs)
         except SubmitError as error:
             raise _invalid(f"Steps: {error}") from None
         step_ids = [job.job_id for job in jobs]
-        self._remember(signature, step_ids)
         log.info("steps_submitted", caller=caller.access_key_id, step_ids=step_ids, added=added, retried=len(jobs) - added)
         return {"StepIds": step_ids}
 
-    def _seen(self, signature: str) -> list[str] | None:
-        """The step ids answered to a request with this signature, if one came within the skew window
-        (called under ``_answers_lock``)."""
-        if not signature:
-            return None
-        now_s = time.monotonic()
-        for old in [key for key, (at_s, _) in self._answers.items() if now_s - at_s > 2 * self.max_skew_s]:
-            del self._answers[old]
-        answer = self._answers.get(signature)
-        return None if answer is None else list(answer[1])
-
-    def _remember(self, signature: str, step_ids: list[str]) -> None:
-        if signature:
-            self._answers[signature] = (time.monotonic(), list(step_ids))
-
-    def _job(self, caller: Caller, step, index: int, call_id: str, now_s: float, wall_minus_now_s: float) -> Job:
+    def _job(self, caller: Caller, step, index: int, invocation_id: str | None, now_s: float, wall_minus_now_s: float) -> Job:
         where = f"Steps[{index}]"
         if not isinstance(step, dict):
             raise _invalid(f"{where}: expected a step object")
@@ -256,7 +223,7 @@ class StepGateway:
             name=name,
             tenant=tenant,
             deadline=properties.get("deadline", caller.deadline),
-            job_id=_step_id(caller.access_key_id, call_id, index),
+            job_id=_step_id(caller.access_key_id, invocation_id, index),
             length_s=_number(properties, "length_s", where, float),
             default_length_s=caller.length_s,
             jar=None if command_runner else jar,
@@ -438,12 +405,12 @@ def _shown(value) -> str:
     return text if len(text) <= 80 else f"{text[:80]}... ({len(text):,} characters)"
 
 
-def _step_id(access_key_id: str, call_id: str, index: int) -> str:
-    """An EMR-like step id ("s-" and 13 characters) from the caller, its call and the step's place in
-    it. ``call_id``: botocore's ``amz-sdk-invocation-id``, which a retry of one call resends, else the
-    request's signature: a retry names the same jobs, which the store keeps once. Neither: random."""
-    if call_id:
-        digest = hashlib.sha256(f"{access_key_id}\n{call_id}\n{index}".encode()).digest()
+def _step_id(access_key_id: str, invocation_id: str | None, index: int) -> str:
+    """An EMR-like step id ("s-" and 13 characters). botocore resends a retried call with the same
+    ``amz-sdk-invocation-id``, so the id is derived from it (with the caller and the step's place):
+    a retry names the same job, which the store keeps once. Without one, a random id."""
+    if invocation_id:
+        digest = hashlib.sha256(f"{access_key_id}\n{invocation_id}\n{index}".encode()).digest()
     else:
         digest = random_secrets.token_bytes(16)
     return "s-" + base64.b32encode(digest).decode()[:13]
@@ -483,4 +450,4 @@ def gateway_from_settings(settings, store, emr) -> tuple[StepGateway, dict[str, 
         caller.access_key_id: Caller(caller.access_key_id, tuple(caller.tenants), caller.deadline, caller.length_s)
         for caller in settings.serve.callers
     }
-    return StepGateway(store=store, emr_client=emr, cluster_id=settings.cluster.id, settings=settings, callers=callers, max_skew_s=settings.serve.max_clock_skew_s), secrets
+    return StepGateway(store=store, emr_client=emr, cluster_id=settings.cluster.id, settings=settings, callers=callers), secrets

@@ -66,7 +66,6 @@ def build_app(gateway: StepGateway, secrets: Mapping[str, str], max_skew_s: floa
 
     def handle(method: str, url: str, headers: dict, body: bytes) -> tuple[int, dict]:
         signer = verify(method, url, headers, body, secrets, max_skew_s=max_skew_s)
-        signature = headers.get("authorization", "").rpartition("Signature=")[2].strip()
         if signer.service != SERVICE:
             raise SignatureError("InvalidSignatureException", f"the request is signed for service {signer.service!r}, expected {SERVICE!r}")
         caller = gateway.callers[signer.access_key_id]
@@ -81,7 +80,7 @@ def build_app(gateway: StepGateway, secrets: Mapping[str, str], max_skew_s: floa
         if not isinstance(request_body, dict):
             raise EmrApiError("SerializationException", "the body is not a JSON object")
         if operation == "AddJobFlowSteps":
-            return 200, gateway.add_steps(caller, request_body, headers.get("amz-sdk-invocation-id"), signature)
+            return 200, gateway.add_steps(caller, request_body, headers.get("amz-sdk-invocation-id"))
         if operation == "DescribeStep":
             return 200, gateway.describe_step(caller, request_body)
         if operation == "ListSteps":

@@ -409,7 +409,9 @@ def test_only_the_named_calls_pass_through_whatever_their_case(door):
     assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
 
 
-def test_a_captured_request_sent_again_stores_nothing_new(door):
+def test_one_call_sent_many_times_at_once_stores_its_step_once_and_two_alike_calls_store_two(door):
+    # A call's copies (its retries: the same invocation id) sent at once are one step; two calls with the
+    # same content, signed in the same second, are two steps, as at EMR.
     client = door.client_for()
     captured = {}
 
@@ -424,8 +426,6 @@ def test_a_captured_request_sent_again_stores_nothing_new(door):
     with pytest.raises(Captured):
         client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step("once")])
     headers = {name: value.decode() if isinstance(value, bytes) else value for name, value in captured["headers"].items()}
-    copies = [{**headers, "amz-sdk-invocation-id": f"00000000-0000-0000-0000-{n:012d}"} for n in range(20)]
-    copies.append({k: v for k, v in headers.items() if k != "amz-sdk-invocation-id"})
 
     def send(changed: dict) -> list[str]:
         sent = urllib.request.Request(captured["url"], data=captured["body"], headers=changed, method="POST")
@@ -434,10 +434,12 @@ def test_a_captured_request_sent_again_stores_nothing_new(door):
 
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(copies)) as pool:  # sent at once, each with its own invocation id
-        answers = list(pool.map(send, copies))
-    assert len(answers[0]) == 1 and answers == [answers[0]] * len(copies)
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(send, [headers] * 20))
+    assert len(answers[0]) == 1 and answers == [answers[0]] * 20
     assert [job.job_id for job in door.store.all_jobs()] == answers[0]
+    other = send({**headers, "amz-sdk-invocation-id": "00000000-0000-0000-0000-000000000001"})
+    assert other != answers[0] and len(door.store.all_jobs()) == 2
 
 
 def test_a_body_past_the_limit_is_refused_before_it_is_read(door):
