@@ -67,6 +67,7 @@ class ShadowMetrics:
         for field, _, _, name, saved, unit, _ in FIGURES:
             self.totals[field] = Gauge(f"autoscaler_shadow_{name}", f"{unit} from the shadow's start, by schedule (actual, or the policy's)", ["schedule"], registry=r)
             self.saved[field] = Gauge(f"autoscaler_shadow_{saved}", f"{unit} the policy would have saved against the actual from the shadow's start (negative: used more)", registry=r)
+            self.saved[field].set(math.nan)  # unknown (NaN) until a slot gives both sides, not "0 saved": kgCO2 without a signal stays so
 
     def slot_played(self, shadow_slot) -> None:
         """A slot the counterfactual played (:class:`autoscaler.app.shadow_run.ShadowSlot`)."""

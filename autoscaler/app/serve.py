@@ -195,28 +195,28 @@ class StepGateway:
         action = step.get("ActionOnFailure", "CONTINUE")
         if action != "CONTINUE":
             raise _invalid(
-                f"{where} ({name}): ActionOnFailure {_shown(action)}: a deferred step runs with CONTINUE, since steps are released by "
+                f"{where} ({_shown(name)}): ActionOnFailure {_shown(action)}: a deferred step runs with CONTINUE, since steps are released by "
                 "deadline, not in the order sent; set CONTINUE, or add this step to EMR directly"
             )
         jar_step = step.get("HadoopJarStep")
         if not isinstance(jar_step, dict) or not isinstance(jar_step.get("Jar"), str):
-            raise _invalid(f"{where} ({name}): HadoopJarStep with a Jar is required")
+            raise _invalid(f"{where} ({_shown(name)}): HadoopJarStep with a Jar is required")
         unknown = sorted(set(jar_step) - {"Jar", "MainClass", "Args", "Properties"})
         if unknown:
-            raise _invalid(f"{where} ({name}): HadoopJarStep: unknown field {', '.join(unknown)}; expected Jar, MainClass, Args and Properties")
+            raise _invalid(f"{where} ({_shown(name)}): HadoopJarStep: unknown field {', '.join(unknown)}; expected Jar, MainClass, Args and Properties")
         properties = _properties(jar_step.get("Properties", []), where, name)
         tenant = properties.get("tenant", caller.tenants[0])
         if tenant not in caller.tenants:
-            raise _denied(f"{where} ({name}): caller {caller.access_key_id!r} may not submit as tenant {_shown(tenant)}; its tenants: {', '.join(caller.tenants)}")
+            raise _denied(f"{where} ({_shown(name)}): caller {caller.access_key_id!r} may not submit as tenant {_shown(tenant)}; its tenants: {', '.join(caller.tenants)}")
         args = jar_step.get("Args", [])
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
-            raise _invalid(f"{where} ({name}): HadoopJarStep.Args: expected a list of strings")
+            raise _invalid(f"{where} ({_shown(name)}): HadoopJarStep.Args: expected a list of strings")
         main_class = jar_step.get("MainClass")
         if main_class is not None and not isinstance(main_class, str):
-            raise _invalid(f"{where} ({name}): HadoopJarStep.MainClass: expected a string")
+            raise _invalid(f"{where} ({_shown(name)}): HadoopJarStep.MainClass: expected a string")
         too_long = [field for field, value in (("Jar", jar_step["Jar"]), ("MainClass", main_class or ""), *(("Args", a) for a in args)) if len(value) > ARG_MAX_CHARS]
         if too_long:
-            raise _invalid(f"{where} ({name}): HadoopJarStep.{too_long[0]}: longer than EMR's {ARG_MAX_CHARS:,} characters")
+            raise _invalid(f"{where} ({_shown(name)}): HadoopJarStep.{too_long[0]}: longer than EMR's {ARG_MAX_CHARS:,} characters")
         jar = jar_step["Jar"]
         command_runner = jar == "command-runner.jar"
         submission = Submission(
@@ -238,7 +238,7 @@ class StepGateway:
         try:
             return planned_job(self.store, self.settings, submission, now_s, wall_minus_now_s)
         except (SubmitError, ConfigError) as error:
-            raise _invalid(f"{where} ({name}): {error}") from None
+            raise _invalid(f"{where} ({_shown(name)}): {error}") from None
 
     # -- DescribeStep, ListSteps ----------------------------------------------------------------
 
@@ -374,16 +374,16 @@ def _properties(given, where: str, name: str) -> dict[str, str]:
     """``autoscaler.*`` step properties, by their name after the prefix; anything else, and a property
     given twice, is refused."""
     if not isinstance(given, list) or not all(isinstance(p, dict) and isinstance(p.get("Key"), str) and isinstance(p.get("Value"), str) for p in given):
-        raise _invalid(f"{where} ({name}): HadoopJarStep.Properties: expected a list of {{Key, Value}} strings")
+        raise _invalid(f"{where} ({_shown(name)}): HadoopJarStep.Properties: expected a list of {{Key, Value}} strings")
     found = {}
     for prop in given:
         key = prop["Key"]
         short = key[len(PROPERTY_PREFIX):] if key.startswith(PROPERTY_PREFIX) else None
         if short not in PROPERTIES:
             allowed = ", ".join(PROPERTY_PREFIX + p for p in PROPERTIES)
-            raise _invalid(f"{where} ({name}): property {_shown(key)} is not kept by a deferred step; expected only {allowed}")
+            raise _invalid(f"{where} ({_shown(name)}): property {_shown(key)} is not kept by a deferred step; expected only {allowed}")
         if short in found:
-            raise _invalid(f"{where} ({name}): property {key} is given twice; give it once")
+            raise _invalid(f"{where} ({_shown(name)}): property {key} is given twice; give it once")
         found[short] = prop["Value"]
     return found
 

@@ -425,7 +425,7 @@ def shadow_watch(settings, *, deadline_slots: int | None, twin: TwinConfig, tele
 
     clock = clock or WallClock()
     if cluster is None:
-        checked = compose.emr_cluster(settings, session=session)  # DescribeCluster and ListInstanceGroups: reads
+        checked = compose.emr_cluster(settings, startup_wait_s=settings.startup_wait_s, session=session)  # DescribeCluster and ListInstanceGroups: reads
         cluster = ReadOnlyEmr(checked.client, checked.cluster_id, new_client=checked.new_client)
     policy = settings.policy
     metrics = ShadowMetrics(telemetry.registry, policy) if telemetry is not None else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -346,13 +347,13 @@ def _job_id(job_id: str | None) -> str:
 
 
 def non_empty_text(field: str, value: str) -> str:
-    """``value`` if it is text with a non-blank character that UTF-8 can hold and no control character
-    (a newline, NUL, a terminal escape), else SubmitError naming ``field``: what a job's name and
+    """``value`` if it is text with a non-blank character that UTF-8 can hold and no control, format or
+    line-separator character (a newline, NUL, a terminal escape, U+2028, a bidirectional override), else SubmitError naming ``field``: what a job's name and
     tenant must be before the store is asked about them."""
     if not isinstance(value, str) or not value.strip():
         raise SubmitError(f"{field}: expected a non-empty text, got {value!r}")
     _utf8(field, value)
-    control = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160), None)
+    control = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
     if control is not None:
         # A newline, NUL or terminal escape would be printed as it is by `jobs` and in the logs.
         raise SubmitError(f"{field}: expected text without control characters, got {value[:80]!r} (it holds {control!r})")

@@ -500,3 +500,26 @@ def test_list_steps_pages_stay_put_when_steps_arrive_between_them(door):
     client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step(f"b-{i}") for i in range(10)])
     rest = client.list_steps(ClusterId=door.cluster_id, Marker=page["Marker"])
     assert [s["Id"] for s in page["Steps"]] + [s["Id"] for s in rest["Steps"]] == first[::-1]
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_serve_as_a_process_stops_on_a_signal_with_status_0_and_says_so(door, tmp_path, stop):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    config = tmp_path / "serve.toml"
+    config.write_text(
+        f'store_path = "{tmp_path / "own.db"}"\n[cluster]\nid = "{door.cluster_id}"\nregion = "{REGION}"\nendpoint_url = "{door.settings.cluster.endpoint_url}"\n'
+        f'[serve]\nport = 0\n[[serve.callers]]\naccess_key_id = "{AIRFLOW_KEY}"\nsecret_env = "AIRFLOW_EMR_SECRET"\ntenants = ["ads"]\n'
+    )
+    process = subprocess.Popen([sys.executable, "-m", "autoscaler", "serve", "--config", str(config)], stderr=subprocess.PIPE, text=True, env=os.environ)
+    try:
+        assert "serving EMR steps" in process.stderr.readline()  # listening: the socket is bound before this line
+        process.send_signal(getattr(signal, stop))
+        assert process.wait(timeout=60) == 0
+        events = [json.loads(line) for line in process.stderr.read().splitlines() if line.startswith("{")]
+    finally:
+        process.kill()
+    assert [e["signal"] for e in events if e["event"] == "stopping"] == [stop]

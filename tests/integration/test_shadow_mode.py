@@ -256,3 +256,17 @@ def test_shadow_beside_managed_scaling_on_two_hours_of_workload_a(task_cluster, 
     for field in ("node_hours", "cost_usd", "energy_kwh", "co2_kg"):
         assert getattr(figures.shadow, field) == pytest.approx(getattr(hold, field), rel=0.01), field
         assert getattr(figures.actual, field) == pytest.approx(getattr(managed, field), rel=0.01), field
+
+
+def test_shadow_gives_up_on_an_unreachable_emr_after_the_configs_startup_wait(tmp_path):
+    # startup_wait_s = 0: one try, then OutageError; the shadow once ignored it and tried for 300 s.
+    import boto3
+
+    from autoscaler.app.config import ClusterSettings, Settings
+    from autoscaler.app.shadow_run import shadow_watch
+    from autoscaler.core.errors import OutageError
+    from autoscaler.core.twin import TwinConfig
+
+    settings = Settings(cluster=ClusterSettings(id="j-UNREACHABLE", region="us-east-1", endpoint_url="http://127.0.0.1:9"), startup_wait_s=0)
+    with pytest.raises(OutageError):
+        shadow_watch(settings, deadline_slots=None, twin=TwinConfig(), session=boto3.Session(aws_access_key_id="k", aws_secret_access_key="s"))

@@ -150,8 +150,12 @@ def test_the_daily_report_counts_the_slots_that_end_in_its_day_once():
 
 @pytest.mark.parametrize(
     ("flags", "named"),
-    [(["--dry-run"], "--dry-run"), (["--policy", "vfw"], "--policy"), (["--length-error", "0.5"], "--length-error"), (["--shadow-poll-s", "0.5"], "--shadow-poll-s")],
-)
+    [
+        (["--dry-run"], "--dry-run"), (["--policy", "vfw"], "--policy"), (["--length-error", "0.5"], "--length-error"),
+        (["--shadow-poll-s", "0.5"], "--shadow-poll-s"), (["--replay", "A"], "--replay is not for shadow mode"),
+        (["--speedup", "5"], "--speedup is not for shadow mode"),
+    ],
+)  # fmt: skip
 def test_run_shadow_refuses_by_name_a_flag_it_does_not_take(flags, named, tmp_path, capsys):
     from autoscaler.app.cli import main
 
@@ -172,3 +176,17 @@ def test_a_step_listed_after_its_slot_was_played_joins_the_next_slot_not_the_pas
     job = shadow.counterfactual.jobs[0]
     # Its deadline, 3,100 + 100 + 600 = 3,800, is kept unless it cannot run by it from the new start.
     assert (job.submit_s, job.deadline_s) == (3900.0, 3900.0 + 100.0)
+
+
+def test_a_saving_never_computed_reads_as_unknown_not_as_zero():
+    # Without a carbon signal the kgCO2 saving is not known: /metrics says NaN, not "0 g saved".
+    import math
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from autoscaler.adapters.shadow_publish import ShadowMetrics
+
+    registry = CollectorRegistry()
+    ShadowMetrics(registry, "hold")
+    assert math.isnan(registry.get_sample_value("autoscaler_shadow_co2_saved_grams"))
+    assert b"autoscaler_shadow_co2_saved_grams NaN" in generate_latest(registry)

@@ -24,6 +24,7 @@ from autoscaler.app.cli.arguments import (
     positive_int,
     twin_flags,
 )
+from autoscaler.app.cli.shadow import SPEEDUP_DEFAULT
 from autoscaler.app.cli.trace_inputs import note_shadowed_file
 from autoscaler.app.traces import TRACE_NAMES_HELP
 from autoscaler.core.errors import ConfigError
@@ -135,7 +136,7 @@ def add_parsers(commands) -> None:
     )  # fmt: skip
     run.add_argument("--decisions-out", type=Path, default=None, metavar="FILE", help="append one JSON line per slot: slot, m_t, nodes, released job ids, reason")
     run.add_argument("--replay", default=None, metavar="TRACE", help=f"replay a SWIM trace through the daemon, carbon-blind: {TRACE_NAMES_HELP}")
-    run.add_argument("--speedup", type=positive_float, default=1e9, help="replay: simulated seconds per real second")
+    run.add_argument("--speedup", type=positive_float, default=SPEEDUP_DEFAULT, help="replay: simulated seconds per real second")
     run.add_argument("--policy", choices=list(ONLINE_POLICIES), default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument(
         "--deadline", "-D", type=non_negative_int, default=None,
@@ -383,6 +384,8 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.decisions_out is not None:
         compose.require_folder(args.decisions_out, "--decisions-out")
         compose.require_writable(args.decisions_out, "--decisions-out")
+    if args.shadow and args.replay is not None:
+        raise ConfigError("run --shadow: --replay is not for shadow mode: it watches the cluster of --config as it runs")
     if args.replay is not None:
         from autoscaler.app.config import refuse_carbon_objective, with_objective
         from autoscaler.app.replay_daemon import replay_through_daemon

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 
 from rich.console import Console
@@ -32,6 +33,7 @@ def add_parsers(commands) -> None:
 
 
 def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import structlog
     from pydantic import ValidationError
 
     from autoscaler.adapters.emr import emr_client
@@ -58,12 +60,24 @@ def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         gateway, secrets = gateway_from_settings(settings, store, emr)
         app = build_app(gateway, secrets, serve.max_clock_skew_s)
         listener = Listener(app, serve.host, serve.port, *(str(path) if path else None for path in (serve.tls_certfile, serve.tls_keyfile)))
+        # A signal before uvicorn takes over (or the one uvicorn raises again after its graceful stop,
+        # once its own handlers are gone) lands here: serve stops, with status 0, and says so.
+        stopped = []
+
+        def stop(received, _frame) -> None:
+            stopped.append(signal.Signals(received).name)
+            listener.server.should_exit = True
+
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, stop)
         err.print(
             f"serving EMR steps for cluster {settings.cluster.id} on {listener.url} "
             f"({len(secrets)} caller{'s' if len(secrets) != 1 else ''}; store {settings.store_path})",
             highlight=False,
         )
-        listener.serve()
+        if not stopped:
+            listener.serve()
+        structlog.get_logger("autoscaler").info("stopping", signal=stopped[0] if stopped else None)
     return 0
 
 

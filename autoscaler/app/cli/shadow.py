@@ -8,6 +8,9 @@ from rich.console import Console
 
 from autoscaler.core.errors import ConfigError
 
+SPEEDUP_DEFAULT = 1e9
+"""``run --speedup``'s default (a replay's): any other value given with --shadow is refused."""
+
 SHADOW_POLL_S = 10.0
 """``--shadow-poll-s``'s default: EMR managed scaling evaluates every 5-10 s."""
 
@@ -31,14 +34,11 @@ def run_shadow(args: argparse.Namespace, out: Console, err: Console) -> int:
         ("--containers-per-node", args.containers_per_node), ("--cluster", args.cluster), ("--objective", args.objective), ("--days", args.days),
         ("--lengths", args.lengths), ("--length-quantile", args.length_quantile), ("--length-error", args.length_error),
         ("--length-jitter", args.length_jitter), ("--seed", args.seed), ("--carbon", args.carbon), ("--carbon-unit", args.carbon_unit),
-        ("--decommission-timeout-s", args.decommission_timeout_s),
+        ("--decommission-timeout-s", args.decommission_timeout_s), ("--speedup", args.speedup if args.speedup != SPEEDUP_DEFAULT else None),
     )  # fmt: skip
     for flag, value in refused:
         if value is not None:
-            raise ConfigError(
-                f"run --shadow: {flag} is not for shadow mode: it watches the cluster of --config with the config's policy "
-                "(the steps run their real lengths; kgCO2 comes from [carbon] source)"
-            )
+            raise ConfigError(f"run --shadow: {flag} is not for shadow mode: it watches the cluster of --config with the config's policy")
     if args.shadow_poll_s is not None and args.shadow_poll_s < 1:
         raise ConfigError(f"--shadow-poll-s: expected at least 1 s between reads of the TASK group, got {args.shadow_poll_s:g}")
     settings = compose.settings(args.config)
