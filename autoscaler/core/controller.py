@@ -223,7 +223,11 @@ def _slot_work(queue: JobQueue, state: PolicyState, slot: int, config: Controlle
             carbon=state.carbon.restarted() if gap and state.carbon is not None else None,
             follow_watch=state.follow_watch if gap else FollowWatch(),
             # The arrivals seen stay, each at its slot: an undecided slot's are unknown, taken as none.
-            recent_arrivals=((0.0,) * max(0, slot - state.last_slot - 1) + state.recent_arrivals)[: arrival_history_slots(config)],
+            # (At most the history's length of zeros is built: a first slot's gap is the whole epoch,
+            # 1.8e9 slots of 1 s, a tuple that took 15 s and gigabytes before it was cut.)
+            recent_arrivals=((0.0,) * min(max(0, slot - state.last_slot - 1), arrival_history_slots(config)) + state.recent_arrivals)[
+                : arrival_history_slots(config)
+            ],
         )
         future = rebuild_future(queue.jobs(), slot, config, submitted_now=False)
         joining = queue.submitted_in(slot, slot)

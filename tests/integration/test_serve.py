@@ -340,6 +340,7 @@ def test_beyond_loopback_serve_listens_only_with_tls_and_a_client_verifies_it(do
         )  # fmt: skip
         (step_id,) = client.add_job_flow_steps(JobFlowId=door.cluster_id, Steps=[spark_step("over-tls")])["StepIds"]
         assert door.store.job(step_id).name == "over-tls"
+        client.close()  # its kept-alive TLS connection would hold the graceful stop for its 10 s
     finally:
         listener.stop()
 

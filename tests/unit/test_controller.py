@@ -261,3 +261,25 @@ def test_rounding_dust_in_a_share_counts_as_zero():
         dataclasses.replace(job("member", 0.0, 60.0, 2 * TAU), tenant="M"),
     ]
     assert fair_release(queued, [], 1, {"M": 0.1, "X": 3.7e-17}, config) == ["member"]
+
+
+def test_a_fresh_daemons_first_slot_builds_no_gap_as_long_as_the_epoch():
+    # A fresh state's last slot is -1, so the first slot's gap is every slot since 1970: with 1-s slots
+    # 1.8e9 of them. The arrivals history it pads is cut to its own length before it is built; built
+    # whole, the padding took 15 s and gigabytes (measured here by what was allocated, not by time).
+    import tracemalloc
+
+    from autoscaler.core.controller import ControllerConfig, PolicyState, arrival_history_slots, tick
+    from autoscaler.core.model import Job, StepSpec
+
+    config = ControllerConfig(policy="hold", slot_s=1.0, deadline_slots=2)
+    now_s = 1_780_000_000.0
+    job = Job("j", "n", "t", now_s - 1.0, now_s + 600.0, 60.0, StepSpec(args=("true",)))
+    tracemalloc.start()
+    try:
+        decision, state = tick(now_s, [job], PolicyState(), config)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024, f"{peak / 1024 / 1024:.0f} MiB allocated by one first slot"
+    assert len(state.recent_arrivals) <= arrival_history_slots(config)
