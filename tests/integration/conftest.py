@@ -231,8 +231,13 @@ class ProcessLog:
         return self.wait_for(lambda: self.count(event) >= count, f"{count} {event!r} events", timeout_s)
 
     def finish(self, timeout_s: float = 120.0) -> int:
-        """Wait for the process to end and its stderr to be read; returns its exit code."""
-        code = self.process.wait(timeout=timeout_s)
+        """Wait for the process to end and its stderr to be read; returns its exit code. Raises
+        AssertionError, with the last lines it logged, when it has not ended after ``timeout_s``."""
+        try:
+            code = self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            tail = "".join(self.lines[-30:])
+            raise AssertionError(f"the process had not ended after {timeout_s:g} s; it logged last:\n{tail}") from None
         self._reader.join(timeout=timeout_s)
         self._raise_on_event_error()
         return code
