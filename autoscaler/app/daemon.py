@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import signal
 import threading
 import time
@@ -805,17 +806,27 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily
     cron, on a thread of its own)."""
     stop = threading.Event()
     received: list[str] = []
+    wake_read, wake_write = os.pipe()
 
     def on_signal(signum, _frame) -> None:
-        # The handler only takes note: it runs between two bytecodes of the main thread, often in the
-        # middle of its write of a log line to stderr, where a log call of its own fails (RuntimeError:
-        # reentrant call) before the stop is set, and the signal was lost.
-        if not stop.is_set():  # a second signal while the slot finishes changes nothing
+        # The handler only takes note and writes a byte: it runs between two bytecodes of the main
+        # thread, which may be in the middle of a log line's write (a log call here failed, reentrant,
+        # and the signal was lost) or inside stop.wait() holding the event's lock (stop.set() here
+        # waited for that lock in the same thread for ever: Ctrl-C and SIGTERM then did nothing).
+        # The relay thread sets the stop.
+        if not received:  # a second signal while the slot finishes changes nothing
             received.append(signal.Signals(signum).name)
-            stop.set()
+            os.write(wake_write, b"\0")
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    def relay() -> None:
+        try:
+            os.read(wake_read, 1)  # a signal's byte, or the end once run_forever returns
+        finally:
+            os.close(wake_read)
+        stop.set()
+
+    threading.Thread(target=relay, name="signal-relay", daemon=True).start()
+    previous = {number: signal.signal(number, on_signal) for number in (signal.SIGTERM, signal.SIGINT)}
     reports = _report_scheduler(daily_report) if daily_report is not None else None
     try:
         run_slots(runner.run_slot, runner.clock, slot_s, runner.config.epoch_s, misfire_grace_s, stop, runner.release_between_slots, release_poll_s)
@@ -824,6 +835,9 @@ def run_forever(runner: SlotRunner, slot_s: float, misfire_grace_s: float, daily
             log.info("stopping", signal=received[0])
         if reports is not None:
             reports.shutdown(wait=True)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        os.close(wake_write)  # the relay, if still waiting, reads the end, closes its side and returns
 
 
 def _report_scheduler(daily_report):

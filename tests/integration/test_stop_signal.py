@@ -78,3 +78,42 @@ def test_a_signal_that_lands_in_the_write_of_a_log_line_still_stops_the_loop_aft
     assert raw.signalled and slots == [0]
     events = [line for line in raw.written.decode().splitlines() if line.startswith("{")]
     assert [e.split('"event": "')[1].split('"')[0] for e in events] == ["slot", "stopping"]
+
+
+SIGNAL_INSIDE_THE_STOPS_LOCK = """
+import os, signal, threading, sys
+from types import SimpleNamespace
+from autoscaler.adapters.clock import WallClock
+from autoscaler.app import daemon
+
+class SignalledInsideItsLock(threading.Event):
+    # The loop's stop event, whose first wait is interrupted by Ctrl-C while it holds its own lock: a
+    # handler that sets the event from there waits for that lock in the same thread, for ever.
+    sent = False
+
+    def wait(self, timeout=None):
+        # Only the loop's own waits count: once the daemon's handler is in place (a thread's start
+        # waits on an event of this kind too, before it).
+        if not SignalledInsideItsLock.sent and signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            SignalledInsideItsLock.sent = True
+            with self._cond:
+                os.kill(os.getpid(), signal.SIGINT)
+                sum(range(1000))  # the handler runs at a bytecode boundary here, the lock held
+        return super().wait(timeout)
+
+daemon.threading.Event = SignalledInsideItsLock
+runner = SimpleNamespace(run_slot=lambda: None, clock=WallClock(), config=SimpleNamespace(epoch_s=0.0), release_between_slots=lambda: [])
+daemon.run_forever(runner, slot_s=3600.0, misfire_grace_s=60.0)
+print("stopped")
+"""
+
+
+def test_a_signal_while_the_loop_holds_its_stop_events_lock_still_stops_it():
+    # The walkthrough's dry run once ignored Ctrl-C and SIGTERM for minutes: the handler set the
+    # stop event from inside that event's own wait. Run in a process of its own, so a hang is a
+    # timeout here and not a hung test run.
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", SIGNAL_INSIDE_THE_STOPS_LOCK], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout.splitlines()[-1:]) == (0, ["stopped"]), done.stderr[-2000:]
+    assert "stopping" in done.stdout and "signal=SIGINT" in done.stdout
