@@ -14,8 +14,8 @@ A client pointed at it (boto3 ``endpoint_url``, ``AWS_ENDPOINT_URL_EMR``, an Air
   EMR's own step (by the id the daemon recorded), shown under the id this endpoint gave.
 - ``ListSteps`` and ``CancelSteps`` work on the caller's own steps; a queued step is cancelled here, a
   released one on EMR.
-- ``DescribeCluster`` and the other read-only calls on the managed cluster (``Describe*``, ``List*``)
-  pass through to EMR with the server's credentials.
+- Seven read-only calls on the managed cluster (:data:`PASSED_THROUGH`: DescribeCluster, ListInstanceGroups
+  ...) pass through to EMR with the server's credentials; every other is refused (403).
 
 This module is the operations (:class:`StepGateway`); :mod:`autoscaler.app.serve_http` is the HTTP in
 front of them. Each request is authenticated by its SigV4 signature (``autoscaler.adapters.sigv4``) against the
