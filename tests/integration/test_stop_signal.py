@@ -94,13 +94,15 @@ class SignalledInsideItsLock(threading.Event):
     def wait(self, timeout=None):
         # Only the loop's own waits count: once the daemon's handler is in place (a thread's start
         # waits on an event of this kind too, before it).
-        if not SignalledInsideItsLock.sent and signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        handler = signal.getsignal(signal.SIGINT)
+        if not SignalledInsideItsLock.sent and callable(handler) and handler is not signal.default_int_handler:
             SignalledInsideItsLock.sent = True
             with self._cond:
                 os.kill(os.getpid(), signal.SIGINT)
                 sum(range(1000))  # the handler runs at a bytecode boundary here, the lock held
         return super().wait(timeout)
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever the test run left it as (an ignored SIGINT is inherited)
 daemon.threading.Event = SignalledInsideItsLock
 runner = SimpleNamespace(run_slot=lambda: None, clock=WallClock(), config=SimpleNamespace(epoch_s=0.0), release_between_slots=lambda: [])
 daemon.run_forever(runner, slot_s=3600.0, misfire_grace_s=60.0)
