@@ -14,8 +14,8 @@ A client pointed at it (boto3 ``endpoint_url``, ``AWS_ENDPOINT_URL_EMR``, an Air
   EMR's own step (by the id the daemon recorded), shown under the id this endpoint gave.
 - ``ListSteps`` and ``CancelSteps`` work on the caller's own steps; a queued step is cancelled here, a
   released one on EMR.
-- Seven read-only calls on the managed cluster (:data:`PASSED_THROUGH`: DescribeCluster, ListInstanceGroups
-  ...) pass through to EMR with the server's credentials; every other is refused (403).
+- Seven read-only calls on the managed cluster (:meth:`StepGateway.pass_through`: DescribeCluster,
+  ListInstanceGroups ...) pass through to EMR with the server's credentials; every other is refused (403).
 
 This module is the operations (:class:`StepGateway`); :mod:`autoscaler.app.serve_http` is the HTTP in
 front of them. Each request is authenticated by its SigV4 signature (``autoscaler.adapters.sigv4``) against the
@@ -45,8 +45,6 @@ from autoscaler.core.readable import utc_text
 
 log = structlog.get_logger("autoscaler")
 
-TARGET_PREFIX = "ElasticMapReduce."
-SERVICE = "elasticmapreduce"
 PROPERTY_PREFIX = "autoscaler."
 PROPERTIES = ("deadline", "tenant", "length_s", "nodes")
 """The step properties read (each after ``autoscaler.``); any other is refused, since a released step
@@ -68,22 +66,9 @@ LIST_PAGE = 50
 MAX_STEPS_PER_CALL = 256
 """EMR's limit on the steps of one AddJobFlowSteps call."""
 
-PASSED_THROUGH = (
-    "DescribeCluster", "ListInstanceGroups", "ListInstances", "ListInstanceFleets", "ListBootstrapActions",
-    "GetManagedScalingPolicy", "GetAutoTerminationPolicy",
-)  # fmt: skip
-"""The calls passed to EMR, read-only and on the managed cluster; every other is refused. Named one by
-one (not by a prefix): some Get* calls issue credentials (GetClusterSessionCredentials)."""
-
-MAX_BODY_BYTES = 2 * 1024 * 1024
-"""The largest request body read: 256 steps of a few kilobytes each fit many times over."""
-
 STEP_NAME_MAX_CHARS = 256
 ARG_MAX_CHARS = 10_280
 """EMR's limits: a step name of at most 256 characters, each jar, main class and argument at most 10,280."""
-
-MESSAGE_MAX_CHARS = 2_000
-"""An error message is cut to this length: it may quote what was sent."""
 
 _WHOLE = re.compile(r"[0-9]{1,9}")
 _NUMBER = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?")
@@ -315,7 +300,9 @@ class StepGateway:
     # -- the rest: read-only calls on the managed cluster, passed to EMR ---------------------------
 
     def pass_through(self, operation: str, body: dict) -> dict:
-        calls = {  # each a call the IAM policy's scan can read
+        # The calls passed to EMR, read-only and on the managed cluster; every other is refused. Named one
+        # by one, not by a prefix (some Get* calls issue credentials), each a call the IAM policy's scan reads.
+        calls = {
             "DescribeCluster": lambda: self.emr_client.describe_cluster(**body),
             "ListInstanceGroups": lambda: self.emr_client.list_instance_groups(**body),
             "ListInstances": lambda: self.emr_client.list_instances(**body),
@@ -327,7 +314,7 @@ class StepGateway:
         if operation not in calls:
             raise _denied(
                 f"{operation}: this endpoint takes AddJobFlowSteps, DescribeStep, ListSteps and CancelSteps, and passes to EMR only "
-                f"{', '.join(PASSED_THROUGH)} on cluster {self.cluster_id}; send other calls to EMR directly"
+                f"{', '.join(calls)} on cluster {self.cluster_id}; send other calls to EMR directly"
             )
         self._managed_cluster(body.get("ClusterId"), "ClusterId")
         try:

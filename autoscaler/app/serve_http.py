@@ -15,10 +15,20 @@ from collections.abc import Mapping
 import structlog
 
 from autoscaler.adapters.sigv4 import SignatureError, verify
-from autoscaler.app.serve import MAX_BODY_BYTES, MESSAGE_MAX_CHARS, SERVICE, TARGET_PREFIX, EmrApiError, StepGateway
+from autoscaler.app.serve import EmrApiError, StepGateway
 from autoscaler.core.errors import StoreError
 
 log = structlog.get_logger("autoscaler")
+
+TARGET_PREFIX = "ElasticMapReduce."
+SERVICE = "elasticmapreduce"
+"""EMR's JSON protocol: ``X-Amz-Target: ElasticMapReduce.<Operation>``, signed for this service."""
+
+MAX_BODY_BYTES = 2 * 1024 * 1024
+"""The largest request body read: 256 steps of a few kilobytes each fit many times over."""
+
+MESSAGE_MAX_CHARS = 2_000
+"""An error message is cut to this length: it may quote what was sent."""
 
 GRACEFUL_SHUTDOWN_S = 10.0
 """At SIGINT or SIGTERM, requests under way get this long to finish (a client that sends its body
