@@ -6,6 +6,10 @@ speed is measured in benchmarks/, never asserted. It also draws the same example
 (``derandomize``), so a run's verdict is the code's, not the draw's; ``HYPOTHESIS_PROFILE=explore``
 draws new ones each run, to search for failures (the examples that failed once are pinned as tests).
 
+Tests marked ``long`` (over ~10 s) are collected first: the suite runs on several processes
+(pytest-xdist, ``addopts`` in pyproject.toml), and a long test started last would keep one of them
+running alone at the end.
+
 ``autoscaler.app.logs.configure_logging`` (called by ``autoscaler run`` and the other commands when a
 test calls ``cli.main``) adds a root handler bound to the ``sys.stderr`` of that moment, which in a
 test is pytest's capture stream, closed when the test ends. Left in place, the handler would take
@@ -27,6 +31,11 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("untimed", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 settings.register_profile("explore", parent=settings.get_profile("untimed"), derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "untimed"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` first, each group in collection order (a stable sort)."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -110,6 +110,7 @@ def test_slots_follow_the_policy_and_release_every_job_by_edf_before_its_deadlin
         assert config.slot_of(stored[job.job_id].released_s) <= start_by_slot(job, config)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "kills_planned, window_slots",
     [pytest.param(6, 48, id="6-kills-4h"), pytest.param(20, 96, id="20-kills-8h", marks=pytest.mark.slow)],

@@ -141,6 +141,7 @@ def test_a_dry_run_beside_a_live_daemon_changes_nothing_in_its_store(emr_cluster
         assert live.run_slot().slot == 6
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("emr_cluster_id", [0], indirect=True)
 def test_hold_carbon_against_moto_defers_by_the_signal_and_its_dry_run_agrees(emr_cluster_id, moto_endpoint, set_step_state, tmp_path):
     # A signal of 500 g except 100 g from 02:00 to 03:00 UTC (slots 24..35) on the simulated clock's

@@ -331,6 +331,7 @@ def check_before_clean_up(reader: Reader, ran: list[Typed]) -> None:
     assert attached[0].get_payload(decode=True).startswith(b"\x89PNG\r\n\x1a\n")
 
 
+@pytest.mark.long
 def test_the_walkthrough_runs_as_written(reader: Reader):
     ran: list[Typed] = []
     store_before = store_after = None
