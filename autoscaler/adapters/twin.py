@@ -9,8 +9,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from autoscaler.core.errors import ActuationError
 from autoscaler.core.model import Job
 from autoscaler.core.ports import Clock, StepStatus, TaskGroup
+from autoscaler.core.release import MAX_ACTIVE_STEPS
 from autoscaler.core.twin import ClusterTwin, TwinBill, TwinConfig
 
 
@@ -18,7 +20,8 @@ from autoscaler.core.twin import ClusterTwin, TwinBill, TwinConfig
 class TwinCluster:
     """The Cluster port on the twin. ``steps(active_only=True)`` lists PENDING and RUNNING steps at
     the cost of the steps not yet seen completed; ``step_state`` raises KeyError for a step never
-    added. ``start_nodes`` TASK nodes are requested at the clock's time of construction."""
+    added. ``add_step`` refuses a step beyond EMR's ``MAX_ACTIVE_STEPS`` PENDING and RUNNING ones, as
+    EMR does (ActuationError, permanent: the daemon fails that job). ``start_nodes`` TASK nodes are requested at the clock's time of construction."""
 
     clock: Clock
     config: TwinConfig = field(default_factory=TwinConfig)
@@ -44,6 +47,12 @@ class TwinCluster:
         self.twin.resize(self.clock.now_s(), nodes)
 
     def add_step(self, job: Job) -> str:
+        self.twin.advance(self.clock.now_s())
+        if self.twin.active_steps >= MAX_ACTIVE_STEPS:
+            raise ActuationError(
+                f"job {job.job_id!r}: the cluster already has {self.twin.active_steps} steps PENDING and RUNNING, "
+                f"EMR's most is {MAX_ACTIVE_STEPS}", permanent=True,
+            )  # fmt: skip
         step_id = f"s-twin{next(self._ids)}"
         self.twin.add_step(
             self.clock.now_s(), step_id, job.job_id, job.length_s, job.submit_s, job.deadline_s, job.nodes,

@@ -161,13 +161,19 @@ def polls_between_slots(runner, store, clock, jobs: Sequence[Job], submitted: in
     every ``poll_s`` (``release_poll_s``; 0: none): at each poll time (a multiple of ``poll_s``) before
     the boundary by which jobs were submitted, those jobs enter ``store`` and the runner releases the
     ones that cannot wait (``SlotRunner.release_between_slots``). ``jobs[submitted:]`` are the jobs
-    not yet in the store, by submit time; returns the new count submitted."""
+    not yet in the store, by submit time; returns the new count submitted. While the runner holds
+    jobs back for EMR's step limit (``SlotRunner.holds_for_steps``) it polls at every multiple of
+    ``poll_s``, submitted jobs or not, as ``run`` does, so that steps that ended make room."""
     if poll_s <= 0:
         return submitted
-    while submitted < len(jobs):
-        poll_at_s = math.ceil(jobs[submitted].submit_s / poll_s) * poll_s
-        if poll_at_s < jobs[submitted].submit_s:  # rounded below it (63 s at polls of 0.7 s: 62.99999999999999)
-            poll_at_s += poll_s
+    while True:
+        poll_at_s = math.inf
+        if submitted < len(jobs):
+            poll_at_s = math.ceil(jobs[submitted].submit_s / poll_s) * poll_s
+            if poll_at_s < jobs[submitted].submit_s:  # rounded below it (63 s at polls of 0.7 s: 62.99999999999999)
+                poll_at_s += poll_s
+        if getattr(runner, "holds_for_steps", False):
+            poll_at_s = min(poll_at_s, (math.floor(clock.time_s / poll_s + 1e-9) + 1) * poll_s)
         if poll_at_s >= boundary_s:
             break
         first = submitted

@@ -52,6 +52,7 @@ from autoscaler.core.learned import RATIO_TOLERANCE, LengthErrors
 from autoscaler.core.model import Job, JobState
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from autoscaler.core.readable import utc_text
+from autoscaler.core.release import MAX_ACTIVE_STEPS, active_step_room
 
 log = structlog.get_logger("autoscaler")
 
@@ -141,6 +142,7 @@ class SlotRunner:
     _degraded: bool = False  # this slot could not read or change something on EMR
     _margin_ratios: dict = field(default_factory=dict)  # learned? -> the length-error ratio queued jobs' margins were last widened to
     _nodes: int = 0  # the nodes the last decided slot asked for
+    _held_for_steps: list = field(default_factory=list)  # job ids the slot chose and EMR's step limit held back, in order
 
     @property
     def queue(self) -> JobQueue | None:
@@ -193,6 +195,7 @@ class SlotRunner:
             decision = self._withdraw(decision, withdrawn)
         released, refused, group = self._act(decision, observation)
         self._record(decision, new_state, observation, released, refused)
+        self._held_for_steps = list(decision.held_for_steps)
         self._fresh = False
         self._after(decision, group, released, started, observation.overran)
         return decision
@@ -237,9 +240,20 @@ class SlotRunner:
             self._fresh = True
             raise
 
+    @property
+    def holds_for_steps(self) -> bool:
+        """Whether the last slot left jobs it chose queued for EMR's step limit (``Decision.held_for_steps``):
+        then each poll between slots looks for steps that ended and adds the next of them."""
+        return bool(self._held_for_steps)
+
     def _release_between(self, now_s: float, slot: int) -> list[str]:
         added = self._read_submitted()
         urgent = sorted((job for job in added if release_by_slot(job, self.config) <= slot), key=lambda job: edf_key(job, self.config))
+        if self._held_for_steps:
+            urgent = self._topped_up(urgent)
+        else:
+            # EMR holds at most MAX_ACTIVE_STEPS steps PENDING and RUNNING: the rest wait for the next slot.
+            urgent = urgent[: active_step_room(self._queue)]
         if not urgent:
             return []
         withdrawn = self._withdrawn(self.store.record_intent(slot, [job.job_id for job in urgent], self._nodes))
@@ -423,6 +437,32 @@ class SlotRunner:
             )
         if self.telemetry is not None:
             self.telemetry.steps_unknown(len(candidates))
+
+    def _topped_up(self, urgent: list[Job]) -> list[Job]:
+        """The jobs to add between slots while the last slot held jobs back for EMR's step limit: the
+        newly submitted due ones (``urgent``), then the held ones in the slot's order, as many as the
+        steps PENDING and RUNNING now leave room for (listed now: the ended ones' states are recorded
+        by the next slot). A failed listing adds none of the held."""
+        try:
+            active = self._of_these_jobs(self.cluster.steps(active_only=True))
+        except ActuationError as error:
+            log.warning("steps_unknown", error=str(error))
+            return urgent[: active_step_room(self._queue)]
+        room = max(0, MAX_ACTIVE_STEPS - len(active))
+        chosen = urgent[:room]
+        taken = {job.job_id for job in chosen}
+        held: list[str] = []
+        for job_id in self._held_for_steps:
+            job = self._queue.get(job_id)
+            if job is None or job.state != JobState.QUEUED or job_id in taken:
+                continue
+            if len(chosen) < room:
+                chosen.append(job)
+                taken.add(job_id)
+            else:
+                held.append(job_id)
+        self._held_for_steps = held
+        return chosen
 
     def _reconcile(self) -> dict[str, StepStatus]:
         """Our steps by job id, after the first slot: pending and running steps, and the final state

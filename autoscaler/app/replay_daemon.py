@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import shutil
 import signal
 import tempfile
@@ -204,7 +205,8 @@ class _ReplayLoop:
     controller's, its max nodes capped at the twin's steps at once when those bind (``max_nodes`` is
     the cap the request or the config gave). Slots run from ``first_slot`` (after the slots a resumed
     store decided) to ``horizon`` (the window and D), and on to at most ``end_slot`` while jobs are
-    queued; ``check`` refuses a queue that cannot drain by then."""
+    queued; ``check`` refuses a queue that cannot drain by then. ``poll_s``: ``release_poll_s``, how
+    often between slots the runner adds the jobs a slot held back for EMR's step limit (0: never)."""
 
     store: JobStore
     store_path: Path | None
@@ -218,6 +220,7 @@ class _ReplayLoop:
     horizon: int
     end_slot: int
     check: DrainCheck
+    poll_s: float = 0.0
 
 
 def _open_replay(
@@ -249,7 +252,9 @@ def _open_replay(
     horizon = trace.window_slots + config.deadline_slots
     end_slot = replay_end_slot(horizon)
     check = DrainCheck(trace.jobs, end_slot, horizon, cap, config.slot_s, cap_flag)
-    return _ReplayLoop(store, store_path, kept, clock, cluster, runner, config, max_nodes, first_slot, horizon, end_slot, check)
+    return _ReplayLoop(
+        store, store_path, kept, clock, cluster, runner, config, max_nodes, first_slot, horizon, end_slot, check, settings.release_poll_s
+    )
 
 
 def _store_path(request: ReplayRequest, stack: contextlib.ExitStack) -> Path | None:
@@ -327,6 +332,7 @@ def _run_slots(loop: _ReplayLoop, trace: _ReplayTrace, speedup: float, err: Cons
                     )
                 loop.check(slot, submitted, store.active_jobs)
                 loop.runner.run_slot()
+                _polls_for_steps(loop, (slot + 1) * slot_s)
                 progress.advance(task)
                 slot += 1
                 if stop.sleep(slot_s / speedup):
@@ -335,6 +341,20 @@ def _run_slots(loop: _ReplayLoop, trace: _ReplayTrace, speedup: float, err: Cons
             err.print(f"run --replay: interrupted after slot {slot - 1}; {loop.kept}", highlight=False)
             raise
     return _SlotsRun(slot - 1, stop.signal_name, stop.signal_number, time.perf_counter() - started)
+
+
+def _polls_for_steps(loop: _ReplayLoop, boundary_s: float) -> None:
+    """The daemon's polls between a slot and the next boundary while the slot held jobs back for EMR's
+    step limit (``SlotRunner.holds_for_steps``), every ``loop.poll_s``, as ``run`` makes them: each
+    adds the held jobs that the steps ended since leave room for. Jobs still reach the store per slot."""
+    if loop.poll_s <= 0:
+        return
+    while loop.runner.holds_for_steps:
+        poll_at_s = (math.floor(loop.clock.time_s / loop.poll_s + 1e-9) + 1) * loop.poll_s
+        if poll_at_s >= boundary_s:
+            return
+        loop.clock.time_s = poll_at_s
+        loop.runner.release_between_slots()
 
 
 def _submit_arrivals(loop: _ReplayLoop, trace: _ReplayTrace, submitted: int, slot: int) -> int:

@@ -60,7 +60,7 @@ from autoscaler.core.policies.gcp import GcpState
 from autoscaler.core.policies.slot import SlotInput
 from autoscaler.core.policy_state import UNKNOWN_SEQ, FollowWatch, PolicyState
 from autoscaler.core.readable import count_text
-from autoscaler.core.release import Dispatch, dispatch, fair_release
+from autoscaler.core.release import MAX_ACTIVE_STEPS, Dispatch, dispatch, fair_release
 from autoscaler.core.slot_config import CONTROLLER_POLICIES, UNIFORM_DEADLINE_POLICIES, WORK_MODELS, ControllerConfig
 from autoscaler.core.slot_work import arrived_units, counted_now, flow_at, job_units, rebuild_cause, rebuild_future
 
@@ -319,10 +319,16 @@ def _explained_decision(
         missed_by_tenant=dispatched.missed_by_tenant,
         nodes_by_tenant=dispatched.nodes_by_tenant,
         load=load,
+        held_for_steps=dispatched.step_limited,
     )
     policy_reason = (step.reason, step.why)
     reason, why = _node_reason(dispatched, queue, config, policy_reason)
     why += waits_text(dispatched.waits)
+    if dispatched.step_limited:
+        why += (
+            f"; {count_text(len(dispatched.step_limited), 'job')} chosen left queued: EMR holds at most "
+            f"{MAX_ACTIVE_STEPS} steps PENDING and RUNNING (added between slots as steps end)"
+        )
     if reason == "deadlines" and step.binding_slots:
         binding = binding_job(queue, slot, slot + step.binding_slots - 1, config)
         if binding is not None:

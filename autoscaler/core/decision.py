@@ -90,6 +90,9 @@ class Decision:
     ``reason``: which rule bound m_t or the nodes, one of ``REASONS`` ("" in logs written before
     decisions explained themselves); ``why``: that, in one sentence with its figures.
     ``solve_ms``: wall time of the decision, filled in by the daemon (``tick`` reads no clock).
+    ``held_for_steps``: jobs the slot chose and left queued because EMR holds at most
+    ``autoscaler.core.release.MAX_ACTIVE_STEPS`` steps PENDING and RUNNING, in the order they were
+    chosen; the daemon adds them between slots as steps end (``SlotRunner.release_between_slots``).
 
     hold+carbon only (``ControllerConfig.carbon``; carbon-blind decisions and older logs keep the
     defaults): ``carbon_mode``, how the slot was decided (``autoscaler.core.policies.carbon.MODES``:
@@ -121,6 +124,7 @@ class Decision:
     reason: str = ""
     why: str = ""
     solve_ms: float = 0.0
+    held_for_steps: tuple[str, ...] = ()
     carbon_mode: str = ""
     carbon_value: float | None = None
     carbon_unit: str = ""

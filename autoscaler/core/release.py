@@ -24,10 +24,16 @@ import numpy as np
 from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, slot_of, start_by_slot
 from autoscaler.core.model import Job, JobState
 
-__all__ = ["SHARE_TOLERANCE", "Dispatch", "deadline_key", "dispatch", "fair_release", "need_s", "running_need_s"]
+__all__ = ["MAX_ACTIVE_STEPS", "SHARE_TOLERANCE", "Dispatch", "active_step_room", "deadline_key", "dispatch", "fair_release", "need_s", "running_need_s"]
 
 SHARE_TOLERANCE = 1e-12
 """A dominant share at or below this is 0: the linear-time DRF step leaves rounding dust."""
+
+MAX_ACTIVE_STEPS = 256
+"""EMR's limit on a cluster's steps PENDING and RUNNING at once ("You can have up to 256 PENDING and
+RUNNING steps in a cluster": Amazon EMR Management Guide, *Submit work to an Amazon EMR cluster*).
+AddJobFlowSteps beyond it is refused, so a slot releases at most this many less the jobs it has
+released that have not ended (``active_step_room``)."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,8 @@ class Dispatch:
     released jobs need in it (``need_s``). ``running_nodes``: the nodes the jobs running before the
     slot hold (the sum of their w). ``waits``: (job id, w, nodes free for it) of each queued job of w
     > 1 nodes read and not released because fewer than its w nodes were there (no partial start).
-    ``due`` is in nodes: the w of each job due.
+    ``due`` is in nodes: the w of each job due. ``step_limited``: the jobs chosen and then left queued
+    (in the order chosen) because EMR holds at most ``MAX_ACTIVE_STEPS`` steps PENDING and RUNNING (``active_step_room``).
     """
 
     slot: int
@@ -68,6 +75,7 @@ class Dispatch:
     node_s_released: float | None = None
     running_nodes: int = 0
     waits: tuple[tuple[str, int, int], ...] = ()
+    step_limited: tuple[str, ...] = ()
 
 
 def dispatch(
@@ -141,6 +149,8 @@ def dispatch(
     load = _slot_load(view, capacity, by_time, arrival_nodes)
     waits: list[tuple[Job, int]] = []
     release, beyond = _release(view, load, dominant_shares or {}, by_time, waits)
+    chosen = release
+    release, beyond = _within_step_room(view.queue, release, beyond)
     released_s: float | None = None
     if by_time:
         released_s = sum(need_s(j, limits.slot_s) for j in release)
@@ -176,7 +186,27 @@ def dispatch(
         node_s_released=released_s,
         running_nodes=load.running_nodes,
         waits=tuple((j.job_id, j.nodes, free) for j, free in waits if j.job_id not in released),
+        step_limited=tuple(j.job_id for j in chosen[len(release):]),
     )
+
+
+def active_step_room(queue: JobQueue) -> int:
+    """How many steps may still be added: ``MAX_ACTIVE_STEPS`` less the queue's released and running
+    jobs (each an EMR step PENDING or RUNNING until it is seen to end; one seen late is counted a
+    slot longer, which errs on the side EMR accepts). Steps others add to the cluster count at EMR
+    too and are not seen here."""
+    return max(0, MAX_ACTIVE_STEPS - queue.running_count)
+
+
+def _within_step_room(queue: JobQueue, release: list[Job], beyond: list[Job] | None) -> tuple[list[Job], list[Job] | None]:
+    """The first ``active_step_room`` jobs of ``release`` (its order is the slot's priority: the due
+    and urgent ones first), and of ``beyond`` those kept; the rest stay queued for a later slot."""
+    room = active_step_room(queue)
+    if len(release) <= room:
+        return release, beyond
+    kept = release[:room]
+    ids = {job.job_id for job in kept}
+    return kept, None if beyond is None else [job for job in beyond if job.job_id in ids]
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,12 @@ class ClusterTwin:
         self._widest = max(self._widest, int(nodes))
         self._dispatch(now_s)
 
+    @property
+    def active_steps(self) -> int:
+        """Steps added and not ended: never started (PENDING), running, or killed and to run again;
+        what EMR counts against its limit of PENDING and RUNNING steps."""
+        return self._started + len(self._waiting)
+
     def remove_idle(self, now_s: float, count: int) -> int:
         """Remove up to ``count`` idle usable nodes at ``now_s``, the newest first, and lower
         ``requested`` by as many: never a booting node nor one running a job (EMR managed scaling

@@ -14,8 +14,10 @@ import pytest
 from autoscaler.adapters.emr import EmrCluster
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.twin import TwinCluster
+from autoscaler.core.errors import ActuationError
 from autoscaler.core.model import Job, StepSpec
 from autoscaler.core.ports import Cluster, TaskGroup
+from autoscaler.core.release import MAX_ACTIVE_STEPS
 
 from conftest import _set_step_state
 
@@ -110,3 +112,14 @@ def test_a_completed_step_leaves_the_active_list_and_says_so(under_test):
     assert second in {s.step_id for s in cluster.steps(active_only=True)}
     assert first not in {s.step_id for s in cluster.steps(active_only=True)}
     assert [s.state for s in cluster.steps() if s.step_id == first] == ["COMPLETED"]
+
+
+def test_the_twin_refuses_a_step_beyond_emrs_256_pending_and_running_as_emr_does():
+    clock = SimulatedClock(0.0)
+    cluster = TwinCluster(clock)  # no nodes: every step stays PENDING
+    for i in range(MAX_ACTIVE_STEPS):
+        cluster.add_step(make_job(f"j{i:03d}"))
+    with pytest.raises(ActuationError, match="256 steps PENDING and RUNNING") as refused:
+        cluster.add_step(make_job("one-more"))
+    assert refused.value.permanent
+    assert len(cluster.steps(active_only=True)) == MAX_ACTIVE_STEPS

@@ -24,7 +24,7 @@ from autoscaler.app.cli import main
 from autoscaler.app.compare import CompareInputs, policy_on_twin
 from autoscaler.app.config import Settings
 from autoscaler.core.model import Job, StepSpec
-from autoscaler.core.release import OVERLOAD_AHEAD_SLOTS, dispatch
+from autoscaler.core.release import MAX_ACTIVE_STEPS, OVERLOAD_AHEAD_SLOTS, dispatch
 from autoscaler.core.twin import TwinConfig
 
 TAU = 300.0
@@ -295,3 +295,51 @@ def test_at_the_cap_a_job_past_its_length_error_margin_but_not_its_estimate_is_s
     b = job("b", 300.0, slack_s=350.0)
     d = dispatch(2, 0.0, [a, b], limits(1), work_model="node-seconds")
     assert d.overloaded and d.release[0] == "a"
+
+
+# -- EMR's limit of 256 steps PENDING and RUNNING ------------------------------------------------
+
+
+def test_a_slot_adds_no_more_steps_than_emr_holds_pending_and_running():
+    # 250 steps are out (state "released": PENDING at EMR), 100 30-s jobs are due at 300 nodes: all
+    # 100 fit the nodes, but EMR holds 256 steps PENDING and RUNNING, so the slot adds q000-q005 and
+    # keeps the other 94, in order, for when steps end.
+    out = [job(f"p{i:03d}", 3600.0, state="released", released_s=0.0) for i in range(MAX_ACTIVE_STEPS - 6)]
+    queued = [job(f"q{i:03d}", 30.0) for i in range(100)]
+    d = dispatch(1, 0.0, [*out, *queued], limits(300), work_model="node-seconds")
+    assert d.release == tuple(f"q{i:03d}" for i in range(6))
+    assert d.step_limited == tuple(f"q{i:03d}" for i in range(6, 100))
+    assert d.queue_depth == 100 - 6
+    assert d.running == MAX_ACTIVE_STEPS
+
+
+def test_with_256_steps_out_a_slot_adds_none_and_says_why():
+    out = [job(f"p{i:03d}", 3600.0, state="released", released_s=0.0) for i in range(MAX_ACTIVE_STEPS)]
+    d = dispatch(1, 0.0, [*out, job("q", 30.0)], limits(300), work_model="node-seconds")
+    assert d.release == ()
+    assert d.step_limited == ("q",)
+
+
+def active_steps_peak(twin) -> int:
+    """The most steps PENDING or RUNNING at once on the twin, from its records: +1 when a step is
+    added, -1 when it ends (an end before an add at the same time)."""
+    events = sorted([(s.added_s, 1) for s in twin.steps.values()] + [(s.end_s, -1) for s in twin.steps.values()])
+    peak = active = 0
+    for _, change in events:
+        active += change
+        peak = max(peak, active)
+    return peak
+
+
+@pytest.mark.parametrize("policy", ["hold", "follow"])
+def test_a_burst_beyond_256_steps_runs_every_job_within_emrs_step_limit_and_keeps_the_nodes_busy(policy):
+    # 3,000 30-s jobs at once on up to 300 nodes: the twin refuses a step beyond 256 PENDING and
+    # RUNNING as EMR does (the job would fail), and 256 run at once, so none can wait PENDING: each
+    # node freed takes the next job at the daemon's next poll between slots (release_poll_s, 30 s),
+    # not at the next slot.
+    jobs = [job(f"j{i:04d}", 30.0, slack_s=4 * 3600.0) for i in range(3000)]
+    twin = run_on_twin(jobs, policy, 300, 48, 0.0)
+    assert len(twin.steps) == len(jobs)
+    assert all(step.end_s is not None for step in twin.steps.values())
+    assert active_steps_peak(twin) <= MAX_ACTIVE_STEPS
+    assert idle_while_waiting_s(twin, jobs) <= Settings().release_poll_s + 1e-6
