@@ -399,8 +399,12 @@ def _replay_outcome(loop: _ReplayLoop, jobs: list[Job]) -> _ReplayOutcome:
     store = loop.store
     decisions = [Decision.from_json(record) for record in store.decisions()]
     final_state = store.load_state() or {}
-    # The trace's jobs as the decisions released them (the store holds the same; reading it back costs more).
-    stored_jobs = _released_as_decided(jobs, decisions, loop.config.slot_s)
+    # The trace's jobs as the decisions released them (the store holds the same; reading it back costs
+    # more), and as the polls between slots did (read back only when any did).
+    between = {}
+    if _any_between(jobs, decisions):
+        between = {job.job_id: job.released_s for job in store.all_jobs() if job.released_s is not None}
+    stored_jobs = _released_as_decided(jobs, decisions, loop.config.slot_s, between)
     last_slot = store.last_slot()
     late = {job.job_id: slots_late(job, loop.config, loop.clock.time_s, last_slot) for job in stored_jobs}
     bill = None
@@ -437,7 +441,7 @@ def _daemon_table(
     )
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("jobs released", f"{sum(len(d.release) for d in decisions):,}")
+    table.add_row("jobs released", f"{sum(1 for job in outcome.jobs if job.released_s is not None):,}")
     table.add_row("jobs late (missed their deadline)", f"{sum(1 for n in late.values() if n):,}")
     overran = outcome.overran
     table.add_row("jobs overran (ended after their deadline)", f"{len(overran):,}" if overran is not None else "not known (no run times)")
@@ -577,14 +581,22 @@ def _queued(runner: SlotRunner, store) -> int:
     return sum(job.state == JobState.QUEUED for job in store.active_jobs())
 
 
-def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: float) -> list[Job]:
+def _released_as_decided(jobs: list[Job], decisions: list[Decision], slot_s: float, between: dict[str, float] | None = None) -> list[Job]:
     """The replay's jobs with what its decisions did to them: released at the start of the slot that
-    released them, or still queued; what lateness (``autoscaler.core.lateness``) needs."""
-    released_in = {job_id: d.slot for d in decisions for job_id in d.release}
+    released them, or between slots (``between``: {job id: released_s} as the store recorded it, for
+    the jobs no decision released), or still queued; what lateness (``autoscaler.core.lateness``) needs."""
+    released_s = {job_id: d.slot * slot_s for d in decisions for job_id in d.release}
+    for job_id, at_s in (between or {}).items():
+        released_s.setdefault(job_id, at_s)
     return [
-        dataclasses.replace(job, state=JobState.RELEASED, released_s=released_in[job.job_id] * slot_s) if job.job_id in released_in else job
+        dataclasses.replace(job, state=JobState.RELEASED, released_s=released_s[job.job_id]) if job.job_id in released_s else job
         for job in jobs
     ]
+
+
+def _any_between(jobs: list[Job], decisions: list[Decision]) -> bool:
+    """Whether some job was released by no decision: then it was released between slots, or never."""
+    return sum(len(d.release) for d in decisions) < len(jobs)
 
 
 def overran_jobs(bill, store, jobs: list[Job]) -> set[str] | None:
