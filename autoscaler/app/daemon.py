@@ -687,6 +687,7 @@ class SlotRunner:
             missed=len(decision.missed),
             overran=len(overran),
             **({"overran_jobs": list(overran)[:UNKNOWN_STEPS_NAMED]} if overran else {}),
+            **({"held_for_steps": len(decision.held_for_steps)} if decision.held_for_steps else {}),
             reason=decision.reason,
             why=decision.why,
             **({"carbon_mode": decision.carbon_mode, "carbon_value": decision.carbon_value} if decision.carbon_mode else {}),

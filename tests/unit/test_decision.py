@@ -42,8 +42,9 @@ def test_to_json_is_plain_json_and_reads_back_equal():
     config = ControllerConfig(policy="follow", slot_s=TAU, max_nodes=1)
     jobs = [Job(f"j{i}", "n", "ads", 0.0, TAU, 60.0, StepSpec(args=("true",))) for i in range(3)]
     decision, _ = tick(0.0, jobs, PolicyState(), config)
-    decision = dataclasses.replace(decision, solve_ms=1.25)
+    decision = dataclasses.replace(decision, solve_ms=1.25, held_for_steps=("j9", "j8"))
     document = decision.to_json()
+    assert document["held_for_steps"] == ["j9", "j8"]
     assert json.loads(json.dumps(document)) == document  # lists, plain numbers and strings only
     assert Decision.from_json(document) == decision
     assert Decision.from_json(json.loads(json.dumps(dataclasses.asdict(decision)))) == decision  # the daemon's asdict too
