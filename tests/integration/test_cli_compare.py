@@ -456,3 +456,14 @@ def test_with_a_carbon_signal_each_run_has_its_risk_against_follow_by_day(three_
         assert risk["days_above_follow"] == (ratio > 1)
     assert main(argv) == 0
     assert "Carbon risk against follow (no deferral), by day of the compare" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("max_nodes", "step_concurrency", "noted"), [(30, 4, True), (3, 4, False)])
+def test_compare_says_when_the_step_concurrency_keeps_nodes_beyond_it_idle(tmp_path, capsys, max_nodes, step_concurrency, noted):
+    trace = tmp_path / "ten.tsv"
+    trace.write_text("".join(f"j{i}\t{i}\t0\t{64 * 2**20}\t0\t0\n" for i in range(10)))
+    argv = ["compare", "--trace", str(trace), "-D", "2h", "--policy", "follow", "--max-nodes", str(max_nodes)]
+    assert main([*argv, "--step-concurrency", str(step_concurrency), "--format", "json"]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    note = f"at most {step_concurrency} steps run at once (--step-concurrency, EMR's StepConcurrencyLevel), so no run keeps more than {step_concurrency} of the {max_nodes} nodes"
+    assert (note in said) is noted

@@ -120,6 +120,13 @@ def _run_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     inputs = _inputs(args.trace, settings, twin, carbon, min_nodes, max_nodes, args.fixed_nodes, max(deadlines), args.window, err, args.containers_per_node)
     inputs = dataclasses.replace(inputs, managed_dampen_s=managed_dampen_s)
     err.print(costs_text(costs), style="dim", markup=False, highlight=False)
+    usable = runs.usable_nodes(inputs.jobs, max_nodes, twin.step_concurrency)
+    if usable < max_nodes:
+        err.print(
+            f"note: at most {twin.step_concurrency} steps run at once (--step-concurrency, EMR's StepConcurrencyLevel), so "
+            f"no run keeps more than {usable:,} of the {max_nodes:,} nodes (--max-nodes) busy; the policies plan with {usable:,}",
+            highlight=False,
+        )
     for d in deadlines:
         if d * slot_s < twin.provision_s:
             err.print(
