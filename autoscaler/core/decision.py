@@ -259,8 +259,9 @@ def explain(decision: Decision) -> str:
     lines = [
         f"slot {decision.slot}: m_t = {decision.capacity:.4g} servers, x_t = {decision.assigned:.4g}, L_t = {decision.load:.4g}; "
         f"{count_text(decision.nodes, 'node')}" + (f" ({decision.nodes_wanted} wanted)" if decision.nodes_wanted > decision.nodes else ""),
-        f"released {count_text(len(decision.release), 'job')}{_ids(decision.release)}; late {len(decision.late)}{_ids(decision.late)}; "
-        f"missed their start-by slot {len(decision.missed)}{_ids(decision.missed)}",
+        f"released {count_text(len(decision.release), 'job')}{_ids(decision.release)}; {len(decision.late)} of them late{_ids(decision.late)}; "
+        f"{len(decision.missed)} missed their start-by slot{_ids(decision.missed)}"
+        + (f"; {count_text(len(decision.held_for_steps), 'job')} held for EMR's step limit{_ids(decision.held_for_steps)}" if decision.held_for_steps else ""),
         f"after it: {count_text(decision.queue_depth, 'job')} queued ({decision.at_risk} with their start-by slot now or next), {decision.running} running",
     ]
     lines.append(f"why ({REASON_WORDS.get(decision.reason, 'not recorded')}): {decision.why or 'not recorded'}")

@@ -184,8 +184,10 @@ def test_explain_gives_the_slot_in_a_few_lines():
     decision, _ = tick(0.0, jobs, PolicyState(), ControllerConfig(policy="gcp-u", deadline_slots=1, slot_s=TAU))
     assert explain(decision).splitlines() == [
         "slot 0: m_t = 1 servers, x_t = 1, L_t = 2; 2 nodes",
-        "released 2 jobs (b1, b2); late 0; missed their start-by slot 0",
+        "released 2 jobs (b1, b2); 0 of them late; 0 missed their start-by slot",
         "after it: 0 jobs queued (0 with their start-by slot now or next), 2 running",
         f"why (raised for due jobs): {decision.why}",
     ]
+    held = dataclasses.replace(decision, held_for_steps=tuple(f"h{i}" for i in range(7)))
+    assert explain(held).splitlines()[1].endswith("; 7 jobs held for EMR's step limit (h0, h1, h2, h3, h4, ... (2 more))")
     assert "why (not recorded)" in explain(Decision.from_json(OLD_LOG))
