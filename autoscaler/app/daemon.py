@@ -451,17 +451,16 @@ class SlotRunner:
         room = max(0, MAX_ACTIVE_STEPS - len(active))
         chosen = urgent[:room]
         taken = {job.job_id for job in chosen}
-        held: list[str] = []
-        for job_id in self._held_for_steps:
-            job = self._queue.get(job_id)
-            if job is None or job.state != JobState.QUEUED or job_id in taken:
-                continue
-            if len(chosen) < room:
+        # Read the held ones only until the room is full: a backlog holds thousands, and a poll comes
+        # every release_poll_s.
+        at = 0
+        while at < len(self._held_for_steps) and len(chosen) < room:
+            job = self._queue.get(self._held_for_steps[at])
+            at += 1
+            if job is not None and job.state == JobState.QUEUED and job.job_id not in taken:
                 chosen.append(job)
-                taken.add(job_id)
-            else:
-                held.append(job_id)
-        self._held_for_steps = held
+                taken.add(job.job_id)
+        del self._held_for_steps[:at]
         return chosen
 
     def _reconcile(self) -> dict[str, StepStatus]:
