@@ -180,7 +180,8 @@ def polls_between_slots(runner, store, clock, jobs: Sequence[Job], submitted: in
         while submitted < len(jobs) and jobs[submitted].submit_s <= poll_at_s:
             submitted += 1
         clock.time_s = max(clock.time_s, poll_at_s)
-        store.submit_many(list(jobs[first:submitted]))
+        if submitted > first:
+            store.submit_many(list(jobs[first:submitted]))
         runner.release_between_slots()
     return submitted
 

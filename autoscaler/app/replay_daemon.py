@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import shutil
 import signal
 import tempfile
@@ -34,6 +33,7 @@ from rich.table import Table
 from autoscaler.adapters.fakes import FakeCluster, SimulatedClock
 from autoscaler.adapters.twin import TwinCluster
 from autoscaler.app.cluster_twin import TwinFlags, record_last_runs, replay_twin_inputs, twin_bill_table
+from autoscaler.app.compare import polls_between_slots
 from autoscaler.app.config import Settings
 from autoscaler.app.daemon import DecisionsFile, SlotRunner
 from autoscaler.app.replay_drain import DrainCheck
@@ -345,16 +345,9 @@ def _run_slots(loop: _ReplayLoop, trace: _ReplayTrace, speedup: float, err: Cons
 
 def _polls_for_steps(loop: _ReplayLoop, boundary_s: float) -> None:
     """The daemon's polls between a slot and the next boundary while the slot held jobs back for EMR's
-    step limit (``SlotRunner.holds_for_steps``), every ``loop.poll_s``, as ``run`` makes them: each
-    adds the held jobs that the steps ended since leave room for. Jobs still reach the store per slot."""
-    if loop.poll_s <= 0:
-        return
-    while loop.runner.holds_for_steps:
-        poll_at_s = (math.floor(loop.clock.time_s / loop.poll_s + 1e-9) + 1) * loop.poll_s
-        if poll_at_s >= boundary_s:
-            return
-        loop.clock.time_s = poll_at_s
-        loop.runner.release_between_slots()
+    step limit (``compare.polls_between_slots`` with no job to submit: the replay's jobs reach the
+    store per slot)."""
+    polls_between_slots(loop.runner, loop.store, loop.clock, (), 0, boundary_s, loop.poll_s)
 
 
 def _submit_arrivals(loop: _ReplayLoop, trace: _ReplayTrace, submitted: int, slot: int) -> int:
