@@ -348,7 +348,9 @@ class SlotRunner:
                 overran[job_id] = job.tenant
         if runs:
             self._widen_margins()
-        for job_id in states.keys() | found.keys():
+        # In the steps' order, never a set's: the order the queue takes the changes in is the order its
+        # running jobs, and so the runs seen next, are read in; a set's order changed with the hash seed.
+        for job_id in dict.fromkeys([*states, *found]):
             released_s, step_id = found.get(job_id, (None, None))
             # When a RUNNING step started: what it still needs in the slot is counted from then.
             run_start_s = steps[job_id].start_s if states.get(job_id) == JobState.RUNNING and job_id in steps else None
