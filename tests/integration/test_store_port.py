@@ -154,3 +154,15 @@ def test_recent_runs_are_the_newest_done_runs_with_their_planned_lengths(job_sto
     length_s = {j.job_id: j.length_s for j in jobs}
     assert job_store.recent_runs() == [(length_s["b"], 500.0, True), (length_s["a"], 2000.0, False)]
     assert job_store.recent_runs(limit=1) == [(length_s["a"], 2000.0, False)]
+
+
+def test_the_shadow_forgets_a_job_at_the_commit_after_it_finished_and_keeps_one_set_running_again():
+    shadow = ShadowStore(None)
+    shadow.submit_many([job(f"j{i}", 1000.0 + 10 * i) for i in range(4)])
+    shadow.set_states({"j0": "done", "j1": "failed", "j2": "done"})
+    assert [j.job_id for j in shadow.active_jobs()] == ["j0", "j1", "j2", "j3"]  # until the next commit
+    shadow.set_states({"j2": "running"})  # seen running again before the commit: it stays
+    shadow.commit_release(1, {"j3": (1100.0, "s-3")})
+    assert {j.job_id: j.state for j in shadow.active_jobs()} == {"j2": "running", "j3": "released"}
+    shadow.commit_slot(2, {}, {}, {"slot": 2}, states={"j3": "done"})
+    assert [j.job_id for j in shadow.active_jobs()] == ["j2"]
