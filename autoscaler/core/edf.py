@@ -313,6 +313,22 @@ def release_by_slot(job: Job, limits: NodeLimits) -> int:
     return start_by_slot(job, limits) - limits.due_margin_slots
 
 
+def estimate_slot(job: Job, grid: SlotGrid) -> int:
+    """The last slot a job can start in and end by its deadline by its estimated length alone (no
+    length-error margin): the slot of deadline - length. Past it, the job is late on its estimate."""
+    return slot_of(job.deadline_s - job.length_s, grid)
+
+
+def need_s(job: Job, slot_s: float) -> float:
+    """Node seconds a queued job needs in the slot it is released in: min(length_s, slot_s) (it runs
+    on one node from the slot's start; a job longer than the slot takes the node's whole slot); a job
+    of w > 1 nodes w x slot_s, its w nodes whole (they start it together, so no other job's time on
+    them is counted before it)."""
+    if job.nodes > 1:
+        return job.nodes * slot_s
+    return min(max(job.length_s, 0.0), slot_s)
+
+
 def _edf_key(job: Job, grid: SlotGrid) -> tuple[int, float, float, str]:
     """EDF order of whole jobs: (start-by slot, deadline_s, submit_s, job_id), a total order."""
     return (start_by_slot(job, grid), job.deadline_s, job.submit_s, job.job_id)
@@ -354,6 +370,11 @@ class JobQueue:
     Queued jobs sit in a ``sortedcontainers.SortedList`` in EDF order, keyed by (start-by slot,
     deadline_s, submit_s, job_id) (``edf_key``), and per tenant twice: in EDF order and by deadline
     (``tenant_by_deadline``, the order overload releases in); released and running jobs in a dict.
+    Overload also asks which queued jobs can still be on time by their estimate alone (the slot of
+    deadline - length, ``estimate_slot``, is the slot's or later): those that can and those that
+    no longer can are kept apart, in EDF order and per tenant by deadline, split at the last slot
+    asked about; as slots go by, each job crosses once (O(log n)), so a backlog of lapsed jobs is
+    not read again each slot.
     Two more sorted indexes hold every active job by ``Job.seq`` (the store's order of arrival, for
     ``arrived_after``) and by submit_s (``submitted_in``). Adding, updating or removing
     a job costs O(log n). Iterators (``queued``, ``tenant_queued``) must be used up before the queue
@@ -375,7 +396,17 @@ class JobQueue:
         self._keys: dict[str, tuple] = {}  # queued job id -> EDF key
         self._edf = SortedList()
         self._by_tenant: dict[str, SortedList] = {}
-        self._by_tenant_deadline: dict[str, SortedList] = {}  # (deadline_s, submit_s, job_id) of queued jobs
+        # (deadline_s, submit_s, job_id) of queued jobs, per tenant, split at _lapse_slot: on time / lapsed
+        self._on_time_by_deadline: dict[str, SortedList] = {}
+        self._lapsed_by_deadline: dict[str, SortedList] = {}
+        self._on_time_edf = SortedList()  # EDF keys of the queued jobs not lapsed
+        self._by_estimate = SortedList()  # (estimate_slot, job_id) of every queued job
+        # Per start-by slot of queued jobs: how many, and their need_s in whole nanoseconds (sums
+        # that jobs join and leave without float dust building up), for due_need_s.
+        self._need_ns_by_start_by: dict[int, int] = {}
+        self._count_by_start_by: Counter[int] = Counter()
+        self._start_by_slots = SortedList()
+        self._lapse_slot: int | None = None  # jobs whose estimate_slot is below it are lapsed; None: none yet
         self._running: dict[str, Job] = {}
         self._running_by_tenant: Counter[str] = Counter()  # nodes held: the running jobs' w
         self._running_nodes = 0
@@ -408,7 +439,11 @@ class JobQueue:
                 queue._running_nodes += job.nodes
         queue._edf = SortedList(queue._keys.values())
         queue._by_tenant = {tenant: SortedList(keys) for tenant, keys in by_tenant.items()}
-        queue._by_tenant_deadline = {tenant: SortedList((deadline, submit, job_id) for _, deadline, submit, job_id in keys) for tenant, keys in by_tenant.items()}
+        queue._on_time_by_deadline = {tenant: SortedList((deadline, submit, job_id) for _, deadline, submit, job_id in keys) for tenant, keys in by_tenant.items()}
+        queue._on_time_edf = SortedList(queue._keys.values())
+        queue._by_estimate = SortedList((estimate_slot(queue._jobs[job_id], queue), job_id) for job_id in queue._keys)
+        for job_id, key in queue._keys.items():
+            queue._count_need(key[0], queue._jobs[job_id], 1)
         queue._by_seq = SortedList((job.seq, job_id) for job_id, job in queue._jobs.items() if job.seq is not None)
         queue._by_submit = SortedList((job.submit_s, job_id) for job_id, job in queue._jobs.items())
         return queue
@@ -472,7 +507,14 @@ class JobQueue:
             key = self._keys[job.job_id] = _edf_key(job, self)
             self._edf.add(key)
             self._by_tenant.setdefault(job.tenant, SortedList()).add(key)
-            self._by_tenant_deadline.setdefault(job.tenant, SortedList()).add((job.deadline_s, job.submit_s, job.job_id))
+            self._count_need(key[0], job, 1)
+            estimate = estimate_slot(job, self)
+            self._by_estimate.add((estimate, job.job_id))
+            if self._lapsed(estimate):
+                self._lapsed_by_deadline.setdefault(job.tenant, SortedList()).add(_deadline_key(job))
+            else:
+                self._on_time_by_deadline.setdefault(job.tenant, SortedList()).add(_deadline_key(job))
+                self._on_time_edf.add(key)
             self._wide_queued += job.nodes > 1
         else:
             self._running[job.job_id] = job
@@ -487,10 +529,14 @@ class JobQueue:
             tenant.remove(key)
             if not tenant:
                 del self._by_tenant[job.tenant]
-            by_deadline = self._by_tenant_deadline[job.tenant]
-            by_deadline.remove((job.deadline_s, job.submit_s, job.job_id))
-            if not by_deadline:
-                del self._by_tenant_deadline[job.tenant]
+            self._count_need(key[0], job, -1)
+            estimate = estimate_slot(job, self)
+            self._by_estimate.remove((estimate, job.job_id))
+            if self._lapsed(estimate):
+                _remove(self._lapsed_by_deadline, job.tenant, _deadline_key(job))
+            else:
+                _remove(self._on_time_by_deadline, job.tenant, _deadline_key(job))
+                self._on_time_edf.remove(key)
             self._wide_queued -= job.nodes > 1
         else:
             del self._running[job.job_id]
@@ -566,14 +612,65 @@ class JobQueue:
         stop = len(keys) if start_by_before is None else keys.bisect_left((start_by_before,))
         return (self._jobs[key[3]] for key in keys.islice(start, stop))
 
-    def tenant_by_deadline(self, tenant: str, start_by_from: int | None = None, start_by_before: int | None = None) -> Iterator[Job]:
-        """A tenant's queued jobs by deadline (deadline_s, submit_s, job_id), only those whose start-by
-        slot is in [``start_by_from``, ``start_by_before``) when given: O(1) to start and O(1) for each
-        job passed over."""
-        for _, _, job_id in self._by_tenant_deadline.get(tenant, ()):
-            start_by = self._keys[job_id][0]
-            if (start_by_from is None or start_by >= start_by_from) and (start_by_before is None or start_by < start_by_before):
-                yield self._jobs[job_id]
+    def tenant_by_deadline(self, tenant: str, slot: int, on_time: bool) -> Iterator[Job]:
+        """A tenant's queued jobs by deadline (deadline_s, submit_s, job_id) that can still be on time
+        in ``slot`` by their estimate alone (``estimate_slot`` >= ``slot``), or, not ``on_time``, those
+        that no longer can: O(1) to start once the jobs whose estimate lapsed since the last slot
+        asked about have crossed (O(log n) each)."""
+        self._lapse_to(slot)
+        keys = (self._on_time_by_deadline if on_time else self._lapsed_by_deadline).get(tenant, ())
+        return (self._jobs[job_id] for _, _, job_id in keys)
+
+    def on_time_by(self, slot: int, last_slot: int | None = None) -> Iterator[Job]:
+        """Queued jobs that can still be on time in ``slot`` by their estimate alone, whose start-by
+        slot is ``last_slot`` or earlier (None: any), in EDF order: O(log n + the jobs returned),
+        once the lapsed ones have crossed (``tenant_by_deadline``)."""
+        self._lapse_to(slot)
+        keys = self._on_time_edf if last_slot is None else self._on_time_edf.irange(maximum=(last_slot + 1,), inclusive=(True, False))
+        return (self._jobs[key[3]] for key in keys)
+
+    def due_need_s(self, slot: int) -> float:
+        """Node seconds the queued jobs whose start-by slot is ``slot`` or earlier need in the slot
+        they are released in (``need_s`` each, to the nanosecond): O(the start-by slots up to ``slot``)."""
+        return sum(self._need_ns_by_start_by[s] for s in self._start_by_slots.irange(maximum=slot)) / 1e9
+
+    def _count_need(self, start_by: int, job: Job, sign: int) -> None:
+        """A queued job of start-by slot ``start_by`` joins (``sign`` 1) or leaves (-1) due_need_s's sums."""
+        count = self._count_by_start_by[start_by] = self._count_by_start_by[start_by] + sign
+        if count == 0:
+            del self._count_by_start_by[start_by], self._need_ns_by_start_by[start_by]
+            self._start_by_slots.remove(start_by)
+            return
+        if count == 1 and sign == 1:
+            self._start_by_slots.add(start_by)
+            self._need_ns_by_start_by[start_by] = 0
+        self._need_ns_by_start_by[start_by] += sign * round(need_s(job, self.slot_s) * 1e9)
+
+    def _lapsed(self, estimate: int) -> bool:
+        return self._lapse_slot is not None and estimate < self._lapse_slot
+
+    def _lapse_to(self, slot: int) -> None:
+        """Move the split between on time and lapsed to ``slot``: the jobs whose estimate_slot lies
+        between the old split and the new one cross, either way."""
+        old = self._lapse_slot
+        if old == slot:
+            return
+        lapsing = old is None or slot > old
+        low = None if old is None else (min(old, slot),)
+        high = (slot if old is None else max(old, slot),)
+        crossing = [job_id for _, job_id in self._by_estimate.irange(low, high, inclusive=(True, False))]
+        self._lapse_slot = slot
+        for job_id in crossing:
+            job = self._jobs[job_id]
+            by_deadline = _deadline_key(job)
+            if lapsing:
+                _remove(self._on_time_by_deadline, job.tenant, by_deadline)
+                self._lapsed_by_deadline.setdefault(job.tenant, SortedList()).add(by_deadline)
+                self._on_time_edf.remove(self._keys[job_id])
+            else:
+                _remove(self._lapsed_by_deadline, job.tenant, by_deadline)
+                self._on_time_by_deadline.setdefault(job.tenant, SortedList()).add(by_deadline)
+                self._on_time_edf.add(self._keys[job_id])
 
     def due_count(self, slot: int) -> int:
         """Queued jobs whose start-by slot is <= ``slot``: O(log n)."""
@@ -614,6 +711,18 @@ class JobQueue:
         """The start of ``slot`` (seconds), moved out by a relative 1e-9 in the direction ``side``."""
         edge = self.epoch_s + slot * self.slot_s
         return edge + side * 1e-9 * (abs(edge) + abs(self.epoch_s) + self.slot_s)
+
+
+def _deadline_key(job: Job) -> tuple[float, float, str]:
+    return (job.deadline_s, job.submit_s, job.job_id)
+
+
+def _remove(index: dict[str, SortedList], tenant: str, key: tuple) -> None:
+    """``key`` out of the tenant's list in ``index``; a tenant left with none leaves the index."""
+    keys = index[tenant]
+    keys.remove(key)
+    if not keys:
+        del index[tenant]
 
 
 def _check_state(job_id: str, state: str) -> None:

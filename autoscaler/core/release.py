@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, release_by_slot, slot_of, start_by_slot
+from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, need_s, release_by_slot, start_by_slot
 from autoscaler.core.model import Job, JobState
 
 __all__ = ["MAX_ACTIVE_STEPS", "SHARE_TOLERANCE", "Dispatch", "active_step_room", "deadline_key", "dispatch", "fair_release", "need_s", "running_need_s"]
@@ -238,6 +238,10 @@ class _SlotQueue:
         """Their nodes: the sum of their w."""
         return self.queue.due_nodes(start_by) - sum(self.waiting_nodes[i] for i, s in self.waiting.items() if s <= start_by)
 
+    def waiting_need_s(self, start_by: int) -> float:
+        """The node seconds (``need_s``) of the jobs not there yet whose start-by slot is ``start_by`` or earlier."""
+        return sum(need_s(self.queue.get(i), self.limits.slot_s) for i, s in self.waiting.items() if s <= start_by)
+
 
 @dataclass(frozen=True)
 class _SlotLoad:
@@ -281,11 +285,7 @@ def _slot_load(view: _SlotQueue, capacity: float, by_time: bool, arrival_nodes: 
     if by_time:
         running_needs = tuple(need for j in queue.running() for need in _per_node(j, running_need_s(j, slot_start_s, limits.slot_s)))
         running_s = sum(running_needs)
-        due_s = 0.0
-        for job in view.present(queue.queued()):
-            if start_by_slot(job, limits) > slot:
-                break
-            due_s += need_s(job, limits.slot_s)
+        due_s = queue.due_need_s(slot) - view.waiting_need_s(slot)
         busy = _whole_nodes(running_s, limits.slot_s)
         nodes_wanted = max(wanted, _whole_nodes(running_s + due_s, limits.slot_s))
     else:
@@ -347,25 +347,22 @@ class _FairPasses:
         self.held = held
         self.tenants = view.queue.queued_tenants()
         self.taken: set[str] = set()
-        self._judged: dict[str, bool] = {}
-
-    def on_time(self, job: Job) -> bool:
-        """Whether the job can still be on time: the slot of deadline - length is this one or later."""
-        known = self._judged.get(job.job_id)
-        if known is None:
-            known = self._judged[job.job_id] = slot_of(job.deadline_s - job.length_s, self.view.limits) >= self.view.slot
-        return known
 
     def urgent_jobs(self) -> dict[str, list[Job]]:
         """The jobs that must start within the nodes' lead time to be on time (by their start-by slot
         with its length-error margin, or past it) and still can be (by their estimate alone), per
-        tenant by deadline: read from the start-by index, up to that slot."""
+        tenant by deadline: read from the queue's on-time index, up to that slot."""
         view = self.view
         by_tenant: dict[str, list[Job]] = {}
-        for job in view.present(view.queue.start_by_between(None, view.slot + view.limits.due_margin_slots)):
-            if job.job_id not in self.taken and self.on_time(job):
+        for job in view.present(view.queue.on_time_by(view.slot, view.slot + view.limits.due_margin_slots)):
+            if job.job_id not in self.taken:
                 by_tenant.setdefault(job.tenant, []).append(job)
         return {t: sorted(jobs, key=deadline_key) for t, jobs in by_tenant.items()}
+
+    def on_time_left(self) -> bool:
+        """Whether a job that can still be on time (by its estimate alone) is queued and not taken."""
+        view = self.view
+        return any(job.job_id not in self.taken for job in view.present(view.queue.on_time_by(view.slot)))
 
     def urgent_fit(self, urgent: dict[str, list[Job]], free: float, cost: Callable[[Job], float]) -> bool:
         """Whether those whose start-by slot is this one or within the lead time ahead fit the node time."""
@@ -394,9 +391,9 @@ class _FairPasses:
         # time go first when they all fit the node time: then none of them need be late, and the
         # others have slack. When they do not all fit, some job is late whatever is done, and
         # earliest deadline first makes the fewest late.
-        present, queue, tenants, on_time, taken = self.view.present, self.view.queue, self.tenants, self.on_time, self.taken
+        present, queue, slot, taken = self.view.present, self.view.queue, self.view.slot, self.taken
         chosen: list[Job] = []
-        classes: list[Callable[[Job], bool] | dict[str, list[Job]]] = [on_time, lambda j: not on_time(j)][: 2 if overdue else 1]
+        classes: list[bool | dict[str, list[Job]]] = [True, False][: 2 if overdue else 1]  # on time, then lapsed
         urgent = self.urgent_jobs()
         if self.urgent_fit(urgent, free, cost):
             classes.insert(0, urgent)
@@ -405,7 +402,7 @@ class _FairPasses:
                 queues = {t: (j for j in jobs if j.job_id not in taken) for t, jobs in wanted.items()}
             else:
                 queues = {
-                    t: (j for j in present(queue.tenant_by_deadline(t)) if j.job_id not in taken and wanted(j)) for t in tenants
+                    t: (j for j in present(queue.tenant_by_deadline(t, slot, on_time=wanted)) if j.job_id not in taken) for t in self.tenants
                 }
             left = free - sum(cost(j) for j in chosen)
             got = _fair_release(
@@ -432,7 +429,7 @@ def _overload_release_node_s(view: _SlotQueue, load: _SlotLoad, shares: dict[str
     # start within it (the last may run past the slot's end: its node would idle otherwise); then
     # OVERLOAD_AHEAD_SLOTS of the cap's node time more wait, PENDING, in EMR's queue (YARN starts one
     # the moment a container ends), so a node freed before the next decision takes the next step at once.
-    queue, slot, limits = view.queue, view.slot, view.limits
+    queue, limits = view.queue, view.limits
     held = Counter()
     for job in queue.running():
         held[job.tenant] += running_need_s(job, load.slot_start_s, limits.slot_s) * job.nodes
@@ -456,12 +453,7 @@ def _overload_release_node_s(view: _SlotQueue, load: _SlotLoad, shares: dict[str
         - sum(running_need_s(j, load.slot_start_s, horizon_s) * j.nodes for j in queue.running())
         - sum(min(max(j.length_s, 0.0), horizon_s) * j.nodes for j in release)
     )
-    # A job whose start-by slot (with its margin) is now or later is on time: looked for first, in the index.
-    taken, tenants = passes.taken, passes.tenants
-    on_time_left = any(j.job_id not in taken for t in tenants for j in view.present(queue.tenant_queued(t, start_by_from=slot))) or any(
-        j.job_id not in taken and passes.on_time(j) for t in tenants for j in view.present(queue.tenant_queued(t, start_by_before=slot))
-    )
-    release += passes.fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not on_time_left, starts_in_slot=True)
+    release += passes.fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not passes.on_time_left(), starts_in_slot=True)
     return release
 
 
@@ -561,16 +553,6 @@ def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeL
 def deadline_key(job: Job) -> tuple[float, float, str]:
     """Earliest deadline first: (deadline_s, submit_s, job_id), the order overload releases in."""
     return (job.deadline_s, job.submit_s, job.job_id)
-
-
-def need_s(job: Job, slot_s: float) -> float:
-    """Node seconds a queued job needs in the slot it is released in: min(length_s, slot_s) (it runs
-    on one node from the slot's start; a job longer than the slot takes the node's whole slot); a job
-    of w > 1 nodes w x slot_s, its w nodes whole (they start it together, so no other job's time on
-    them is counted before it)."""
-    if job.nodes > 1:
-        return job.nodes * slot_s
-    return min(max(job.length_s, 0.0), slot_s)
 
 
 def _per_node(job: Job, need: float) -> list[float]:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from autoscaler.core.edf import JobQueue, edf_key, start_by_slot
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job, StepSpec
+from autoscaler.core.release import deadline_key
 
 TAU = 300.0
 EPOCH = 1000.0
@@ -57,6 +58,7 @@ job_spec = st.tuples(
     st.sampled_from("PQR"),
     st.sampled_from(["queued", "queued", "released", "running", "done"]),
     st.one_of(st.none(), st.integers(1, 60)),
+    st.sampled_from([0.0, 0.0, 150.0, 700.0]),  # start margin: start-by moves earlier, the estimate does not
 )
 operation = st.one_of(
     st.tuples(st.just("add"), job_spec),
@@ -65,10 +67,11 @@ operation = st.one_of(
 
 
 def make(spec) -> Job:
-    i, submit, length, slack, tenant, state, seq = spec
+    i, submit, length, slack, tenant, state, seq, margin = spec
     submit_s = EPOCH + submit
     released_s = submit_s if state in ("released", "running") else None
-    return dataclasses.replace(job(f"j{i}", submit_s, length, submit_s + length + slack, tenant, state, seq), released_s=released_s)
+    made = job(f"j{i}", submit_s, length, submit_s + length + slack, tenant, state, seq)
+    return dataclasses.replace(made, released_s=released_s, start_margin_s=margin)
 
 
 @settings(max_examples=200, deadline=None)
@@ -110,9 +113,21 @@ def check(queue: JobQueue, naive: Naive, probe: int) -> None:
         assert list(queue.tenant_queued(tenant)) == [j for j in edf if j.tenant == tenant]
     start_by = [start_by_slot(j, queue) for j in edf]
     assert queue.due_count(probe) == sum(1 for s in start_by if s <= probe)
+    # Each due job needs min(length, slot) node seconds (one node wide): summed by hand.
+    assert queue.due_need_s(probe) == pytest.approx(sum(min(j.length_s, TAU) for j, s in zip(edf, start_by) if s <= probe), abs=1e-6)
     for first, last in ((probe, probe + 2), (None, probe), (probe, None), (probe + 3, probe)):
         expected = [j for j, s in zip(edf, start_by) if (first is None or s >= first) and (last is None or s <= last)]
         assert queue.start_by_between(first, last) == expected
+    # On time by the estimate alone (the slot of deadline - length is the slot's or later), or lapsed;
+    # asked of slots forward and back, as the split between the two moves either way.
+    for slot in (probe, probe + 4, probe - 3, probe):
+        on_time = [j for j in edf if math.floor((j.deadline_s - j.length_s - EPOCH) / TAU) >= slot]
+        lapsed = [j for j in edf if j not in on_time]
+        for tenant in "PQR":
+            assert list(queue.tenant_by_deadline(tenant, slot, on_time=True)) == sorted((j for j in on_time if j.tenant == tenant), key=deadline_key)
+            assert list(queue.tenant_by_deadline(tenant, slot, on_time=False)) == sorted((j for j in lapsed if j.tenant == tenant), key=deadline_key)
+        assert list(queue.on_time_by(slot)) == on_time
+        assert list(queue.on_time_by(slot, slot + 1)) == [j for j in on_time if start_by_slot(j, queue) <= slot + 1]
     with_seq = sorted((j for j in naive.jobs.values() if j.seq is not None), key=lambda j: (j.seq, j.job_id))
     for after in (0, probe, 40):
         assert queue.arrived_after(after) == [j for j in with_seq if j.seq > after]
