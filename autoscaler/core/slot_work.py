@@ -128,7 +128,7 @@ def counted_now(queue: JobQueue, state: PolicyState, slot: int, config: Controll
     found = {j.job_id: j for j in queue.submitted_in(since, slot) if j.seq is None}
     counted_seq = state.counted_seq
     later: set[str] = set()
-    for job_id in state.uncounted:
+    for job_id in sorted(state.uncounted):  # sorted: a set's order changes with the hash seed, and sums follow it
         job = queue.get(job_id)
         if job is not None:
             if config.slot_of(job.submit_s) <= slot:
