@@ -51,6 +51,7 @@ from autoscaler.core.policies import REPLAY_COMPARED_POLICIES, plan
 from autoscaler.core.ports import Cluster, JobStore
 from autoscaler.core.readable import count_text
 from autoscaler.core.recurring import repeat_days
+from autoscaler.core.release import MAX_ACTIVE_STEPS
 from autoscaler.core.replay import require_deadline_within_window
 from autoscaler.core.slot_work import node_seconds_active
 from autoscaler.core.twin import TwinBill, TwinConfig
@@ -245,13 +246,16 @@ def _open_replay(
     # a step of w nodes takes w of them), and the daemon plans on them: nodes beyond idle.
     max_nodes = config.max_nodes
     cap, cap_flag = max_nodes, "--max-nodes"
-    if twin is not None and twin.step_concurrency < max_nodes and all(job.nodes == 1 for job in trace.jobs):
+    narrow = all(job.nodes == 1 for job in trace.jobs)
+    if twin is not None and twin.step_concurrency < max_nodes and narrow:
         cap, cap_flag = twin.step_concurrency, "--step-concurrency"
         config = dataclasses.replace(config, max_nodes=cap)
     runner = compose.runner(settings, config, store, cluster, clock, dry_run=request.dry_run, on_decision=decisions_file, retention_s=None)
     horizon = trace.window_slots + config.deadline_slots
     end_slot = replay_end_slot(horizon)
-    check = DrainCheck(trace.jobs, end_slot, horizon, cap, config.slot_s, cap_flag)
+    # EMR's steps at once: the twin's, else the limit the daemon keeps to (256 PENDING and RUNNING).
+    step_limit = (twin.step_concurrency if twin is not None else MAX_ACTIVE_STEPS) if narrow else None
+    check = DrainCheck(trace.jobs, end_slot, horizon, cap, config.slot_s, cap_flag, step_limit)
     return _ReplayLoop(
         store, store_path, kept, clock, cluster, runner, config, max_nodes, first_slot, horizon, end_slot, check, settings.release_poll_s
     )

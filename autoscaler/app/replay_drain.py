@@ -37,7 +37,7 @@ def deadline_nodes_needed(jobs: list[Job], slot_s: float) -> int:
 
 def check_drain(
     waiting: list[Job], running: list[Job], slot: int, end_slot: int, horizon: int, max_nodes: int, slot_s: float, deadline_cap: int,
-    cap_flag: str = "--max-nodes",
+    cap_flag: str = "--max-nodes", step_limit: int | None = None,
 ) -> None:
     """Raise ConfigError when the jobs not yet released (``waiting``) cannot all be released by
     ``end_slot`` on ``max_nodes`` nodes.
@@ -47,7 +47,9 @@ def check_drain(
     can only run there must fit in max_nodes x the slots to ``end_slot``. The message names
     --max-nodes, the least cap that could release every job in time, and ``deadline_cap``, a
     lower bound on the cap that meets every deadline; ``cap_flag`` is the flag that set the cap
-    (--step-concurrency on a twin that runs fewer steps at once than --max-nodes).
+    (--step-concurrency on a twin that runs fewer steps at once than --max-nodes). ``step_limit``:
+    the steps EMR runs at once when every job is one node wide (None: not so); a cap needed above it
+    is said to be out of reach of --max-nodes.
     """
     busy = sum(max(0, math.ceil((job.released_s + job.length_s) / slot_s) - slot) * job.nodes for job in running if job.released_s is not None)
     by_release: dict[int, list[int]] = {}
@@ -61,7 +63,7 @@ def check_drain(
         if release > slot:
             windows.append((release, jobs_from, work_from))
     windows.append((slot, jobs_from, work_from + busy))
-    _refuse_if_short(windows, len(running) if busy else 0, slot, end_slot, horizon, max_nodes, deadline_cap, cap_flag)
+    _refuse_if_short(windows, len(running) if busy else 0, slot, end_slot, horizon, max_nodes, deadline_cap, cap_flag, step_limit)
 
 
 class DrainCheck:
@@ -69,8 +71,10 @@ class DrainCheck:
     start at a later submit slot hold only jobs not yet submitted, so they are checked once,
     before the first slot; each slot then checks the window from now."""
 
-    def __init__(self, jobs: list[Job], end_slot: int, horizon: int, max_nodes: int, slot_s: float, cap_flag: str = "--max-nodes") -> None:
-        self._cap_flag = cap_flag
+    def __init__(
+        self, jobs: list[Job], end_slot: int, horizon: int, max_nodes: int, slot_s: float, cap_flag: str = "--max-nodes", step_limit: int | None = None
+    ) -> None:
+        self._cap_flag, self._step_limit = cap_flag, step_limit
         self._held = [node_slots(job, slot_s) for job in jobs]
         self._left = list(itertools.accumulate(reversed(self._held)))[::-1] + [0]  # node-slots of jobs[i:]
         self._end, self._horizon, self._max_nodes, self._slot_s = end_slot, horizon, max_nodes, slot_s
@@ -88,7 +92,7 @@ class DrainCheck:
             check_drain(
                 [job for job in active if job.state == JobState.QUEUED] + self._jobs[submitted:],
                 [job for job in active if job.state != JobState.QUEUED],
-                slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap, self._cap_flag,
+                slot, self._end, self._horizon, self._max_nodes, self._slot_s, self.deadline_cap, self._cap_flag, self._step_limit,
             )  # fmt: skip
             return
         if self._left[0] <= self._max_nodes * (self._end - slot):
@@ -99,12 +103,14 @@ class DrainCheck:
         busy = sum(max(0, math.ceil((job.released_s + job.length_s) / self._slot_s) - slot) * job.nodes for job in running)
         work = sum(self._held_by_id.get(job.job_id, node_slots(job, self._slot_s)) for job in queued) + self._left[submitted] + busy
         count = len(queued) + len(self._jobs) - submitted
-        _refuse_if_short([(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap, self._cap_flag)
+        _refuse_if_short(
+            [(slot, count, work)], len(running) if busy else 0, slot, self._end, self._horizon, self._max_nodes, self.deadline_cap, self._cap_flag, self._step_limit
+        )
 
 
 def _refuse_if_short(
     windows: list[tuple[int, int, int]], running: int, slot: int, end_slot: int, horizon: int, max_nodes: int, deadline_cap: int,
-    cap_flag: str = "--max-nodes",
+    cap_flag: str = "--max-nodes", step_limit: int | None = None,
 ) -> None:
     """ConfigError when some window [first, end_slot) holds more node-slots than max_nodes can run."""
     needed = max(math.ceil(work / max(1, end_slot - first)) for first, _, work in windows)
@@ -121,5 +127,15 @@ def _refuse_if_short(
         f"{max_nodes:,} {'node(s)' if cap_flag == '--max-nodes' else 'step(s) at once'} x the {end_slot - first:,} slots from slot {first:,} to {end_slot:,} (the horizon of "
         f"{horizon:,} slots and as long again for late jobs); fewer than {cap_flag} {needed:,} cannot release them all "
         f"by then (a lower bound: jobs hold whole nodes for whole slots, so a few more may be needed), and meeting every "
-        f"deadline takes at least {cap_flag} {deadline_cap:,}"
+        f"deadline takes at least {cap_flag} {deadline_cap:,}" + _beyond_steps(needed, deadline_cap, cap_flag, step_limit)
     )
+
+
+def _beyond_steps(needed: int, deadline_cap: int, cap_flag: str, step_limit: int | None) -> str:
+    """What the refusal adds when the nodes it names are more than EMR runs one-node steps on."""
+    if step_limit is None or cap_flag != "--max-nodes" or max(needed, deadline_cap) <= step_limit:
+        return ""
+    steps = f"; but EMR runs at most {step_limit} steps at once, and every job here is one step on one node, so no --max-nodes"
+    if needed > step_limit:
+        return f"{steps} above {step_limit} drains it: give the jobs later deadlines or replay fewer of them"
+    return f"{steps} meets every deadline: above {step_limit} nodes the jobs still wait for steps"

@@ -149,3 +149,25 @@ def test_vfw_with_a_deadline_under_two_slots_names_d_and_where_it_came_from(tmp_
     assert main(["run", "--replay", "A", "--dry-run", "--policy", "vfw", "-D", "0", "--store", str(store)]) == 2
     assert "--deadline: vfw needs D >= 2, got 0" in capsys.readouterr().err
     assert not store.exists()
+
+
+def test_a_cap_beyond_the_steps_emr_runs_at_once_is_not_advised_for_one_node_jobs():
+    # 1,000 one-slot jobs waiting at slot 575 with 5 slots left: 200 nodes at once are needed. EMR
+    # runs at most 100 steps at once here, so the refusal says no --max-nodes above 100 helps.
+    waiting = [Job(f"w{i}", "w", "t", 575 * 300.0, 1e9, 0.0, StepSpec()) for i in range(1000)]
+    with pytest.raises(ConfigError) as caught:
+        check_drain(waiting, [], 575, 580, 290, 150, 300.0, 7, step_limit=100)
+    assert "fewer than --max-nodes 200 cannot release them all" in str(caught.value)
+    assert "EMR runs at most 100 steps at once" in str(caught.value) and "no --max-nodes above 100 drains it" in str(caught.value)
+    # Jobs of several nodes each use more nodes than steps: then the nodes asked for stand alone.
+    with pytest.raises(ConfigError) as caught:
+        check_drain(waiting, [], 575, 580, 290, 150, 300.0, 7, step_limit=None)
+    assert "steps at once" not in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        check_drain(waiting, [], 575, 580, 290, 150, 300.0, 7, step_limit=256)  # 200 nodes are within 256 steps
+    assert "steps at once" not in str(caught.value)
+    # Draining needs 200, within 256 steps, but the deadlines would need 300 nodes at once: out of reach.
+    with pytest.raises(ConfigError) as caught:
+        check_drain(waiting, [], 575, 580, 290, 150, 300.0, 300, step_limit=256)
+    assert "meeting every deadline takes at least --max-nodes 300; but EMR runs at most 256 steps at once" in str(caught.value)
+    assert "so no --max-nodes meets every deadline" in str(caught.value)
