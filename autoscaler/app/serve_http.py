@@ -139,7 +139,8 @@ class Listener:
         self.host, self.port = host, self.socket.getsockname()[1]
         self.scheme = "https" if certfile else "http"
         config = uvicorn.Config(
-            app, ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning", lifespan="off", backlog=2048,
+            # log_config None: uvicorn's loggers go to the root logger, so its lines are in our format (JSON), not its own text.
+            app, ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning", log_config=None, lifespan="off", backlog=2048,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )  # fmt: skip
         self.server = uvicorn.Server(config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -153,3 +154,30 @@ def test_unknown_format_or_level_is_a_config_error() -> None:
         configure_logging("yaml")
     with pytest.raises(ConfigError, match="log level"):
         configure_logging("json", level="loud")
+
+
+def test_the_step_endpoints_listener_logs_as_json_lines_too() -> None:
+    # uvicorn logs a bad request at warning; with its own log config that line was plain text
+    # ("WARNING:  Invalid HTTP request received.") in the middle of the JSON log.
+    import socket
+
+    from starlette.applications import Starlette
+
+    from autoscaler.app.serve_http import Listener
+
+    stream = io.StringIO()
+    configure_logging("json", stream=stream)
+    listener = Listener(Starlette(), "127.0.0.1", 0).start()
+    try:
+        with socket.create_connection((listener.host, listener.port), timeout=10) as client:
+            client.sendall(b"NOT HTTP\r\n\r\n")
+            client.recv(1024)  # uvicorn answers 400 and closes
+        deadline = time.monotonic() + 30
+        while "Invalid HTTP request" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        listener.stop()
+    lines = json_lines(stream)
+    assert {"event": "Invalid HTTP request received.", "level": "warning", "logger": "uvicorn.error"}.items() <= next(
+        line for line in lines if line["event"].startswith("Invalid HTTP")
+    ).items()
