@@ -476,8 +476,8 @@ def _node_reason(dispatched: Dispatch, queue: JobQueue, config: ControllerConfig
             if dispatched.nodes_wanted > config.max_nodes
             # The cap binds ahead (node-seconds): the queued work cannot all start by its start-by slots
             # within max_nodes, though the nodes wanted now fit.
-            else f"the queued work cannot all start by its start-by slots within max_nodes = {config.max_nodes} "
-            f"({dispatched.nodes_wanted} nodes wanted now: {counted})"
+            else f"with the work forecast to arrive, the queued work would not all start by its start-by slots within "
+            f"max_nodes = {config.max_nodes}, so every usable node is fed now ({dispatched.nodes_wanted} nodes wanted now: {counted})"
         )
         return "overloaded", (
             f"{bound}: the {count_text(max(free, 0), 'free node')} went by dynamic DRF share"
