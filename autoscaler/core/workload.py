@@ -385,7 +385,8 @@ def workload_from_trace(
             trace.path,
             None,
             f"no job is submitted inside the window of {window_slots} slots ({window_slots * slot_s:g} s); "
-            f"the first is at {submit_s.min(initial=math.inf):g} s: give a longer `window_slots` or times relative to the trace's start",
+            + (f"the first is at {submit_s.min():g} s" if submit_s.size else "no job of the trace is left to replay")
+            + ": give a longer `window_slots` or times relative to the trace's start",
         )
     # Lines lost (released after the default window, or malformed) or out of order: more than
     # half of them means the file was read wrongly (ms, another column order, a longer trace).

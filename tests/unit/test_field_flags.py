@@ -121,6 +121,19 @@ def test_a_short_window_names_the_window_flag(tmp_path, capsys):
     assert "the first is at 20000 s: give a longer --window or times relative to the trace's start" in err and "`" not in err
 
 
+def test_run_replay_which_has_no_window_flag_says_what_its_window_is(tmp_path, capsys):
+    # run --replay replays the trace's first day (--days repeats it): advising --window, which it has
+    # not, or more --days, which repeat that empty day, would not help.
+    path = tmp_path / "late.tsv"
+    path.write_text("".join(f"job{i}\t{90_000 + 100 * i}\t0\t1000\t1000\t1000\n" for i in range(3)))
+    assert main(["run", "--replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "the first is at 90000 s: give a longer window (run --replay replays the trace's first day; --days repeats that day)" in err
+    assert "--window" not in err
+    assert main(["run", "--replay", str(path), "--days", "2"]) == 2
+    assert "no job of the trace is left to replay" in capsys.readouterr().err
+
+
 def _flags_named(path: Path) -> list[tuple[int, str]]:
     """(line, text) of each string in ``path`` that names a flag (--window), docstrings and the help texts aside."""
     tree = ast.parse(path.read_text())

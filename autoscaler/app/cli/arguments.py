@@ -89,10 +89,16 @@ _MARKED = re.compile(r"(?<![`:])`(\w+)`(?!`)")
 """A field marked in single backticks: not ``a literal`` in double ones, nor a role (:func:`x`)."""
 
 
-def in_flags(text: str) -> str:
+COMMAND_FIELD_FLAGS = {"run": {"window_slots": "window (run --replay replays the trace's first day; --days repeats that day)"}}
+"""Where a command sets a field otherwise than by :data:`FIELD_FLAGS`' flag (``run --replay`` has no
+--window: it replays the first day, --days times)."""
+
+
+def in_flags(text: str, command: str | None = None) -> str:
     """``text`` with each field the core marked (`window_slots`) named by its flag (--window), as the
-    user typed it; a mark of a field not in :data:`FIELD_FLAGS` is left as it is."""
-    return _MARKED.sub(lambda mark: FIELD_FLAGS.get(mark.group(1), mark.group(0)), text)
+    user of ``command`` typed it; a mark of a field not in :data:`FIELD_FLAGS` is left as it is."""
+    flags = FIELD_FLAGS | COMMAND_FIELD_FLAGS.get(command, {})
+    return _MARKED.sub(lambda mark: flags.get(mark.group(1), mark.group(0)), text)
 
 
 def with_flagged_notes(result):
