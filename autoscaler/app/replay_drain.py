@@ -11,6 +11,7 @@ import math
 
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.model import Job, JobState
+from autoscaler.core.twin import STEP_CONCURRENCY
 
 
 def node_slots(job: Job, slot_s: float) -> int:
@@ -132,10 +133,17 @@ def _refuse_if_short(
 
 
 def _beyond_steps(needed: int, deadline_cap: int, cap_flag: str, step_limit: int | None) -> str:
-    """What the refusal adds when the nodes it names are more than EMR runs one-node steps on."""
-    if step_limit is None or cap_flag != "--max-nodes" or max(needed, deadline_cap) <= step_limit:
+    """What the refusal adds when the cap it names is out of reach: under --max-nodes, nodes beyond
+    the steps EMR runs at once (``step_limit``, one-node jobs); under --step-concurrency, more steps
+    at once than EMR's StepConcurrencyLevel allows (``STEP_CONCURRENCY``)."""
+    if cap_flag == "--step-concurrency":
+        limit, why = STEP_CONCURRENCY, f"EMR runs at most {STEP_CONCURRENCY} steps at once (--step-concurrency {STEP_CONCURRENCY} is the most)"
+    elif step_limit is not None:
+        limit, why = step_limit, f"EMR runs at most {step_limit} steps at once, and every job here is one step on one node"
+    else:
         return ""
-    steps = f"; but EMR runs at most {step_limit} steps at once, and every job here is one step on one node, so no --max-nodes"
-    if needed > step_limit:
-        return f"{steps} above {step_limit} drains it: give the jobs later deadlines or replay fewer of them"
-    return f"{steps} meets every deadline: above {step_limit} nodes the jobs still wait for steps"
+    if max(needed, deadline_cap) <= limit:
+        return ""
+    if needed > limit:
+        return f"; but {why}, so no {cap_flag} above {limit} drains it: give the jobs later deadlines or replay fewer of them"
+    return f"; but {why}, so no {cap_flag} meets every deadline: beyond {limit} at once the jobs still wait for steps"

@@ -171,3 +171,10 @@ def test_a_cap_beyond_the_steps_emr_runs_at_once_is_not_advised_for_one_node_job
         check_drain(waiting, [], 575, 580, 290, 150, 300.0, 300, step_limit=256)
     assert "meeting every deadline takes at least --max-nodes 300; but EMR runs at most 256 steps at once" in str(caught.value)
     assert "so no --max-nodes meets every deadline" in str(caught.value)
+    # On a twin whose steps at once bind, the cap named is --step-concurrency, itself at most 256 (EMR's
+    # StepConcurrencyLevel): 4,000 jobs in 5 slots need 800 at once, which no --step-concurrency gives.
+    waiting = [Job(f"w{i}", "w", "t", 575 * 300.0, 1e9, 0.0, StepSpec()) for i in range(4000)]
+    with pytest.raises(ConfigError) as caught:
+        check_drain(waiting, [], 575, 580, 290, 256, 300.0, 7, cap_flag="--step-concurrency", step_limit=256)
+    assert "fewer than --step-concurrency 800 cannot release them all" in str(caught.value)
+    assert "(--step-concurrency 256 is the most), so no --step-concurrency above 256 drains it" in str(caught.value)
