@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         # 2 for bad input or a wrong setting (a restart cannot mend it); 75 (EX_TEMPFAIL) for an AWS
         # outage that outlasted the start-up wait. deploy/autoscaler.service restarts on 75, not 2.
         # The core names the fields it checks (`days`); the user reads the flags they typed (--days).
-        err.print(f"autoscaler: error: {shortened(in_flags(str(exc), args.command), given)}", markup=False, highlight=False, soft_wrap=True)
+        # The subcommand's name (submit's own positional `command`, the step's argv, shadows it there).
+        command = args.command if isinstance(args.command, str) else None
+        err.print(f"autoscaler: error: {shortened(in_flags(str(exc), command), given)}", markup=False, highlight=False, soft_wrap=True)
         return exc.exit_status
     except OSError as exc:
         err.print(f"autoscaler: error: {shortened(str(exc), given)}", markup=False, highlight=False, soft_wrap=True)
