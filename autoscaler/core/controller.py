@@ -430,7 +430,7 @@ def arrival_forecast(recent_arrivals: Sequence[float], deadline_slots: int, day_
     the peak reached it cut FB-2009 A's overruns at 20 nodes and 12 h, but a single burst's peak then
     filled a 500-node cap and hold ran as follow (+20 to +28 % kWh against managed scaling on a
     load of heavy bursts, where it had been -23 %); releasing by deadline under overload
-    (``release.deadline_key``) cut those overruns on its own (1,411 -> 10), so there is no such rule."""
+    (``edf.deadline_key``) cut those overruns on its own (1,411 -> 10), so there is no such rule."""
     if not len(recent_arrivals):
         return None
     recent = np.asarray(recent_arrivals, dtype=float)

@@ -313,6 +313,11 @@ def release_by_slot(job: Job, limits: NodeLimits) -> int:
     return start_by_slot(job, limits) - limits.due_margin_slots
 
 
+def deadline_key(job: Job) -> tuple[float, float, str]:
+    """Earliest deadline first: (deadline_s, submit_s, job_id), the order overload releases in."""
+    return (job.deadline_s, job.submit_s, job.job_id)
+
+
 def estimate_slot(job: Job, grid: SlotGrid) -> int:
     """The last slot a job can start in and end by its deadline by its estimated length alone (no
     length-error margin): the slot of deadline - length. Past it, the job is late on its estimate."""
@@ -511,9 +516,9 @@ class JobQueue:
             estimate = estimate_slot(job, self)
             self._by_estimate.add((estimate, job.job_id))
             if self._lapsed(estimate):
-                self._lapsed_by_deadline.setdefault(job.tenant, SortedList()).add(_deadline_key(job))
+                self._lapsed_by_deadline.setdefault(job.tenant, SortedList()).add(deadline_key(job))
             else:
-                self._on_time_by_deadline.setdefault(job.tenant, SortedList()).add(_deadline_key(job))
+                self._on_time_by_deadline.setdefault(job.tenant, SortedList()).add(deadline_key(job))
                 self._on_time_edf.add(key)
             self._wide_queued += job.nodes > 1
         else:
@@ -533,9 +538,9 @@ class JobQueue:
             estimate = estimate_slot(job, self)
             self._by_estimate.remove((estimate, job.job_id))
             if self._lapsed(estimate):
-                _remove(self._lapsed_by_deadline, job.tenant, _deadline_key(job))
+                _remove(self._lapsed_by_deadline, job.tenant, deadline_key(job))
             else:
-                _remove(self._on_time_by_deadline, job.tenant, _deadline_key(job))
+                _remove(self._on_time_by_deadline, job.tenant, deadline_key(job))
                 self._on_time_edf.remove(key)
             self._wide_queued -= job.nodes > 1
         else:
@@ -662,7 +667,7 @@ class JobQueue:
         self._lapse_slot = slot
         for job_id in crossing:
             job = self._jobs[job_id]
-            by_deadline = _deadline_key(job)
+            by_deadline = deadline_key(job)
             if lapsing:
                 _remove(self._on_time_by_deadline, job.tenant, by_deadline)
                 self._lapsed_by_deadline.setdefault(job.tenant, SortedList()).add(by_deadline)
@@ -711,10 +716,6 @@ class JobQueue:
         """The start of ``slot`` (seconds), moved out by a relative 1e-9 in the direction ``side``."""
         edge = self.epoch_s + slot * self.slot_s
         return edge + side * 1e-9 * (abs(edge) + abs(self.epoch_s) + self.slot_s)
-
-
-def _deadline_key(job: Job) -> tuple[float, float, str]:
-    return (job.deadline_s, job.submit_s, job.job_id)
 
 
 def _remove(index: dict[str, SortedList], tenant: str, key: tuple) -> None:

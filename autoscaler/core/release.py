@@ -21,7 +21,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from autoscaler.core.edf import QUEUED, JobQueue, NodeLimits, SlotGrid, as_queue, edf_key, need_s, release_by_slot, start_by_slot
+from autoscaler.core.edf import (
+    QUEUED,
+    JobQueue,
+    NodeLimits,
+    SlotGrid,
+    as_queue,
+    deadline_key,
+    edf_key,
+    need_s,
+    release_by_slot,
+    start_by_slot,
+)
 from autoscaler.core.model import Job, JobState
 
 __all__ = ["MAX_ACTIVE_STEPS", "SHARE_TOLERANCE", "Dispatch", "active_step_room", "deadline_key", "dispatch", "fair_release", "need_s", "running_need_s"]
@@ -548,11 +559,6 @@ def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeL
         if due_s > spare_s(horizon) + 1e-6:
             return True
     return False
-
-
-def deadline_key(job: Job) -> tuple[float, float, str]:
-    """Earliest deadline first: (deadline_s, submit_s, job_id), the order overload releases in."""
-    return (job.deadline_s, job.submit_s, job.job_id)
 
 
 def _per_node(job: Job, need: float) -> list[float]:
