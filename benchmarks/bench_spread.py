@@ -21,7 +21,7 @@ runs at D = 2 h: a figure, never a check (the machine is shared; treat it as +-3
 Figures only; nothing here asserts anything. Usage::
 
     python benchmarks/bench_spread.py [--traces DIR] [--deadlines 30m,2h,6h,12h] [--sigmas 0,0.5,1.0]
-        [--max-nodes 500,100] [--workers N] [--json OUT] [--no-timing]
+        [--max-nodes 500,100] [--workers N] [--json OUT] [--keep EARLIER.json] [--no-timing]
 """
 
 from __future__ import annotations
@@ -291,6 +291,11 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[int
     parser.add_argument("--max-nodes", default="500,100", metavar="LIST", help="compare --max-nodes values, a comma list of whole numbers >= 1 (default %(default)s: room, and the default cap, which binds)")
     parser.add_argument("--workers", type=int, default=None, metavar="N", help="compare --workers: processes per compare (default: the machine's cores)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write every case, the spread and the timing to this JSON file")
+    parser.add_argument(
+        "--keep", type=Path, default=None, metavar="FILE",
+        help="a --json document of an earlier run: its cases of other (trace, max nodes, sigma) than this run's are kept, "
+        "and the spread is over both (re-run part of the grid after a change that leaves the rest as it was)",
+    )  # fmt: skip
     parser.add_argument("--no-timing", action="store_true", help=f"skip timing compare on {make_traces.UNSEEN_WEEK} with its default runs")
     args = parser.parse_args(argv)
     if args.traces.resolve() != make_traces.UNSEEN_DIR.resolve():
@@ -328,6 +333,18 @@ def unseen_week(console: Console) -> Path:
     return path
 
 
+def kept_cases(path: Path | None, run_now: set[tuple[str, int, float]]) -> list[dict]:
+    """The cases of the --json document at ``path`` whose (trace, max nodes, sigma) is not in ``run_now``
+    ([] without ``path``). SystemExit naming the file when it is not such a document."""
+    if path is None:
+        return []
+    try:
+        cases = json.loads(path.read_text())["cases"]
+        return [case for case in cases if (case["trace"], case["max_nodes"], case["sigma"]) not in run_now]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--keep {path}: expected a --json document of bench_spread.py ({exc})") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, deadlines = parse_args(argv)
     console = Console(width=max(220, Console().width), highlight=False)
@@ -350,6 +367,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _, document = run_compare(trace, deadline_text, extra, args.workers)
             rows += case_rows(document, trace.name, sigma, max_nodes)
             progress.advance(task)
+    kept = kept_cases(args.keep, {(trace.name, max_nodes, sigma) for trace, max_nodes, sigma in cases})
+    if kept:
+        console.print(f"kept {len(kept)} cases of {args.keep} (other traces, caps or sigmas than this run's)")
+        rows = sorted(kept + rows, key=lambda row: (row["trace"], -row["max_nodes"], row["sigma"], row["deadline_slots"]))
     console.print(cases_table(rows))
     groups = spread_groups(rows)
     console.print(spread_table(groups))
@@ -368,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.json is not None:
         document = {
-            "runs": list(RUNS), "deadline_slots": deadlines, "sigmas": args.sigmas, "max_nodes": args.max_nodes,
+            "runs": list(RUNS), "deadline_slots": sorted({row["deadline_slots"] for row in rows}),
+            "sigmas": sorted({row["sigma"] for row in rows}), "max_nodes": sorted({row["max_nodes"] for row in rows}, reverse=True),
             "cases": rows, "spread": dict(groups), "timing": timing,
         }  # fmt: skip
         write_all_atomic({args.json: json.dumps(document, indent=1) + "\n"})

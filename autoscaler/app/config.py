@@ -206,7 +206,8 @@ class JobsSettings(BaseModel):
     """``[jobs]``: how a submitted job's length is planned. ``length_quantile``: a job whose name has run
     before is planned at this quantile of its past run times (``autoscaler.core.learned``; 0.9 = p90).
     ``length_error_quantile``: a job's start is planned with room for this quantile of finished jobs'
-    run time / planned length (``autoscaler.core.learned.LengthErrors``; 0.999 = p99.9; 0: no room)."""
+    run time / planned length (``autoscaler.core.learned.LengthErrors``; 0.999 = p99.9), and its nodes for
+    the mean of that ratio (the work factor); 0: neither."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

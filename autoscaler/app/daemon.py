@@ -48,7 +48,7 @@ from autoscaler.core.controller import CarbonWindow, ControllerConfig, Decision,
 from autoscaler.core.edf import JobQueue, edf_key, release_by_slot
 from autoscaler.core.energy.power import TABLE_III, PowerModel
 from autoscaler.core.errors import ActuationError
-from autoscaler.core.learned import RATIO_TOLERANCE, LengthErrors
+from autoscaler.core.learned import RATIO_TOLERANCE, WORK_FACTOR_STEP, LengthErrors
 from autoscaler.core.model import Job, JobState
 from autoscaler.core.ports import Clock, Cluster, JobStore, SignalFeed, StepStatus, TaskGroup, Telemetry, step_states_to_job_states
 from autoscaler.core.readable import utc_text
@@ -141,6 +141,7 @@ class SlotRunner:
     _earlier_steps: set = field(default_factory=set)  # step ids of earlier jobs with a queued job's id, logged
     _degraded: bool = False  # this slot could not read or change something on EMR
     _margin_ratios: dict = field(default_factory=dict)  # learned? -> the length-error ratio queued jobs' margins were last widened to
+    _work_factors: dict = field(default_factory=dict)  # learned? -> the work factor queued jobs were last given
     _nodes: int = 0  # the nodes the last decided slot asked for
     _held_for_steps: list = field(default_factory=list)  # job ids the slot chose and EMR's step limit held back, in order
 
@@ -309,6 +310,7 @@ class SlotRunner:
         self.length_errors = errors
         self._queue = JobQueue.of([errors.with_margin(job) for job in jobs], self.config.slot_s, self.config.epoch_s)
         self._margin_ratios = self._pool_ratios()
+        self._work_factors = {learned: errors.work_factor(learned) for learned in (False, True)}
         saved = self.store.load_state()
         self._state = PolicyState.from_json(saved) if saved else PolicyState()
 
@@ -395,26 +397,37 @@ class SlotRunner:
 
     def _widen_margins(self) -> None:
         """Queued jobs take a wider start margin once the runs seen since they joined say lengths
-        err further (``LengthErrors.with_margin``); a margin never narrows while a job waits.
+        err further (``LengthErrors.with_margin``); a margin never narrows while a job waits. They take
+        the pool's new work factor (``LengthErrors.work_factor``) once it has moved by more than
+        ``WORK_FACTOR_STEP`` of the one they have, up or down.
 
         A job's margin is drawn when it joins the queue, from the runs finished by then. One held for
         hours would otherwise keep the room of a morning's few runs: on FB-2009 with lengths off by
         lognormal(0, 1), the jobs hold sent out later than follow or managed scaling and that then
         overran were such jobs, released after start-by slots planned on a p99.9 of a few hundred
-        runs. O(queued jobs) when the ratio of a pool rises, nothing otherwise."""
+        runs. O(queued jobs) when a pool's ratio rises or its factor moves, nothing otherwise."""
         risen = {
             learned: ratio
             for learned, ratio in self._pool_ratios().items()
             if ratio > max(self._margin_ratios.get(learned, 1.0), 1.0 + RATIO_TOLERANCE)
         }
-        if not risen:
+        moved = {
+            learned: factor
+            for learned in (False, True)
+            if abs((factor := self.length_errors.work_factor(learned)) - self._work_factors.get(learned, 1.0))
+            > WORK_FACTOR_STEP * self._work_factors.get(learned, 1.0)
+        }
+        if not risen and not moved:
             return
         self._margin_ratios.update(risen)
+        self._work_factors.update(moved)
         for job in list(self._queue.queued()):
-            if (job.prior_length_s is not None) in risen:
-                widened = self.length_errors.with_margin(job)
-                if widened.start_margin_s > job.start_margin_s:
-                    self._queue.add(widened)
+            learned = job.prior_length_s is not None
+            if learned in risen or learned in moved:
+                margin_s = max(self.length_errors.margin_s(job), job.start_margin_s)
+                factor = self._work_factors.get(learned, job.work_factor)
+                if margin_s != job.start_margin_s or factor != job.work_factor:
+                    self._queue.add(dataclasses.replace(job, start_margin_s=margin_s, work_factor=factor))
 
     def _pool_ratios(self) -> dict[bool, float]:
         """{learned?: the length-error ratio of that pool}, for the pools with enough runs to have one."""

@@ -297,7 +297,9 @@ class Job:
     job not read from one); the daemon reads only the jobs after the last it has seen. Not compared.
     ``start_margin_s``: seconds before (deadline - length) by which the job is started, to allow for a
     length that runs longer than planned (``autoscaler.core.learned.LengthErrors``: the slot loop sets
-    it when the job joins its queue; 0: none). Not stored, not compared.
+    it when the job joins its queue; 0: none). ``work_factor``: how much longer than planned jobs like
+    it have run on the whole (the learned ratio of run time to planned length, >= 1; the slot loop sets
+    it with the margin), so the nodes are planned for ``work_length_s``. Not stored, not compared.
     """
 
     job_id: str
@@ -319,6 +321,13 @@ class Job:
     run_end_s: float | None = None
     seq: int | None = field(default=None, compare=False)
     start_margin_s: float = field(default=0.0, compare=False)
+    work_factor: float = field(default=1.0, compare=False)
+
+    @property
+    def work_length_s(self) -> float:
+        """The node time the job is expected to take on each of its nodes, s: ``length_s`` x ``work_factor``
+        (>= 0). Capacity is planned with it; the start-by slot keeps ``length_s`` and ``start_margin_s``."""
+        return max(self.length_s, 0.0) * self.work_factor
 
     @property
     def submitted_length_s(self) -> float:

@@ -462,7 +462,7 @@ def _overload_release_node_s(view: _SlotQueue, load: _SlotLoad, shares: dict[str
     ahead_s = (
         limits.max_nodes * horizon_s
         - sum(running_need_s(j, load.slot_start_s, horizon_s) * j.nodes for j in queue.running())
-        - sum(min(max(j.length_s, 0.0), horizon_s) * j.nodes for j in release)
+        - sum(min(j.work_length_s, horizon_s) * j.nodes for j in release)
     )
     release += passes.fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not passes.on_time_left(), starts_in_slot=True)
     return release
@@ -551,7 +551,7 @@ def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeL
                 due_s += max(0.0, ends - (horizon + 1)) * slot_s * nodes
             due_s += going_nodes * (start_by - horizon) * slot_s
             horizon = start_by
-        length_s = max(job.length_s, 0.0)
+        length_s = job.work_length_s
         due_s += min(length_s, slot_s) * job.nodes
         if length_s > slot_s:
             heapq.heappush(going, (start_by + length_s / slot_s, job.nodes))
@@ -568,7 +568,7 @@ def _per_node(job: Job, need: float) -> list[float]:
 
 def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
     """Node seconds a running job still needs on each of its w nodes in the slot starting at ``slot_start_s``: what is left
-    of its estimated length after ``slot_start_s``, at most ``slot_s``, counted from when its step
+    of its expected length (``Job.work_length_s``) after ``slot_start_s``, at most ``slot_s``, counted from when its step
     started (``run_start_s``, EMR's StartDateTime, once the daemon saw it RUNNING), else from its
     release (``released_s``); a step still PENDING (state "released") needs min(length_s, slot_s), and
     a job still running past its estimated end (runs longer than estimated, or started unseen) needs
@@ -577,8 +577,9 @@ def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
         started_s = job.run_start_s
     else:
         started_s = slot_start_s if job.released_s is None else job.released_s
-    left_s = started_s + job.length_s - slot_start_s
-    return min(left_s if left_s > 0 else max(job.length_s, 0.0), slot_s)
+    length_s = job.work_length_s
+    left_s = started_s + length_s - slot_start_s
+    return min(left_s if left_s > 0 else length_s, slot_s)
 
 
 def _nodes_packed(needs_s: list[float], slot_s: float) -> int:

@@ -24,15 +24,15 @@ __all__ = ["arrived_units", "counted_now", "flow_at", "job_ticks", "job_units", 
 
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
     """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model):
-    one unit in each slot from max(``first_slot``, its submit slot) to the slot its length ends in, at
-    least one, as ``autoscaler replay``'s active curve counts it. The deadline index is, for a policy
+    one unit in each slot from max(``first_slot``, its submit slot) to the slot its expected length
+    (``Job.work_length_s``: the length planned times the learned work factor) ends in, at least one, as ``autoscaler replay``'s active curve counts it. The deadline index is, for a policy
     that plans to the start-by slot (hold: ``config.plans_start_by``), the slots from its submission
     to its start-by slot, under "node-seconds" less the slots it must be released ahead of it
     (``due_margin_slots``: its nodes' lead time); D for the other uniform-deadline policies; else the job's own slack in
     slots; at most ``nu`` (``max_deadline_slots``: it bounds the deadline, never the work)."""
     submit_slot = config.slot_of(job.submit_s)
     start = max(first_slot, submit_slot)
-    end_position = math.ceil((job.submit_s - config.epoch_s + job.length_s) / config.slot_s)
+    end_position = math.ceil((job.submit_s - config.epoch_s + job.work_length_s) / config.slot_s)
     end = max(start + 1, end_position)
     if config.plans_start_by:
         # Each unit may wait as long as the job may before it starts: to its start-by slot (a trace's
@@ -61,15 +61,15 @@ def slot_ticks(start_s: float, length_s: float, slot: int, config: ControllerCon
 def job_ticks(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int, dict[int, int]]:
     """(first slot, one past the last slot, deadline index, {slot: ticks}) of a job's node time under
     "node-seconds": ``job_units``'s first slot and deadline, the job taken to run from max(its submit
-    time, the start of its first slot) for its length (its last slot from that); in each slot the
+    time, the start of its first slot) for its expected length (``Job.work_length_s``) (its last slot from that); in each slot the
     ticks it runs there (``slot_ticks``), at least one in its first slot (a job of no length still
     asks for a node). Only the first slot, the last and the second are listed (the slots between run whole:
     ``TICKS_PER_SLOT`` each), so the cost does not grow with the length."""
     start, _, deadline = job_units(job, config, first_slot)
     start_s = max(job.submit_s, config.epoch_s + start * config.slot_s)
     # Its end from when it is taken to start (a job seen a slot after its submission runs later).
-    end = max(start + 1, math.ceil((start_s - config.epoch_s + job.length_s) / config.slot_s - 1e-9))
-    ticks = {s: slot_ticks(start_s, job.length_s, s, config) for s in {start, start + 1, end - 1} if start <= s < end}
+    end = max(start + 1, math.ceil((start_s - config.epoch_s + job.work_length_s) / config.slot_s - 1e-9))
+    ticks = {s: slot_ticks(start_s, job.work_length_s, s, config) for s in {start, start + 1, end - 1} if start <= s < end}
     ticks[start] = max(1, ticks[start])
     return start, end, deadline, ticks
 
@@ -234,8 +234,8 @@ def rebuild_future(
       same whether the state was rebuilt or not (left out with ``submitted_now`` False: ``tick``
       adds them to ``PolicyState.flow`` instead, two entries a job however long it runs);
     * submitted earlier and running: one unit in each slot it still runs, ``slot`` up to the slot of
-      released_s + length_s (none if that has passed; the job keeps its node anyway);
-    * submitted earlier and queued: ell = ceil(length_s/slot_s) units (``job_length_slots``), the
+      released_s + work_length_s (none if that has passed; the job keeps its node anyway);
+    * submitted earlier and queued: ell = ceil(work_length_s/slot_s) units (``job_length_slots``), the
       k-th due by max(start-by slot, ``slot``) + k, its real deadline (not the margin's);
     * done and failed jobs are not active and count nothing, nor does work of slots gone by.
 
@@ -266,15 +266,15 @@ def rebuild_future(
             continue
         if job.state == QUEUED:
             first = max(start_by_slot(job, config), slot)
-            pieces = range(first, first + job_length_slots(job.length_s, config.slot_s))
+            pieces = range(first, first + job_length_slots(job.work_length_s, config.slot_s))
             start_s = config.epoch_s + first * config.slot_s  # run from its due slot's start
         else:
             start_s = config.epoch_s + slot * config.slot_s if job.released_s is None else job.released_s
-            end = math.ceil((start_s - config.epoch_s + job.length_s) / config.slot_s)
+            end = math.ceil((start_s - config.epoch_s + job.work_length_s) / config.slot_s)
             pieces = range(slot, end)
         due_slots.extend(pieces)
         if by_ticks:
-            weights.extend(max(1, slot_ticks(start_s, job.length_s, s, config)) * job.nodes / TICKS_PER_SLOT for s in pieces)
+            weights.extend(max(1, slot_ticks(start_s, job.work_length_s, s, config)) * job.nodes / TICKS_PER_SLOT for s in pieces)
         else:
             weights.extend(float(job.nodes) for _ in pieces)
     future = with_units({}, now, slot, config)

@@ -45,3 +45,39 @@ def test_runs_seen_on_time_give_no_room_until_the_bursts_own_runs_widen_the_marg
     assert min(step.end_s for step in burst) == 4500.0
     assert max(step.added_s for step in burst) <= 10_200.0
     assert all(step.end_s <= step.deadline_s for step in burst)
+
+
+def nodes_up_at(twin, time_s: float) -> int:
+    return sum(1 for node in twin.nodes.values() if node.usable_s <= time_s and (node.removed_s is None or node.removed_s > time_s))
+
+
+def burst_of_short_jobs():
+    """24 warm-up jobs planned at 100 s that run 300 s (ratio 3: margin 2 x length, work factor 3), then
+    at 1 h 600 jobs planned at 30 s that run 90 s, with 2 h of slack. Returns (the twin, the burst's steps)."""
+    jobs = [job(i, 0.0, 100.0, 300.0, 0.0) for i in range(24)]
+    jobs += [job(100 + i, 3600.0, 30.0, 90.0, 7200.0) for i in range(600)]
+    inputs = CompareInputs(tuple(jobs), 72, Settings(deadline_slots=24), TwinConfig(provision_s=0.0), 0, 500)
+    twin = policy_on_twin(inputs, "hold", 0)
+    return twin, [step for step in twin.steps.values() if step.job_id >= "j100"]
+
+
+def test_the_nodes_are_planned_for_the_work_the_runs_say_jobs_take_not_the_lengths_planned():
+    # The warm-up's runs ran 3 x their plan, so each burst job is planned at 3 x 30 = 90 s of node time:
+    # 600 x 90 s = 180 node-slots of 300 s. Each is due by its start-by, deadline 10,830 - 30 - 60 of
+    # margin = 10,740 s, slot 35; from the burst's slot 12 its deadline index is 35 - 12 - 1 (the slot
+    # the nodes are asked for ahead) = 22, so hold's flat rate is 180 / (22 + 1) = 7.83: 8 nodes
+    # through the burst, and every job ends by its deadline.
+    twin, burst = burst_of_short_jobs()
+    assert nodes_up_at(twin, 6000.0) == 8
+    assert all(step.end_s <= step.deadline_s for step in burst)
+
+
+def test_planned_for_the_lengths_alone_the_same_burst_overruns(monkeypatch):
+    # The contrast: with the work factor held at 1, hold plans 600 x 30 s = 60 node-slots, 60 / 23 = 2.6:
+    # 3 nodes, a third of what the jobs take, and the jobs still queued at their start-by slots overrun.
+    from autoscaler.core.learned import LengthErrors
+
+    monkeypatch.setattr(LengthErrors, "work_factor", lambda self, learned=False: 1.0)
+    twin, burst = burst_of_short_jobs()
+    assert nodes_up_at(twin, 6000.0) == 3
+    assert sum(step.end_s > step.deadline_s for step in burst) > 0

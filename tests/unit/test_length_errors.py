@@ -1,14 +1,16 @@
 """A job's start margin for its length's error: the nearest-rank quantile of finished runs' run time /
-planned length, (r - 1) x length when r > 1, in two pools (learned lengths, lengths as submitted).
+planned length, (r - 1) x length when r > 1, in two pools (learned lengths, lengths as submitted); and
+its work factor, the mean of the same ratios (at least 1), which the nodes are planned with.
 Every figure worked by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
-from autoscaler.core.edf import start_by_slot
+from autoscaler.core.edf import need_s, start_by_slot
 from autoscaler.core.errors import ConfigError
 from autoscaler.core.learned import LengthErrors
 from autoscaler.core.model import Job, StepSpec
@@ -87,3 +89,47 @@ def test_the_margin_moves_the_start_by_slot_earlier_and_nothing_else():
     held = margined.with_margin(plain)
     assert (start_by_slot(plain, Grid), start_by_slot(held, Grid)) == (10, 6)
     assert (held.deadline_s, held.length_s) == (plain.deadline_s, plain.length_s)
+    assert held.work_length_s == pytest.approx(3 * 600.0)  # the work factor: the mean ratio, 3
+
+
+def test_the_work_factor_is_the_mean_of_the_ratios():
+    errors = LengthErrors(quantile=0.9, runs=100, min_runs=20)
+    for i in range(1, 21):  # ratios 1, 2, ..., 20, of runs of different lengths: each counts once
+        errors.record(10.0 * i, 10.0 * i * i)
+    assert errors.work_factor() == pytest.approx(10.5)
+    planned = errors.with_margin(job(50.0))
+    assert planned.work_factor == pytest.approx(10.5) and planned.work_length_s == pytest.approx(525.0)
+    assert planned.length_s == 50.0  # the plan stays; only the node time planned for it grows
+
+
+def test_the_work_factor_is_1_below_the_runs_needed_when_off_or_when_runs_are_short():
+    few = LengthErrors(quantile=0.9, runs=100, min_runs=3)
+    few.record(100.0, 300.0)
+    few.record(100.0, 300.0)
+    assert few.work_factor() == 1.0
+    off = LengthErrors(quantile=0, runs=10, min_runs=1)
+    off.record(100.0, 900.0)
+    assert off.work_factor() == 1.0 and off.with_margin(job()).work_length_s == 50.0
+    short = LengthErrors(quantile=1.0, runs=10, min_runs=1)
+    short.record(100.0, 50.0)  # ran half its plan: the nodes are never planned below the plan
+    assert short.work_factor() == 1.0
+    rounding = LengthErrors(quantile=1.0, runs=10, min_runs=1)
+    rounding.record(300.0, (1e9 + 300.0) - 1e9)
+    assert rounding.work_factor() == 1.0
+
+
+def test_the_work_factor_keeps_the_newest_runs_and_its_pool():
+    errors = LengthErrors(quantile=1.0, runs=3, min_runs=1)
+    for ratio in (9.0, 9.0, 9.0, 9.0, 1.0, 2.0, 3.0):  # past the window twice: the running sum stays the newest three's
+        errors.record(10.0, 10.0 * ratio)
+    errors.record(10.0, 40.0, learned=True)
+    assert errors.work_factor() == pytest.approx(2.0)
+    assert errors.work_factor(learned=True) == pytest.approx(4.0)
+    assert errors.with_margin(job(10.0, prior_length_s=8.0)).work_factor == pytest.approx(4.0)
+
+
+def test_a_job_needs_its_expected_node_time_in_its_slot():
+    # need_s: min(length x work factor, slot): 100 s at 2 is 200 s; 200 s at 2 is 400 s, a whole 300 s slot.
+    assert need_s(dataclasses.replace(job(100.0), work_factor=2.0), 300.0) == pytest.approx(200.0)
+    assert need_s(dataclasses.replace(job(200.0), work_factor=2.0), 300.0) == pytest.approx(300.0)
+    assert need_s(job(100.0), 300.0) == pytest.approx(100.0)

@@ -55,8 +55,8 @@ def add_parsers(commands) -> None:
         f"{' and '.join(MANAGED_VARIANTS)}, the one with the least kWh; the table's title names it. When jobs "
         "overran, a second table says why: longer than their deadline allowed from submission, released with "
         "less time left than they ran, or released in time and then waiting for a node (or run again). The "
-        "policies start each job early enough for the p99.9 of how far finished runs overran their estimate "
-        "([jobs] length_error_quantile in --config; 0 turns it off).",
+        "policies start each job early enough for the p99.9 of how far finished runs overran their estimate, "
+        "and plan the nodes for the mean of it ([jobs] length_error_quantile in --config; 0 turns both off).",
     )
     compare.add_argument("--trace", default=None, help=f"SWIM trace (.tsv): {TRACE_NAMES_HELP} (default: A)")
     compare.add_argument(
