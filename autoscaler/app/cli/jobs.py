@@ -17,8 +17,9 @@ from autoscaler.app.cli.arguments import (
     add_objective_argument,
     add_store_arguments,
     add_twin_arguments,
+    deadline_slots,
+    deadline_text,
     non_negative_float,
-    non_negative_int,
     open_store,
     positive_float,
     positive_int,
@@ -139,9 +140,10 @@ def add_parsers(commands) -> None:
     run.add_argument("--speedup", type=positive_float, default=SPEEDUP_DEFAULT, help="replay: simulated seconds per real second")
     run.add_argument("--policy", choices=list(ONLINE_POLICIES), default=None, help="replay: policy (default: the config's, else hold)")
     run.add_argument(
-        "--deadline", "-D", type=non_negative_int, default=None,
-        help="replay: deadline D in slots for every job; shadow: the slack every step of the cluster is given, its deadline "
-        "= its creation + its planned length + D slots (default: the config's deadline_slots, else 2)",
+        "--deadline", "-D", type=deadline_text, default=None,
+        help="replay: deadline D for every job; shadow: the slack every step of the cluster is given, its deadline "
+        "= its creation + its planned length + D. Slots (12), or a duration (2h, 90m) that is a whole number of the "
+        "config's slot_s (default: the config's deadline_slots, else 2)",
     )  # fmt: skip
     run.add_argument("--store", type=Path, default=None, help="replay: job store file, kept (default: a temporary one, removed at exit)")
     run.add_argument("--keep-store", action="store_true", help="replay: keep the temporary store and print where it is")
@@ -365,12 +367,13 @@ def _utc(seconds: float) -> str:
         return f"{seconds:.0f} s"
 
 
-def _replay_request(args: argparse.Namespace):
-    """``run --replay``'s flags as a :class:`autoscaler.app.replay_daemon.ReplayRequest`."""
+def _replay_request(args: argparse.Namespace, slot_s: float):
+    """``run --replay``'s flags as a :class:`autoscaler.app.replay_daemon.ReplayRequest`; --deadline in slots of ``slot_s``."""
     from autoscaler.app.replay_daemon import ReplayRequest
 
+    deadline = None if args.deadline is None else deadline_slots(args.deadline, slot_s)
     return ReplayRequest(
-        trace=args.replay, speedup=args.speedup, policy=args.policy, deadline_slots=args.deadline, max_nodes=args.max_nodes,
+        trace=args.replay, speedup=args.speedup, policy=args.policy, deadline_slots=deadline, max_nodes=args.max_nodes,
         tenants=args.tenants, containers_per_node=args.containers_per_node, days=args.days, lengths=args.lengths,
         length_quantile=args.length_quantile, store=args.store, keep_store=args.keep_store, dry_run=args.dry_run,
         decisions_out=args.decisions_out, cluster=args.cluster, twin=twin_flags(args),
@@ -394,7 +397,7 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         refuse_carbon_objective(settings, "run --replay")
         configure_logging(settings.log_format)
         note_shadowed_file(args.replay, "--replay", err)
-        return replay_through_daemon(_replay_request(args), settings, out, err)
+        return replay_through_daemon(_replay_request(args, settings.slot_s), settings, out, err)
     if args.config is None:
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
     if args.shadow or args.shadow_poll_s is not None:

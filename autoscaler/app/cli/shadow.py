@@ -22,6 +22,7 @@ def run_shadow(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     from autoscaler.adapters.health import Telemetry, serve
     from autoscaler.app import compose
+    from autoscaler.app.cli.arguments import deadline_slots
     from autoscaler.app.daemon import DecisionsFile, run_forever
     from autoscaler.app.logs import configure_logging
     from autoscaler.app.shadow_run import shadow_watch
@@ -43,11 +44,12 @@ def run_shadow(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise ConfigError(f"--shadow-poll-s: expected at least 1 s between reads of the TASK group, got {args.shadow_poll_s:g}")
     settings = compose.settings(args.config)
     configure_logging(settings.log_format)
+    deadline = None if args.deadline is None else deadline_slots(args.deadline, settings.slot_s)
     twin = compose.twin_config(settings, provision_s=args.provision_s, price_per_node_hour=args.price_per_node_hour, step_concurrency=args.step_concurrency)
     telemetry = Telemetry(settings.slot_s)
     decisions = DecisionsFile(args.decisions_out) if args.decisions_out is not None else None
     try:
-        loop = shadow_watch(settings, deadline_slots=args.deadline, twin=twin, telemetry=telemetry, decisions=decisions)
+        loop = shadow_watch(settings, deadline_slots=deadline, twin=twin, telemetry=telemetry, decisions=decisions)
         server = serve(telemetry, settings.health_host, settings.health_port)
         structlog.get_logger("autoscaler").info(
             "shadow_serving", policy=settings.policy, cluster_id=settings.cluster.id, metrics=f"http://{settings.health_host}:{server.server_port}/metrics"
