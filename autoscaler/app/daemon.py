@@ -308,7 +308,7 @@ class SlotRunner:
         for length_s, run_s, learned in self.store.recent_runs(errors.runs):
             errors.record(length_s, run_s, learned)
         self.length_errors = errors
-        self._queue = JobQueue.of([errors.with_margin(job) for job in jobs], self.config.slot_s, self.config.epoch_s)
+        self._queue = JobQueue.of([errors.with_margin(job, self.config.slot_s) for job in jobs], self.config.slot_s, self.config.epoch_s)
         self._margin_ratios = self._pool_ratios()
         self._work_factors = {learned: errors.work_factor(learned) for learned in (False, True)}
         saved = self.store.load_state()
@@ -372,7 +372,7 @@ class SlotRunner:
         added = []
         for job in self.store.jobs_after(self._seq):
             self._seq = max(self._seq, job.seq or 0)
-            job = self.length_errors.with_margin(job)
+            job = self.length_errors.with_margin(job, self.config.slot_s)
             self._queue.add(job)
             added.append(job)
         self._say_ahead(added)
@@ -425,7 +425,7 @@ class SlotRunner:
             learned = job.prior_length_s is not None
             if learned in risen or learned in moved:
                 margin_s = max(self.length_errors.margin_s(job), job.start_margin_s)
-                factor = self._work_factors.get(learned, job.work_factor)
+                factor = self.length_errors.job_work_factor(job, self.config.slot_s, self._work_factors.get(learned))
                 if margin_s != job.start_margin_s or factor != job.work_factor:
                     self._queue.add(dataclasses.replace(job, start_margin_s=margin_s, work_factor=factor))
 

@@ -133,6 +133,13 @@ class LengthErrors:
     The mean of the ratios, not sum of run times / sum of lengths: the runs of long jobs that overran
     most have not ended when it is read, and the sum, led by them, read 1.2 after a burst whose jobs
     ran 1.7 times their plan.
+
+    A job's expected length grows to at most one slot (``job_work_factor``): a job of a slot or more
+    holds its node for whole slots already, and running longer keeps it on that node for more slots,
+    which asks for no node now; hold's plan, which counts work as divisible, would fit the extra slots
+    before its deadline on nodes of their own. On FB-2009 A at lengths off by lognormal(0, 1), D = 2 h,
+    the factor on every job cost +7.6 % kWh for one job fewer overran; clipped, +0.4 %, and the bursty
+    day above kept its 9.
     Off with the margin (``quantile`` 0).
     """
 
@@ -199,9 +206,21 @@ class LengthErrors:
         ratio = self.ratio(job.prior_length_s is not None)
         return 0.0 if ratio is None or ratio <= 1.0 + RATIO_TOLERANCE else (ratio - 1.0) * max(job.length_s, 0.0)
 
-    def with_margin(self, job: Job) -> Job:
-        """``job`` with its ``start_margin_s`` (:meth:`margin_s`) and ``work_factor`` (:meth:`work_factor`) set."""
-        margin_s, factor = self.margin_s(job), self.work_factor(job.prior_length_s is not None)
+    def job_work_factor(self, job: Job, slot_s: float, factor: float | None = None) -> float:
+        """The work factor ``job`` is planned with: its pool's (:meth:`work_factor`, or ``factor``),
+        clipped so that its expected length grows to at most one slot of ``slot_s`` s:
+        min(f, max(length_s, slot_s) / length_s); 1 for a job of a slot or more."""
+        if factor is None:
+            factor = self.work_factor(job.prior_length_s is not None)
+        length_s = job.length_s
+        if factor <= 1.0 or not (0.0 < length_s < slot_s):
+            return 1.0
+        return min(factor, slot_s / length_s)
+
+    def with_margin(self, job: Job, slot_s: float) -> Job:
+        """``job`` with its ``start_margin_s`` (:meth:`margin_s`) and ``work_factor``
+        (:meth:`job_work_factor` for slots of ``slot_s`` s) set."""
+        margin_s, factor = self.margin_s(job), self.job_work_factor(job, slot_s)
         if margin_s == job.start_margin_s and factor == job.work_factor:
             return job
         return dataclasses.replace(job, start_margin_s=margin_s, work_factor=factor)

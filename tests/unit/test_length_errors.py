@@ -31,7 +31,7 @@ def test_the_margin_is_the_quantile_of_the_ratios_less_one_times_the_length():
         errors.record(100.0, 100.0 * i)
     assert errors.ratio() == 18.0  # ceil(0.9 x 20) = 18th smallest
     assert errors.margin_s(job(50.0)) == pytest.approx(17 * 50.0)
-    assert errors.with_margin(job(50.0)).start_margin_s == pytest.approx(850.0)
+    assert errors.with_margin(job(50.0), 300.0).start_margin_s == pytest.approx(850.0)
 
 
 def test_no_margin_below_the_runs_needed_or_when_lengths_run_short():
@@ -86,10 +86,10 @@ def test_the_margin_moves_the_start_by_slot_earlier_and_nothing_else():
     plain = job(600.0)
     margined = LengthErrors(quantile=1.0, runs=10, min_runs=1)
     margined.record(600.0, 1800.0)  # ratio 3: margin 2 x 600
-    held = margined.with_margin(plain)
+    held = margined.with_margin(plain, 300.0)
     assert (start_by_slot(plain, Grid), start_by_slot(held, Grid)) == (10, 6)
     assert (held.deadline_s, held.length_s) == (plain.deadline_s, plain.length_s)
-    assert held.work_length_s == pytest.approx(3 * 600.0)  # the work factor: the mean ratio, 3
+    assert held.work_length_s == 600.0  # two slots: a job of a slot or more is planned at its length
 
 
 def test_the_work_factor_is_the_mean_of_the_ratios():
@@ -97,9 +97,20 @@ def test_the_work_factor_is_the_mean_of_the_ratios():
     for i in range(1, 21):  # ratios 1, 2, ..., 20, of runs of different lengths: each counts once
         errors.record(10.0 * i, 10.0 * i * i)
     assert errors.work_factor() == pytest.approx(10.5)
-    planned = errors.with_margin(job(50.0))
-    assert planned.work_factor == pytest.approx(10.5) and planned.work_length_s == pytest.approx(525.0)
-    assert planned.length_s == 50.0  # the plan stays; only the node time planned for it grows
+    planned = errors.with_margin(job(20.0), 300.0)
+    assert planned.work_factor == pytest.approx(10.5) and planned.work_length_s == pytest.approx(210.0)
+    assert planned.length_s == 20.0  # the plan stays; only the node time planned for it grows
+
+
+@pytest.mark.parametrize(("length_s", "factor"), [(50.0, 6.0), (20.0, 10.5), (299.0, 300.0 / 299.0), (300.0, 1.0), (900.0, 1.0), (0.0, 1.0)])
+def test_a_jobs_expected_length_grows_to_one_slot_at_most(length_s, factor):
+    # Pool factor 10.5 at 300-s slots: 50 s grows to 300 s (x 6), not 525; 20 s to 210 s (x 10.5);
+    # a job of a slot or more, or of no length, keeps its length.
+    errors = LengthErrors(quantile=0.9, runs=100, min_runs=20)
+    for i in range(1, 21):
+        errors.record(10.0, 10.0 * i)
+    assert errors.job_work_factor(job(length_s), 300.0) == pytest.approx(factor)
+    assert errors.job_work_factor(job(length_s), 300.0, factor=0.5) == 1.0  # a pool factor below 1 plans the length
 
 
 def test_the_work_factor_is_1_below_the_runs_needed_when_off_or_when_runs_are_short():
@@ -109,7 +120,7 @@ def test_the_work_factor_is_1_below_the_runs_needed_when_off_or_when_runs_are_sh
     assert few.work_factor() == 1.0
     off = LengthErrors(quantile=0, runs=10, min_runs=1)
     off.record(100.0, 900.0)
-    assert off.work_factor() == 1.0 and off.with_margin(job()).work_length_s == 50.0
+    assert off.work_factor() == 1.0 and off.with_margin(job(), 300.0).work_length_s == 50.0
     short = LengthErrors(quantile=1.0, runs=10, min_runs=1)
     short.record(100.0, 50.0)  # ran half its plan: the nodes are never planned below the plan
     assert short.work_factor() == 1.0
@@ -125,7 +136,7 @@ def test_the_work_factor_keeps_the_newest_runs_and_its_pool():
     errors.record(10.0, 40.0, learned=True)
     assert errors.work_factor() == pytest.approx(2.0)
     assert errors.work_factor(learned=True) == pytest.approx(4.0)
-    assert errors.with_margin(job(10.0, prior_length_s=8.0)).work_factor == pytest.approx(4.0)
+    assert errors.with_margin(job(10.0, prior_length_s=8.0), 300.0).work_factor == pytest.approx(4.0)
 
 
 def test_a_job_needs_its_expected_node_time_in_its_slot():
