@@ -425,7 +425,7 @@ class SlotRunner:
             learned = job.prior_length_s is not None
             if learned in risen or learned in moved:
                 margin_s = max(self.length_errors.margin_s(job), job.start_margin_s)
-                factor = self.length_errors.job_work_factor(job, self.config.slot_s, self._work_factors.get(learned))
+                factor = self.length_errors.job_work_factor(job, self.config.slot_s)
                 if margin_s != job.start_margin_s or factor != job.work_factor:
                     self._queue.add(dataclasses.replace(job, start_margin_s=margin_s, work_factor=factor))
 

@@ -325,13 +325,15 @@ def estimate_slot(job: Job, grid: SlotGrid) -> int:
 
 
 def need_s(job: Job, slot_s: float) -> float:
-    """Node seconds a queued job needs in the slot it is released in: min(work_length_s, slot_s) (it runs
+    """Node seconds a queued job needs in the slot it is released in: min(length_s, slot_s) (it runs
     on one node from the slot's start; a job longer than the slot takes the node's whole slot); a job
     of w > 1 nodes w x slot_s, its w nodes whole (they start it together, so no other job's time on
-    them is counted before it)."""
+    them is counted before it). The planned length, not the expected one (``Job.work_length_s``): the
+    release packs a slot by the plan, and EMR queues what a node cannot start yet; packed by the
+    expected node time, a node took fewer jobs than it could run and idled."""
     if job.nodes > 1:
         return job.nodes * slot_s
-    return min(job.work_length_s, slot_s)
+    return min(max(job.length_s, 0.0), slot_s)
 
 
 def _edf_key(job: Job, grid: SlotGrid) -> tuple[int, float, float, str]:

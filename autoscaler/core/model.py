@@ -327,7 +327,8 @@ class Job:
     @property
     def work_length_s(self) -> float:
         """The node time the job is expected to take on each of its nodes, s: ``length_s`` x ``work_factor``
-        (>= 0). Capacity is planned with it; the start-by slot keeps ``length_s`` and ``start_margin_s``."""
+        (>= 0). The policy's work (m_t) is planned with it (``autoscaler.core.slot_work``); the release
+        packs a slot by ``length_s``, and the start-by slot keeps ``length_s`` and ``start_margin_s``."""
         return max(self.length_s, 0.0) * self.work_factor
 
     @property

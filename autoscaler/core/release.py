@@ -462,7 +462,7 @@ def _overload_release_node_s(view: _SlotQueue, load: _SlotLoad, shares: dict[str
     ahead_s = (
         limits.max_nodes * horizon_s
         - sum(running_need_s(j, load.slot_start_s, horizon_s) * j.nodes for j in queue.running())
-        - sum(min(j.work_length_s, horizon_s) * j.nodes for j in release)
+        - sum(min(max(j.length_s, 0.0), horizon_s) * j.nodes for j in release)
     )
     release += passes.fair_pass(ahead_s, _narrow_seconds(horizon_s), limits.slot_s, None, overdue=not passes.on_time_left(), starts_in_slot=True)
     return release
@@ -551,7 +551,7 @@ def _cap_binds(queued: Iterable[Job], slot: int, running_s: float, limits: NodeL
                 due_s += max(0.0, ends - (horizon + 1)) * slot_s * nodes
             due_s += going_nodes * (start_by - horizon) * slot_s
             horizon = start_by
-        length_s = job.work_length_s
+        length_s = max(job.length_s, 0.0)
         due_s += min(length_s, slot_s) * job.nodes
         if length_s > slot_s:
             heapq.heappush(going, (start_by + length_s / slot_s, job.nodes))

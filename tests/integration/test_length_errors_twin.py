@@ -77,7 +77,7 @@ def test_planned_for_the_lengths_alone_the_same_burst_overruns(monkeypatch):
     # 3 nodes, a third of what the jobs take, and the jobs still queued at their start-by slots overrun.
     from autoscaler.core.learned import LengthErrors
 
-    monkeypatch.setattr(LengthErrors, "work_factor", lambda self, learned=False: 1.0)
+    monkeypatch.setattr(LengthErrors, "job_work_factor", lambda self, job, slot_s: 1.0)
     twin, burst = burst_of_short_jobs()
     assert nodes_up_at(twin, 6000.0) == 3
     assert sum(step.end_s > step.deadline_s for step in burst) > 0

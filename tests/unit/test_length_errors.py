@@ -97,20 +97,35 @@ def test_the_work_factor_is_the_mean_of_the_ratios():
     for i in range(1, 21):  # ratios 1, 2, ..., 20, of runs of different lengths: each counts once
         errors.record(10.0 * i, 10.0 * i * i)
     assert errors.work_factor() == pytest.approx(10.5)
-    planned = errors.with_margin(job(20.0), 300.0)
-    assert planned.work_factor == pytest.approx(10.5) and planned.work_length_s == pytest.approx(210.0)
-    assert planned.length_s == 20.0  # the plan stays; only the node time planned for it grows
+    # A job of 1 s at 300-s slots: no ratio reaches 300, so its factor is the plain mean.
+    planned = errors.with_margin(job(1.0), 300.0)
+    assert planned.work_factor == pytest.approx(10.5) and planned.work_length_s == pytest.approx(10.5)
+    assert planned.length_s == 1.0  # the plan stays; only the node time planned for it grows
 
 
-@pytest.mark.parametrize(("length_s", "factor"), [(50.0, 6.0), (20.0, 10.5), (299.0, 300.0 / 299.0), (300.0, 1.0), (900.0, 1.0), (0.0, 1.0)])
-def test_a_jobs_expected_length_grows_to_one_slot_at_most(length_s, factor):
-    # Pool factor 10.5 at 300-s slots: 50 s grows to 300 s (x 6), not 525; 20 s to 210 s (x 10.5);
-    # a job of a slot or more, or of no length, keeps its length.
+@pytest.mark.parametrize(
+    ("length_s", "factor"),
+    [
+        (50.0, (1 + 2 + 3 + 4 + 5 + 6 * 15) / 20),  # min(r, 300 / 50 = 6) over r = 1..20: 5.25
+        (20.0, (sum(range(1, 15)) + 15 * 6) / 20),  # min(r, 15): 9.75
+        (299.0, (1 + 19 * 300 / 299) / 20),  # min(r, 1.0033): every ratio but the first is capped
+        (300.0, 1.0),  # a job of a slot or more keeps its length
+        (900.0, 1.0),
+        (0.0, 1.0),
+    ],
+)
+def test_a_job_is_planned_at_its_expected_node_time_in_its_slot(length_s, factor):
+    # The mean of min(r, slot / length) over the pool's ratios 1, 2, ..., 20, by hand.
     errors = LengthErrors(quantile=0.9, runs=100, min_runs=20)
     for i in range(1, 21):
         errors.record(10.0, 10.0 * i)
     assert errors.job_work_factor(job(length_s), 300.0) == pytest.approx(factor)
-    assert errors.job_work_factor(job(length_s), 300.0, factor=0.5) == 1.0  # a pool factor below 1 plans the length
+
+
+def test_runs_shorter_than_planned_never_plan_a_job_below_its_length():
+    errors = LengthErrors(quantile=1.0, runs=10, min_runs=1)
+    errors.record(100.0, 50.0)
+    assert errors.job_work_factor(job(50.0), 300.0) == 1.0
 
 
 def test_the_work_factor_is_1_below_the_runs_needed_when_off_or_when_runs_are_short():
@@ -139,8 +154,22 @@ def test_the_work_factor_keeps_the_newest_runs_and_its_pool():
     assert errors.with_margin(job(10.0, prior_length_s=8.0), 300.0).work_factor == pytest.approx(4.0)
 
 
-def test_a_job_needs_its_expected_node_time_in_its_slot():
-    # need_s: min(length x work factor, slot): 100 s at 2 is 200 s; 200 s at 2 is 400 s, a whole 300 s slot.
-    assert need_s(dataclasses.replace(job(100.0), work_factor=2.0), 300.0) == pytest.approx(200.0)
-    assert need_s(dataclasses.replace(job(200.0), work_factor=2.0), 300.0) == pytest.approx(300.0)
-    assert need_s(job(100.0), 300.0) == pytest.approx(100.0)
+def test_a_slot_packs_jobs_by_their_planned_length_whatever_their_work_factor():
+    # need_s: min(length, slot); the factor plans m_t, not how many jobs a node-slot is handed.
+    assert need_s(dataclasses.replace(job(100.0), work_factor=2.0), 300.0) == pytest.approx(100.0)
+    assert need_s(dataclasses.replace(job(400.0), work_factor=2.0), 300.0) == pytest.approx(300.0)
+    assert dataclasses.replace(job(100.0), work_factor=2.0).work_length_s == pytest.approx(200.0)
+
+
+def test_a_step_released_or_running_is_counted_for_its_expected_node_time():
+    # running_need_s: what is left of length x factor after the slot's start, at most a slot. Released at
+    # 0 (PENDING in EMR), factor 2, planned 100 s: 200 s in the slot from 0, none from 300; started at
+    # 250 and seen RUNNING: 150 s left at 300. Past its expected end it is counted again, 200 s.
+    from autoscaler.core.model import JobState
+    from autoscaler.core.release import running_need_s
+
+    pending = dataclasses.replace(job(100.0), work_factor=2.0, state=JobState.RELEASED, released_s=0.0)
+    assert running_need_s(pending, 0.0, 300.0) == pytest.approx(200.0)
+    running = dataclasses.replace(pending, state=JobState.RUNNING, run_start_s=250.0)
+    assert running_need_s(running, 300.0, 300.0) == pytest.approx(150.0)
+    assert running_need_s(running, 600.0, 300.0) == pytest.approx(200.0)
