@@ -517,7 +517,9 @@ def test_serve_as_a_process_stops_on_a_signal_with_status_0_and_says_so(door, tm
     )
     process = subprocess.Popen([sys.executable, "-m", "autoscaler", "serve", "--config", str(config)], stderr=subprocess.PIPE, text=True, env=os.environ)
     try:
-        assert "serving EMR steps" in process.stderr.readline()  # listening: the socket is bound before this line
+        # Listening: the socket is bound before the "serving" event, a JSON line like every other one.
+        first = json.loads(process.stderr.readline())
+        assert (first["event"], first["what"], first["cluster_id"], first["callers"]) == ("serving", "EMR steps", door.cluster_id, 1)
         process.send_signal(getattr(signal, stop))
         assert process.wait(timeout=60) == 0
         events = [json.loads(line) for line in process.stderr.read().splitlines() if line.startswith("{")]

@@ -70,10 +70,10 @@ def _run_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
 
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, stop)
-        err.print(
-            f"serving EMR steps for cluster {settings.cluster.id} on {listener.url} "
-            f"({len(secrets)} caller{'s' if len(secrets) != 1 else ''}; store {settings.store_path})",
-            highlight=False,
+        # In the log's format (JSON lines by default off a terminal), as the daemon's "serving": the
+        # socket is bound before it.
+        structlog.get_logger("autoscaler").info(
+            "serving", what="EMR steps", cluster_id=settings.cluster.id, url=listener.url, callers=len(secrets), store=str(settings.store_path)
         )
         if not stopped:
             listener.serve()
