@@ -178,3 +178,15 @@ def test_a_cap_beyond_the_steps_emr_runs_at_once_is_not_advised_for_one_node_job
         check_drain(waiting, [], 575, 580, 290, 256, 300.0, 7, cap_flag="--step-concurrency", step_limit=256)
     assert "fewer than --step-concurrency 800 cannot release them all" in str(caught.value)
     assert "(--step-concurrency 256 is the most), so no --step-concurrency above 256 drains it" in str(caught.value)
+
+
+def test_the_summary_names_the_nodes_planned_with_when_emrs_steps_bind(tmp_path, capsys):
+    # 10 jobs of no size: --max-nodes 1,000 is planned with EMR's 256 steps at once, and the summary
+    # says both, where it said "max nodes 1,000" beside a log of max_nodes = 256.
+    trace = tmp_path / "few.tsv"
+    trace.write_text("".join(f"j{i}\t{600 + i:.2f}\t0\t0\t0\t0\n" for i in range(10)))
+    assert main(["run", "--replay", str(trace), "--max-nodes", "1000"]) == 0
+    assert "(max nodes 1,000; planned with 256, the steps EMR runs at once)" in capsys.readouterr().out
+    assert main(["run", "--replay", str(trace), "--max-nodes", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "(max nodes 100)" in out and "the steps EMR runs at once" not in out
