@@ -190,3 +190,14 @@ def test_the_summary_names_the_nodes_planned_with_when_emrs_steps_bind(tmp_path,
     assert main(["run", "--replay", str(trace), "--max-nodes", "100"]) == 0
     out = capsys.readouterr().out
     assert "(max nodes 100)" in out and "the steps EMR runs at once" not in out
+
+
+def test_jobs_left_out_or_cut_at_the_windows_end_are_said(tmp_path, capsys):
+    # j0: 10 GB of map input (about 103 s by the size model) at 86,350 s runs past the day's end
+    # (86,400 s) and is cut there; j1 at 90,000 s is after the window. Both were left unsaid.
+    trace = tmp_path / "edges.tsv"
+    small = "".join(f"s{i}\t{600 + 60 * i}\t0\t0\t0\t0\n" for i in range(20))
+    trace.write_text(small + "j0\t86350\t0\t10000000000\t0\t0\nj1\t90000\t0\t0\t0\t0\n")
+    assert main(["run", "--replay", str(trace), "--deadline", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 job submitted after the window's end left out; 1 job ran past the window's end and is cut there" in err
