@@ -467,3 +467,18 @@ def test_compare_says_when_the_step_concurrency_keeps_nodes_beyond_it_idle(tmp_p
     said = " ".join(capsys.readouterr().err.split())
     note = f"at most {step_concurrency} steps run at once (--step-concurrency, EMR's StepConcurrencyLevel), so no run keeps more than {step_concurrency} of the {max_nodes} nodes"
     assert (note in said) is noted
+
+
+def test_a_run_that_overran_more_jobs_than_the_reference_is_marked_and_said(three_hours, capsys):
+    # Each run's overran cell is marked exactly when its count is above the reference's, by the JSON's counts.
+    argv = ["compare", "--trace", str(three_hours), "-D", "0", "--policy", "hold,follow,managed", "--length-error", "1.5"]
+    table, document = _table_and_json(argv, capsys)
+    overran = {run["name"]: run["jobs_finished_after_deadline"] for run in document["runs"]}
+    worse = [name for name in ("hold", "follow") if overran[name] > overran["managed"]]
+    for name, count in overran.items():
+        row = next(line for line in table.splitlines() if line.startswith(f"│ {name} "))
+        assert f" {count:,} *" in row if name in worse else f" {count:,} *" not in row
+    if worse:
+        assert f"* more jobs overran than managed's {overran['managed']:,} under {', '.join(worse)}" in table
+    else:
+        assert "more jobs overran than" not in table

@@ -318,6 +318,7 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
     headers += ["released late", "overran (ended after deadline)", "wait p50/p95 s", "peak nodes", "scalings"]
     for header in headers:
         table.add_column(header, justify="left" if header == "run" else "right", overflow="fold")
+    worse: list[str] = []  # runs that overran more jobs than the reference
     for result in rows:
         f = result.figures
         if f is None:
@@ -337,9 +338,30 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
         if with_carbon:
             cells.append(with_change(f.co2_kg, reference.co2_kg if reference else None, 2))
         waits = "" if f.wait_p50_s is None else f"{f.wait_p50_s:,.0f} / {f.wait_p95_s:,.0f}"
-        cells += [_number(f.jobs_released_late, 0), _number(f.jobs_finished_after_deadline, 0), waits, _number(f.peak_nodes, 0), _number(f.scale_events, 0)]
+        overran = _number(f.jobs_finished_after_deadline, 0)
+        if _overran_more(f, reference):
+            overran += " *"
+            worse.append(result.name)
+        cells += [_number(f.jobs_released_late, 0), overran, waits, _number(f.peak_nodes, 0), _number(f.scale_events, 0)]
         table.add_row(*cells)
+    if worse:
+        notes.append(
+            f"* more jobs overran than {reference.name}'s {reference.jobs_finished_after_deadline:,} under "
+            f"{', '.join(worse)}: a saving beside it is not for the same service"
+        )
+        table.caption = "; ".join(notes)
     return table
+
+
+def _overran_more(figures, reference) -> bool:
+    """Whether a run that is not ``reference`` overran more jobs than it (False when either count is unknown)."""
+    return (
+        reference is not None
+        and figures is not reference
+        and figures.jobs_finished_after_deadline is not None
+        and reference.jobs_finished_after_deadline is not None
+        and figures.jobs_finished_after_deadline > reference.jobs_finished_after_deadline
+    )
 
 
 def _overran_table(results: dict, deadlines: list[int], slot_s: float) -> Table | None:
