@@ -142,7 +142,8 @@ def policy_on_twin(inputs: CompareInputs, policy: str, deadline_slots: int) -> C
                 submitted += 1
             if submitted > arriving:
                 store.submit_many(list(jobs[arriving:submitted]))
-            if slot >= horizon and submitted == len(jobs) and (runner.queue is None or not runner.queue.queued_count):
+            # Jobs a poll of the slot before put in the store are queued too: the runner reads them at its next slot.
+            if slot >= horizon and submitted == len(jobs) and (runner.queue is None or not runner.queue.queued_count) and not runner.unread:
                 break
             runner.run_slot()
             submitted = polls_between_slots(runner, store, clock, jobs, submitted, (slot + 1) * slot_s, settings.release_poll_s)

@@ -150,6 +150,12 @@ class SlotRunner:
         """The active jobs as the last slot left them (None before the first slot)."""
         return self._queue
 
+    @property
+    def unread(self) -> bool:
+        """Whether the store holds jobs submitted after the newest this runner has read (its next
+        slot reads them): a queue that looks empty may not be."""
+        return self.store.max_seq() > self._seq
+
     def run_slot(self) -> Decision | None:
         """Decide and act for the current slot; None if it was already decided.
 

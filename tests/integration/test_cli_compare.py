@@ -482,3 +482,13 @@ def test_a_run_that_overran_more_jobs_than_the_reference_is_marked_and_said(thre
         assert f"* more jobs overran than managed's {overran['managed']:,} under {', '.join(worse)}" in table
     else:
         assert "more jobs overran than" not in table
+
+
+def test_jobs_submitted_in_the_last_slot_run_at_d_0(tmp_path, capsys):
+    # Three jobs come in the day's last slot, after its decision: the daemon's poll puts them in the store,
+    # and the policy must still run them. At D = 0 hold ran 2 of 4 jobs (and looked cheaper) before.
+    trace = tmp_path / "last.tsv"
+    trace.write_text("j0\t100\t0\t0\t0\t0\nj1\t86350\t0\t0\t0\t0\nj2\t86380\t0\t0\t0\t0\nj3\t86399\t0\t0\t0\t0\n")
+    assert main(["compare", "--trace", str(trace), "-D", "0", "--policy", "hold,follow,managed", "--format", "json", "--workers", "1"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert {run["name"]: run["jobs"] for run in document["runs"]} == {"hold": 4, "follow": 4, "managed": 4}
