@@ -176,6 +176,8 @@ def _replay_trace(request: ReplayRequest, settings: Settings, config: Controller
         trace = read_swim(path)
     days, lengths, quantile = replay_length_inputs(request, settings)
     day_s = round(86400 / slot_s) * slot_s  # the window of one day's trace, as workload_from_trace takes it
+    # Jobs after the first day are left out of a repeated day before the window sees them: counted here.
+    beyond_day = sum(1 for job in trace.jobs if job.submit_s >= day_s) if days > 1 else 0
     trace, names = repeat_days(trace, days, day_s)
     workload = with_flagged_notes(workload_from_trace(
         trace, slot_s=slot_s, window_slots=None if days == 1 else days * round(86400 / slot_s), containers_per_node=request.containers_per_node
@@ -184,6 +186,7 @@ def _replay_trace(request: ReplayRequest, settings: Settings, config: Controller
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     left_out = [
         f"{count_text(workload.jobs_after_window, 'job')} submitted after the window's end left out" if workload.jobs_after_window else "",
+        f"{count_text(beyond_day, 'job')} submitted after the trace's first day left out (--days repeats that day)" if beyond_day else "",
         f"{count_text(workload.clipped_jobs, 'job')} ran past the window's end and {'are' if workload.clipped_jobs != 1 else 'is'} cut "
         "there (each is submitted with its length to the end), as replay clips them" if workload.clipped_jobs else "",
     ]  # fmt: skip

@@ -21,6 +21,7 @@ import numpy as np
 from autoscaler.core import defaults
 from autoscaler.core.errors import ConfigError, TraceError
 from autoscaler.core.model import MAX_SLOTS, MIB, LengthModel, LoadByDeadline, Trace, TraceJob, Workload
+from autoscaler.core.readable import count_text
 
 TRACE_DAY_S = 86400.0
 """Span of the SWIM Facebook samples: one day (paper: deferral, §VI-A)."""
@@ -467,6 +468,10 @@ def _long_job_notes(trace: Trace, length_s: np.ndarray, in_window: np.ndarray, w
     )
 
 
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
 def _dropped_message(trace: Trace, submit_s: np.ndarray, in_window: np.ndarray, slot_s: float, window_slots: int) -> str:
     """Why most of a trace would be left out of the default window or reordered, and what to try."""
     lines = len(trace.jobs) + trace.skipped_lines
@@ -475,11 +480,11 @@ def _dropped_message(trace: Trace, submit_s: np.ndarray, in_window: np.ndarray, 
     last_s = float(submit_s.max())
     seen = []
     if after:
-        seen.append(f"{after:,} jobs are submitted after the window's end at {window_s:,.0f} s ({window_slots:,} slots of {slot_s:g} s)")
+        seen.append(f"{count_text(after, 'job')} {_are(after)} submitted after the window's end at {window_s:,.0f} s ({window_slots:,} slots of {slot_s:g} s)")
     if trace.out_of_order_lines:
-        seen.append(f"{trace.out_of_order_lines:,} lines are out of submit-time order")
+        seen.append(f"{count_text(trace.out_of_order_lines, 'line')} {_are(trace.out_of_order_lines)} out of submit-time order")
     if trace.skipped_lines:
-        seen.append(f"{trace.skipped_lines:,} lines are malformed")
+        seen.append(f"{count_text(trace.skipped_lines, 'line')} {_are(trace.skipped_lines)} malformed")
     lost = after + trace.out_of_order_lines + trace.skipped_lines
     text = (
         f"{lost:,} of {lines:,} lines ({100 * min(lost, lines) / lines:.0f} %) would be dropped or reordered: "

@@ -201,3 +201,11 @@ def test_jobs_left_out_or_cut_at_the_windows_end_are_said(tmp_path, capsys):
     assert main(["run", "--replay", str(trace), "--deadline", "0"]) == 0
     err = capsys.readouterr().err
     assert "note: 1 job submitted after the window's end left out; 1 job ran past the window's end and is cut there" in err
+
+
+def test_with_days_the_jobs_after_the_first_day_are_said_left_out(tmp_path, capsys):
+    # --days 2 repeats the first day; j1 at 90,000 s is in neither copy, and was dropped unsaid.
+    trace = tmp_path / "days.tsv"
+    trace.write_text("".join(f"s{i}\t{600 + 100 * i}\t0\t0\t0\t0\n" for i in range(5)) + "j1\t90000\t0\t0\t0\t0\n")
+    assert main(["run", "--replay", str(trace), "--days", "2"]) == 0
+    assert "note: 1 job submitted after the trace's first day left out (--days repeats that day)" in capsys.readouterr().err

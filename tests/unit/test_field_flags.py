@@ -153,3 +153,19 @@ def _flags_named(path: Path) -> list[tuple[int, str]]:
 def test_no_core_message_names_a_flag():
     named = {str(path.relative_to(CORE)): found for path in sorted(CORE.rglob("*.py")) if (found := _flags_named(path))}
     assert named == {}
+
+
+def test_run_is_told_to_replay_a_longer_trace_with_the_commands_that_take_a_window(tmp_path):
+    # run --replay has no --window; the dropped-lines refusal names replay's and compare's, and its counts
+    # are singular where they are one.
+    from autoscaler.core.errors import TraceError
+    from autoscaler.core.workload import read_swim, workload_from_trace
+
+    trace = tmp_path / "exact.tsv"
+    trace.write_text("j0\t100\t0\t0\t0\t0\nj1\t86400\t0\t0\t0\t0\nj2\t50\t0\t0\t0\t0\n")
+    with pytest.raises(TraceError) as refused:
+        workload_from_trace(read_swim(trace), slot_s=300.0)
+    said = str(refused.value)
+    assert "1 job is submitted after the window's end" in said and "1 line is out of submit-time order" in said
+    assert "replay or compare it with --window 289 (run --replay replays the trace's first day; --days repeats that day)." in in_flags(said, "run")
+    assert "give --window 289 (slots of 300 s) to replay all of it." in in_flags(said, "replay")

@@ -1,5 +1,6 @@
-"""``run --deadline`` takes slots or a duration, as ``compare`` and ``replay`` do: the duration is turned
-into slots of the config's slot_s when the config is read."""
+"""``run``'s own flags: ``--deadline`` takes slots or a duration, as ``compare`` and ``replay`` do (the
+duration is turned into slots of the config's slot_s when the config is read), and without ``--config``
+each mode says what it needs."""
 
 from __future__ import annotations
 
@@ -30,3 +31,14 @@ def test_a_deadline_that_is_neither_is_refused_by_the_parser(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--replay", "A", "--deadline", "soon"])
     assert "expected a whole number of slots >= 0 like 12, or a duration" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["run", "--shadow"], "run --shadow: --config FILE is required: shadow mode watches the cluster of --config"),
+    (["run"], "run: --config FILE is required (or --replay TRACE for a simulated run)"),
+])  # fmt: skip
+def test_run_without_a_config_says_what_each_mode_needs(argv, said, capsys):
+    from autoscaler.app.cli import main
+
+    assert main(argv) == 2
+    assert said in capsys.readouterr().err

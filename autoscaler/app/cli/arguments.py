@@ -93,11 +93,24 @@ COMMAND_FIELD_FLAGS = {"run": {"window_slots": "window (run --replay replays the
 """Where a command sets a field otherwise than by :data:`FIELD_FLAGS`' flag (``run --replay`` has no
 --window: it replays the first day, --days times)."""
 
+COMMAND_SENTENCES = {
+    "run": (
+        (
+            re.compile(r"give `window_slots` ([\d,]+) \(slots of [\d.e+]+ s\) to replay all of it\."),
+            r"replay or compare it with --window \1 (run --replay replays the trace's first day; --days repeats that day).",
+        ),
+    ),
+}
+"""Sentences a command says otherwise, before the marks are named (``run --replay`` cannot take the
+--window it would be told to give)."""
+
 
 def in_flags(text: str, command: str | None = None) -> str:
     """``text`` with each field the core marked (`window_slots`) named by its flag (--window), as the
     user of ``command`` typed it; a mark of a field not in :data:`FIELD_FLAGS` is left as it is."""
     flags = FIELD_FLAGS | COMMAND_FIELD_FLAGS.get(command, {})
+    for pattern, replacement in COMMAND_SENTENCES.get(command, ()):
+        text = pattern.sub(replacement, text)
     return _MARKED.sub(lambda mark: flags.get(mark.group(1), mark.group(0)), text)
 
 

@@ -399,6 +399,8 @@ def _run_daemon(args: argparse.Namespace, out: Console, err: Console) -> int:
         note_shadowed_file(args.replay, "--replay", err)
         return replay_through_daemon(_replay_request(args, settings.slot_s), settings, out, err)
     if args.config is None:
+        if args.shadow:
+            raise ConfigError("run --shadow: --config FILE is required: shadow mode watches the cluster of --config")
         raise ConfigError("run: --config FILE is required (or --replay TRACE for a simulated run)")
     if args.shadow or args.shadow_poll_s is not None:
         from autoscaler.app.cli.shadow import run_shadow
