@@ -459,7 +459,10 @@ def _daemon_table(
     )
     planned = loop.config.max_nodes
     cap_text = f"max nodes {loop.max_nodes:,}" + (f"; planned with {planned:,}, the steps EMR runs at once" if planned < loop.max_nodes else "")
-    table.add_row("slots overloaded (nodes wanted > the nodes planned with)", f"{sum(d.overloaded for d in decisions):,} ({cap_text})")
+    table.add_row(
+        "slots overloaded (the cap binds now, or ahead: the queued work cannot all start by its start-by slots)",
+        f"{sum(d.overloaded for d in decisions):,} ({cap_text})",
+    )
     table.add_row("capacity m_t, server-slots (sum of m_t)", f"{capacity.sum():,.1f}")
     rounding_pct = 100 * (whole.sum() / capacity.sum() - 1) if capacity.sum() > 0 else 0.0
     table.add_row("m_t rounded up to whole nodes, node-slots", f"{whole.sum():,.0f} (+{rounding_pct:.2f} %)")

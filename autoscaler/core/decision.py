@@ -30,7 +30,8 @@ REASONS = ("idle", *POLICY_REASONS, *NODE_REASONS)
 """What bound a slot's m_t or nodes (``Decision.reason``), the first that applies of, from last to first:
 
 * ``overloaded``: jobs are queued and the nodes wanted (ceil(m_t), or the running jobs plus those due)
-  exceed ``max_nodes``: not all can be on time, so the free nodes went first to the jobs that can
+  exceed ``max_nodes``, or (under "node-seconds") the cap binds ahead: the queued work cannot all
+  start by its start-by slots on the nodes the arriving work leaves spare: not all can be on time, so the free nodes went first to the jobs that can
   still meet their deadlines, then to the overdue, each shared among tenants by dynamic DRF share;
 * ``max_nodes``: ceil(m_t) is above ``max_nodes`` (nothing queued): nodes capped;
 * ``due_jobs``: nodes raised above ceil(m_t) for jobs due: at (or past) their start-by slot, or
@@ -79,8 +80,8 @@ class Decision:
     ``queue_depth``: jobs queued after the release; ``running``: jobs holding a node after it.
     ``rounding_node_slots``: nodes - m_t.
     ``nodes_wanted``: the policy's ceil(m_t), or the running jobs plus those due, whichever is more.
-    ``overloaded``: jobs are queued and ``nodes_wanted`` exceeds ``max_nodes``, so free nodes went
-    to tenants by dynamic DRF share. ``missed``: jobs that
+    ``overloaded``: jobs are queued and ``nodes_wanted`` exceeds ``max_nodes``, or the cap binds ahead
+    (``autoscaler.core.release``), so free nodes went to tenants by dynamic DRF share. ``missed``: jobs that
     missed their start-by slot in this slot (held past it, or found past it), counted once;
     ``missed_by_tenant`` counts them per tenant. ``nodes_by_tenant``: nodes held by each tenant's
     running and just-released jobs. ``load``: L_t, the units of work that arrived for this slot
