@@ -404,8 +404,9 @@ class SlotRunner:
     def _widen_margins(self) -> None:
         """Queued jobs take a wider start margin once the runs seen since they joined say lengths
         err further (``LengthErrors.with_margin``); a margin never narrows while a job waits. They take
-        the pool's new work factor (``LengthErrors.work_factor``) once it has moved by more than
-        ``WORK_FACTOR_STEP`` of the one they have, up or down.
+        their work factor afresh (``LengthErrors.job_work_factor``) once the pool's mean ratio
+        (``LengthErrors.work_factor``) has moved by more than ``WORK_FACTOR_STEP`` from the one last
+        applied, up or down.
 
         A job's margin is drawn when it joins the queue, from the runs finished by then. One held for
         hours would otherwise keep the room of a morning's few runs: on FB-2009 with lengths off by

@@ -184,14 +184,19 @@ def _replay_trace(request: ReplayRequest, settings: Settings, config: Controller
     ))
     for warning in workload.notes:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-    left_out = [
-        f"{count_text(workload.jobs_after_window, 'job')} submitted after the window's end left out" if workload.jobs_after_window else "",
-        f"{count_text(beyond_day, 'job')} submitted after the trace's first day left out (--days repeats that day)" if beyond_day else "",
-        f"{count_text(workload.clipped_jobs, 'job')} ran past the window's end and {'are' if workload.clipped_jobs != 1 else 'is'} cut "
-        "there (each is submitted with its length to the end), as replay clips them" if workload.clipped_jobs else "",
-    ]  # fmt: skip
-    if any(left_out):
-        err.print(f"note: {'; '.join(part for part in left_out if part)}", markup=False, highlight=False, soft_wrap=True)
+    left_out = []
+    if workload.jobs_after_window:
+        left_out.append(f"{count_text(workload.jobs_after_window, 'job')} submitted after the window's end left out")
+    if beyond_day:
+        left_out.append(f"{count_text(beyond_day, 'job')} submitted after the trace's first day left out (--days repeats that day)")
+    if workload.clipped_jobs:
+        are = "are" if workload.clipped_jobs != 1 else "is"
+        left_out.append(
+            f"{count_text(workload.clipped_jobs, 'job')} ran past the window's end and {are} cut there "
+            "(each is submitted with its length to the end), as replay clips them"
+        )
+    if left_out:
+        err.print(f"note: {'; '.join(left_out)}", markup=False, highlight=False, soft_wrap=True)
     err.print(costs_text(settings.derived_costs(twin.price_per_node_hour if twin is not None else None)), style="dim", markup=False, highlight=False)
     window_slots = workload.n_slots
     require_deadline_within_window(deadline_slots, window_slots, "--deadline: D" if request.deadline_slots is not None else "deadline_slots: D")

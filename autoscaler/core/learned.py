@@ -174,11 +174,9 @@ class LengthErrors:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"LengthErrors: {name} must be a whole number >= 1, got {value!r}")
         self._ratio: dict[bool, float | None] = {}
-        # Run time / planned length of each pool's newest runs, and their sum (the work factor).
+        # Run time / planned length of each pool's newest runs; in order, with their prefix sums, once read.
         self._ratios: dict[bool, deque[float]] = {False: deque(maxlen=self.runs), True: deque(maxlen=self.runs)}
-        self._sums: dict[bool, float] = {False: 0.0, True: 0.0}
-        self._recorded: dict[bool, int] = {False: 0, True: 0}
-        self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}  # the ratios in order and their prefix sums
+        self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 
     def record(self, length_s: float, run_s: float, learned: bool = False) -> None:
         """One finished run: planned at ``length_s``, ran ``run_s`` (EMR's step end - start), s;
@@ -187,17 +185,9 @@ class LengthErrors:
         if not (math.isfinite(length_s) and math.isfinite(run_s)) or length_s < 1.0 or run_s < 0:
             return
         learned = bool(learned)
-        ratios = self._ratios[learned]
-        if len(ratios) == ratios.maxlen:
-            self._sums[learned] -= ratios[0]
-        ratios.append(run_s / length_s)
-        self._sums[learned] += ratios[-1]
+        self._ratios[learned].append(run_s / length_s)
         self._ratio.pop(learned, None)
         self._sorted.pop(learned, None)
-        self._recorded[learned] += 1
-        if self._recorded[learned] % ratios.maxlen == 0:
-            # A running sum drifts by float rounding; sum afresh once a window (O(1) a run on the whole).
-            self._sums[learned] = math.fsum(ratios)
 
     def ratio(self, learned: bool = False) -> float | None:
         """The ``quantile`` of run time / planned length of the pool's newest runs (nearest rank), or
@@ -215,11 +205,19 @@ class LengthErrors:
         ``min_runs`` runs, or with ``quantile`` 0 (off), or when within a clock's rounding of 1. How
         far the pool has moved (``WORK_FACTOR_STEP``); a job is planned with :meth:`job_work_factor`."""
         learned = bool(learned)
-        ratios = self._ratios[learned]
-        if self.quantile == 0 or len(ratios) < self.min_runs:
+        if self.quantile == 0 or len(self._ratios[learned]) < self.min_runs:
             return 1.0
-        factor = self._sums[learned] / len(ratios)
+        ordered, below = self._ordered(learned)
+        factor = below[-1] / len(ordered)
         return factor if factor > 1.0 + RATIO_TOLERANCE else 1.0
+
+    def _ordered(self, learned: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The pool's ratios in ascending order and their prefix sums (0 first), sorted once after runs are recorded."""
+        if learned not in self._sorted:
+            ratios = self._ratios[learned]
+            ordered = np.sort(np.fromiter(ratios, dtype=float, count=len(ratios)))
+            self._sorted[learned] = (ordered, np.concatenate(([0.0], np.cumsum(ordered))))
+        return self._sorted[learned]
 
     def margin_s(self, job: Job) -> float:
         """The start margin for ``job``, s: (r - 1) x its ``length_s`` when its pool's ratio r > 1 (by
@@ -231,7 +229,7 @@ class LengthErrors:
         """The work factor ``job`` is planned with, from its pool's newest runs: the mean over them of
         min(r, slot_s / length_s), at least 1, where r is a run's run time / planned length. So
         ``Job.work_length_s`` is the node time the job is expected to take in the slot of ``slot_s`` s
-        it is released in, the node time a slot packs (``autoscaler.core.edf.need_s``). 1 for a job
+        it is released in (the release still packs the slot by ``length_s``). 1 for a job
         of a slot or more (it holds its node whole slots whatever it runs), of no length, with fewer
         than ``min_runs`` runs in the pool, or with ``quantile`` 0 (off). O(log runs) a job, and
         O(runs log runs) once after runs are recorded."""
@@ -240,10 +238,7 @@ class LengthErrors:
         length_s = job.length_s
         if self.quantile == 0 or len(ratios) < self.min_runs or not (0.0 < length_s < slot_s):
             return 1.0
-        if learned not in self._sorted:
-            ordered = np.sort(np.fromiter(ratios, dtype=float, count=len(ratios)))
-            self._sorted[learned] = (ordered, np.concatenate(([0.0], np.cumsum(ordered))))
-        ordered, below = self._sorted[learned]
+        ordered, below = self._ordered(learned)
         cap = slot_s / length_s
         k = int(np.searchsorted(ordered, cap, side="left"))  # ratios under the cap count whole
         factor = (below[k] + cap * (len(ordered) - k)) / len(ordered)

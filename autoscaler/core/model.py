@@ -298,8 +298,8 @@ class Job:
     ``start_margin_s``: seconds before (deadline - length) by which the job is started, to allow for a
     length that runs longer than planned (``autoscaler.core.learned.LengthErrors``: the slot loop sets
     it when the job joins its queue; 0: none). ``work_factor``: how much longer than planned jobs like
-    it have run on the whole (the mean ratio of run time to planned length, >= 1, clipped so that a job
-    grows to one slot at most; the slot loop sets it with the margin), so the nodes are planned for
+    it have run (``LengthErrors.job_work_factor``: the mean of min(run / plan, slot / length), >= 1; 1
+    for a job of a slot or more; the slot loop sets it with the margin), so the nodes are planned for
     ``work_length_s``. Not stored, not compared.
     """
 

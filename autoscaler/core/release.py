@@ -570,9 +570,9 @@ def running_need_s(job: Job, slot_start_s: float, slot_s: float) -> float:
     """Node seconds a running job still needs on each of its w nodes in the slot starting at ``slot_start_s``: what is left
     of its expected length (``Job.work_length_s``) after ``slot_start_s``, at most ``slot_s``, counted from when its step
     started (``run_start_s``, EMR's StartDateTime, once the daemon saw it RUNNING), else from its
-    release (``released_s``); a step still PENDING (state "released") needs min(length_s, slot_s), and
-    a job still running past its estimated end (runs longer than estimated, or started unseen) needs
-    min(length_s, slot_s) again, as if it started now."""
+    release (``released_s``); a step still PENDING (state "released") needs min(work_length_s, slot_s),
+    and a job still running past its expected end (runs longer than expected, or started unseen) needs
+    min(work_length_s, slot_s) again, as if it started now."""
     if job.state == JobState.RUNNING and job.run_start_s is not None:
         started_s = job.run_start_s
     else:

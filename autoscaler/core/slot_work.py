@@ -25,7 +25,8 @@ __all__ = ["arrived_units", "counted_now", "flow_at", "job_ticks", "job_units", 
 def job_units(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int]:
     """(first slot, one past the last slot, deadline index) of a job's units (paper's active-job model):
     one unit in each slot from max(``first_slot``, its submit slot) to the slot its expected length
-    (``Job.work_length_s``: the length planned times the learned work factor) ends in, at least one, as ``autoscaler replay``'s active curve counts it. The deadline index is, for a policy
+    (``Job.work_length_s``: the length planned times the learned work factor) ends in, at least one,
+    as ``autoscaler replay``'s active curve counts it. The deadline index is, for a policy
     that plans to the start-by slot (hold: ``config.plans_start_by``), the slots from its submission
     to its start-by slot, under "node-seconds" less the slots it must be released ahead of it
     (``due_margin_slots``: its nodes' lead time); D for the other uniform-deadline policies; else the job's own slack in
@@ -61,8 +62,8 @@ def slot_ticks(start_s: float, length_s: float, slot: int, config: ControllerCon
 def job_ticks(job: Job, config: ControllerConfig, first_slot: int) -> tuple[int, int, int, dict[int, int]]:
     """(first slot, one past the last slot, deadline index, {slot: ticks}) of a job's node time under
     "node-seconds": ``job_units``'s first slot and deadline, the job taken to run from max(its submit
-    time, the start of its first slot) for its expected length (``Job.work_length_s``) (its last slot from that); in each slot the
-    ticks it runs there (``slot_ticks``), at least one in its first slot (a job of no length still
+    time, the start of its first slot) for its expected length (``Job.work_length_s``; its last slot
+    from that); in each slot the ticks it runs there (``slot_ticks``), at least one in its first slot (a job of no length still
     asks for a node). Only the first slot, the last and the second are listed (the slots between run whole:
     ``TICKS_PER_SLOT`` each), so the cost does not grow with the length."""
     start, _, deadline = job_units(job, config, first_slot)

@@ -310,10 +310,7 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
     if reference is not None:
         ran = [name for name in MANAGED_VARIANTS if (name, deadline_slots) in results]
         against = f"; (%) against {reference.name}" + (f", the managed variant ({' or '.join(ran)}) with the least kWh" if len(ran) > 1 else "")
-    table = Table(
-        title=f"D = {_deadline_words(deadline_slots, slot_s)}, on the cluster twin{against}",
-        caption="; ".join(notes) or None,
-    )
+    table = Table(title=f"D = {_deadline_words(deadline_slots, slot_s)}, on the cluster twin{against}")
     headers = ["run", "node-hours", "$", "kWh"] + (["kgCO2"] if with_carbon else [])
     headers += ["released late", "overran (ended after deadline)", "wait p50/p95 s", "peak nodes", "scalings"]
     for header in headers:
@@ -349,7 +346,7 @@ def _table(results: dict, deadline_slots: int, slot_s: float, with_carbon: bool)
             f"* more jobs overran than {reference.name}'s {reference.jobs_finished_after_deadline:,} under "
             f"{', '.join(worse)}: a saving beside it is not for the same service"
         )
-        table.caption = "; ".join(notes)
+    table.caption = "; ".join(notes) or None
     return table
 
 
